@@ -1,0 +1,1 @@
+"""Partition discovery for the configurator DaemonSet."""

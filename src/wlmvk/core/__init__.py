@@ -1,0 +1,1 @@
+"""WLM-neutral values, errors, names and helpers shared by every layer."""

@@ -1,0 +1,65 @@
+"""The contract between the Kubernetes side and a workload manager.
+
+The kubelet, the operator's staging commands and the configurator speak to
+a WLM only through this Protocol. ``wlm.client`` implements it over the
+red-box gRPC API; another WLM plugs in by serving that API (or by
+implementing this Protocol). Methods raise ``core.errors`` classes:
+``Unavailable`` when the WLM cannot be reached, ``Unsupported`` when the peer
+lacks an optional capability (an original red-box without wlmvk's rpcs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from typing import Protocol
+
+from wlmvk.core.jobs import (
+    ContainerJobSpec,
+    JobId,
+    JobSpec,
+    JobState,
+    PartitionResources,
+    WorkloadInfo,
+)
+
+
+class Backend(Protocol):
+    async def info(self) -> WorkloadInfo:
+        """Name, version and owner uid of the WLM; raises Unavailable when unreachable."""
+        ...
+
+    async def partitions(self) -> list[str]: ...
+
+    async def resources(self, partition: str) -> PartitionResources: ...
+
+    async def submit(self, spec: JobSpec) -> JobId:
+        """Submit a batch job. With an idempotency key, a second call returns the first job."""
+        ...
+
+    async def submit_container(self, spec: ContainerJobSpec) -> JobId: ...
+
+    async def find(self, idempotency_key: str) -> JobState | None:
+        """The job submitted with this key, or None. Raises Unsupported on an original red-box."""
+        ...
+
+    async def states(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobState]:
+        """States of many jobs in one round trip (falls back to one JobInfo per job)."""
+        ...
+
+    async def cancel(self, job_id: JobId) -> None: ...
+
+    def open_file(self, path: str) -> AsyncIterator[bytes]:
+        """The whole file, in chunks."""
+        ...
+
+    def tail_file(self, path: str) -> AsyncIterator[bytes]:
+        """The file from its start, then new bytes as they are written, until the caller stops."""
+        ...
+
+    async def stage_in(self, directory: str, tar_stream: AsyncIterable[bytes]) -> tuple[int, int]:
+        """Unpack a tar stream into ``directory``; returns (files, bytes)."""
+        ...
+
+    def stage_out(self, path: str) -> AsyncIterator[bytes]:
+        """A tar stream of a file or directory, named by its base name."""
+        ...

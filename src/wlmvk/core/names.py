@@ -1,0 +1,52 @@
+"""Names shared with Kubernetes: label keys, annotations, taints, resource names.
+
+The ``wlm.sylabs.io/`` label keys and the taint are the original
+WLM-operator's, so that its SlurmJob examples schedule unchanged.
+"""
+
+from __future__ import annotations
+
+GROUP = "wlm.sylabs.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+# Node labels (the original's keys).
+LABEL_PARTITION = f"{GROUP}/partition"
+LABEL_NODES = f"{GROUP}/nodes"
+LABEL_WALL_TIME = f"{GROUP}/wall-time"
+LABEL_CPU_PER_NODE = f"{GROUP}/cpu-per-node"
+LABEL_MEM_PER_NODE = f"{GROUP}/mem-per-node"
+LABEL_GPU_PER_NODE = f"{GROUP}/gpu-per-node"
+LABEL_CLUSTER = f"{GROUP}/cluster"
+# The Kubernetes node that runs the kubelet of this virtual node (the agent host):
+# staging pods are pinned there because the red-box socket is there.
+LABEL_AGENT_HOST = f"{GROUP}/agent-host"
+LABEL_TYPE = "type"
+TYPE_VIRTUAL_KUBELET = "virtual-kubelet"
+LABEL_ROLE = "kubernetes.io/role"
+ROLE_AGENT = "agent"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+
+TAINT_KEY = "virtual-kubelet.io/provider"
+TAINT_VALUE = "wlm"
+TAINT_EFFECT = "NoSchedule"
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# Pod annotations.
+ANNOTATION_BATCH = f"{GROUP}/batch"
+ANNOTATION_JOB_ID = f"{GROUP}/job-id"
+ANNOTATION_WORKING_DIR = f"{GROUP}/working-dir"
+ANNOTATION_CONTAINER_JOB = f"{GROUP}/container-job"
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+
+def feature_label(name: str, version: str = "") -> str:
+    """The node label key of a partition feature, as the original wrote it."""
+    return f"{GROUP}/{name}_{version}" if version else f"{GROUP}/{name}"
+
+
+def node_name(cluster: str, partition: str) -> str:
+    """The virtual node of a partition: ``slurm-<cluster>-<partition>``, lowercased."""
+    return f"slurm-{cluster}-{partition}".lower().replace("_", "-")

@@ -1,0 +1,1 @@
+"""The virtual kubelet: Slurm partitions as nodes, pods as Slurm jobs."""

@@ -1,0 +1,1 @@
+"""The SlurmJob / WlmJob controller."""

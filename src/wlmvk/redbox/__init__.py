@@ -1,0 +1,1 @@
+"""red-box: the WLM gRPC daemon that wraps the Slurm CLI."""

@@ -1,0 +1,1 @@
+"""wlmvk stage in/out: data movement for the prepare and collect pods."""

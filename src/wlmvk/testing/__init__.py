@@ -1,0 +1,1 @@
+"""Test fixtures of high fidelity (the in-memory Kubernetes API server)."""

@@ -1,0 +1,1 @@
+"""An in-memory Kubernetes API server for tests and the local demo."""
