@@ -39,6 +39,12 @@ ANNOTATION_JOB_ID = f"{GROUP}/job-id"
 ANNOTATION_WORKING_DIR = f"{GROUP}/working-dir"
 ANNOTATION_CONTAINER_JOB = f"{GROUP}/container-job"
 
+# Node annotation: the host path of the red-box socket on the agent host, so
+# staging pods mount the socket of the cluster their job runs on (several
+# clusters can share one agent host).
+ANNOTATION_RED_BOX_SOCKET = f"{GROUP}/red-box-socket"
+DEFAULT_RED_BOX_SOCKET = "/var/run/syslurm/red-box.sock"
+
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
 
