@@ -1,0 +1,60 @@
+"""How controllers plug into the server: an agent coroutine per control loop.
+
+A controller is ``async def run(store: Store) -> None``: it watches and writes through
+the :class:`~wlmvk.testing.apiserver.store.Store` and runs until cancelled. Pass them
+to ``ApiServer(controllers=[...])`` (or ``server.register_controller(fn)`` before
+``start()``); the server starts each as a guarded task after the store exists and
+cancels them on ``stop()``. Parameterised controllers are ``functools.partial``\\ s.
+
+:func:`default_controllers` collects the ``run`` functions of the controller modules of
+this package that exist (scheduler, gc, nodelifecycle): the fixture and
+``wlmvk dev apiserver`` run these unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from wlmvk.testing.apiserver.store import Store
+
+Controller = Callable[["Store"], Awaitable[None]]
+
+LogHandler = Callable[["web.Request", dict[str, Any], "Store"], Awaitable["web.StreamResponse"]]
+"""``pods/{name}/log``: ``handler(request, pod, store)`` answers with the log (text/plain,
+streamed when ``follow=true``). The request's query carries container, follow, tailLines,
+limitBytes, sinceSeconds, sinceTime, timestamps, previous."""
+
+DEFAULT_MODULES = ("scheduler", "gc", "nodelifecycle")
+
+
+def default_controllers() -> list[Controller]:
+    """``run`` of each default controller module that is present in this package."""
+    found: list[Controller] = []
+    for name in DEFAULT_MODULES:
+        try:
+            module = importlib.import_module(f"wlmvk.testing.apiserver.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"wlmvk.testing.apiserver.{name}":
+                raise
+            continue
+        run = getattr(module, "run", None)
+        if run is not None:
+            found.append(run)
+    return found
+
+
+def default_log_handler() -> LogHandler | None:
+    """``handle`` of ``logproxy.py`` when present (it proxies to the node's kubelet)."""
+    try:
+        module = importlib.import_module("wlmvk.testing.apiserver.logproxy")
+    except ModuleNotFoundError as e:
+        if e.name != "wlmvk.testing.apiserver.logproxy":
+            raise
+        return None
+    handler: LogHandler | None = getattr(module, "handle", None)
+    return handler
