@@ -1,0 +1,157 @@
+"""The Slurm commands red-box needs, as typed async methods.
+
+Each method builds one argv list, runs it through ``runner.Runner`` and
+hands the text to ``parsing``. Failures become ``core.errors`` classes with
+Slurm's stderr in the message: a controller that does not answer is
+``Unavailable``, an unknown job id ``NotFound``, a rejected submission
+``InvalidInput``. Accounting that is switched off is not an error: the
+accounting queries answer ``None`` and the caller uses its own records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.core.jobs import JobId, JobState
+from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.slurm.runner import Completed, Runner
+
+_UNREACHABLE = (
+    "Unable to contact slurm controller",
+    "Socket timed out",
+    "Zero Bytes were transmitted",
+    "Connection refused",
+    "Communication connection failure",
+    "Slurm backup controller in standby mode",
+    "Unable to establish connection",
+)
+_NO_ACCOUNTING = ("accounting storage is disabled", "not running a supported accounting_storage")
+_UNKNOWN_JOB = "Invalid job id specified"
+
+ACCOUNTING_WINDOW = "now-7days"
+"""How far back a lookup by idempotency key searches the accounting database."""
+
+
+def classify(done: Completed) -> Exception:
+    """A failed command -> the error a caller should see."""
+    text = done.stderr + done.stdout
+    if any(marker in text for marker in _UNREACHABLE):
+        return Unavailable(done.message())
+    if _UNKNOWN_JOB in text:
+        return NotFound(done.message())
+    if done.argv[0] == "sbatch":
+        return InvalidInput(done.message())
+    return Unavailable(done.message())
+
+
+def no_accounting(done: Completed) -> bool:
+    return any(marker in done.stderr + done.stdout for marker in _NO_ACCOUNTING)
+
+
+class Slurm:
+    """Slurm's CLI as red-box uses it."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    async def submit(
+        self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> JobId:
+        """``sbatch --parsable OPTIONS`` with the script on stdin -> the new job id."""
+        done = await self.runner.run(["sbatch", "--parsable", *options], stdin=script, env=env)
+        if not done.ok:
+            raise classify(done)
+        text = done.stdout.strip().split(";", 1)[0]
+        if not text.isdigit():
+            raise Unavailable(f"sbatch: unexpected answer {done.stdout.strip()!r}")
+        return JobId(int(text))
+
+    async def cancel(self, job_id: JobId) -> None:
+        done = await self.runner.run(["scancel", str(job_id)])
+        if not done.ok:
+            raise classify(done)
+
+    async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
+        """``squeue -t all``: the jobs Slurm still holds (finished ones until MinJobAge).
+
+        With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
+        """
+        argv = ["squeue", "-h", "-t", "all", "-O", parsing.SQUEUE_FORMAT]
+        if job_ids is not None:
+            if not job_ids:
+                return []
+            argv += ["-j", ",".join(str(i) for i in job_ids)]
+        done = await self.runner.run(argv)
+        if not done.ok:
+            error = classify(done)
+            if isinstance(error, NotFound):
+                return []
+            raise error
+        return parsing.squeue_states(done.stdout)
+
+    async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
+        """``sacct`` rows of these jobs, or None when accounting is off."""
+        if not job_ids:
+            return []
+        return await self._sacct(["-j", ",".join(str(i) for i in job_ids)])
+
+    async def accounting_recent(self) -> list[JobState] | None:
+        """Every job of the last ACCOUNTING_WINDOW (for lookups by key), or None without accounting."""
+        return await self._sacct(["-S", ACCOUNTING_WINDOW])
+
+    async def _sacct(self, selection: Sequence[str]) -> list[JobState] | None:
+        argv = ["sacct", "-X", "-n", "-a", "--parsable2", "-o", parsing.SACCT_FORMAT, *selection]
+        done = await self.runner.run(argv)
+        if not done.ok:
+            if no_accounting(done):
+                return None
+            raise classify(done)
+        return parsing.sacct_states(done.stdout)
+
+    async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
+        """``scontrol -o show job ID``: one record per job (an array has several)."""
+        done = await self.runner.run(["scontrol", "-o", "show", "job", str(job_id)])
+        if not done.ok:
+            raise classify(done)
+        return parsing.scontrol_records(done.stdout)
+
+    async def steps(self, job_id: JobId) -> list[parsing.StepRecord] | None:
+        """The original JobSteps query, or None without accounting."""
+        argv = ["sacct", "-p", "-n", "-j", str(job_id), "-o", "start,end,exitcode,state,jobid,jobname"]
+        done = await self.runner.run(argv)
+        if not done.ok:
+            if no_accounting(done):
+                return None
+            raise classify(done)
+        return parsing.sacct_steps(done.stdout)
+
+    async def partitions(self) -> list[parsing.PartitionRecord]:
+        """Partition records joined with their nodes (two scontrol calls, run concurrently)."""
+        parts, nodes = await asyncio.gather(
+            self.runner.run(["scontrol", "-o", "show", "partition"]),
+            self.runner.run(["scontrol", "-o", "show", "node"]),
+        )
+        for done in (parts, nodes):
+            if not done.ok:
+                raise classify(done)
+        return parsing.partition_records(parts.stdout, parsing.node_records(nodes.stdout))
+
+    async def partition_names(self) -> list[str]:
+        done = await self.runner.run(["scontrol", "-o", "show", "partition"])
+        if not done.ok:
+            raise classify(done)
+        return parsing.partition_names(done.stdout)
+
+    async def version(self) -> str:
+        done = await self.runner.run(["sinfo", "-V"])
+        if not done.ok:
+            raise classify(done)
+        return parsing.slurm_version(done.stdout)
+
+    async def cluster_name(self) -> str:
+        done = await self.runner.run(["scontrol", "show", "config"])
+        if not done.ok:
+            raise classify(done)
+        return parsing.config_value(done.stdout, "ClusterName")

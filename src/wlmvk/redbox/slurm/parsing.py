@@ -1,0 +1,461 @@
+"""Slurm's text output -> wlmvk values. Pure functions, no I/O.
+
+Every format parsed here is one that ``commands`` asks for, and every
+function is unit-tested on output captured from the real Slurm 22.05
+(tests/fixtures/slurm_captured/). Formats were chosen for exactness:
+``squeue -O`` with a control-character separator (job names and paths
+may hold ``|`` or spaces), ``sacct --parsable2`` (its ``--json`` misreports
+exit codes on 22.05) and ``scontrol -o`` one-line records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from wlmvk.core.jobs import Feature, JobId, JobState, JobStatus
+
+SEP = "\x1f"
+"""Field separator of the squeue -O format (ASCII unit separator)."""
+
+COMMENT_PREFIX = "wlmvk:"
+"""Idempotency keys travel in the job's comment as ``wlmvk:<key>``."""
+
+# squeue -O fields, in order; each gets SEP as its suffix.
+SQUEUE_FIELDS = (
+    "JobID",
+    "State",
+    "Reason",
+    "exit_code",
+    "Comment",
+    "Partition",
+    "NodeList",
+    "SubmitTime",
+    "StartTime",
+    "EndTime",
+    "WorkDir",
+    "STDOUT",
+    "STDERR",
+    "UserID",
+    "Name",
+)
+SQUEUE_FORMAT = ",".join(f"{name}:{SEP}" for name in SQUEUE_FIELDS)
+
+SACCT_FIELDS = (
+    "JobID",
+    "State",
+    "Reason",
+    "ExitCode",
+    "Comment",
+    "Partition",
+    "NodeList",
+    "Submit",
+    "Start",
+    "End",
+    "WorkDir",
+    "JobName",
+)
+SACCT_FORMAT = ",".join(SACCT_FIELDS)
+
+_STATE_ALIASES = {
+    "REQUEUE_FED": JobStatus.REQUEUED,
+    "REQUEUE_HOLD": JobStatus.REQUEUED,
+    "RESV_DEL_HOLD": JobStatus.PENDING,
+    "RESIZING": JobStatus.RUNNING,
+    "SIGNALING": JobStatus.COMPLETING,
+    "STAGE_OUT": JobStatus.COMPLETING,
+    "STOPPED": JobStatus.SUSPENDED,
+    "SPECIAL_EXIT": JobStatus.FAILED,
+    "REVOKED": JobStatus.CANCELLED,
+}
+_EMPTY = frozenset({"", "N/A", "Unknown", "None", "(null)", "None assigned", "NONE"})
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+def job_status(text: str) -> JobStatus:
+    """Slurm's state name (``CANCELLED by 0`` and ``CANCELLED+`` included) -> JobStatus."""
+    word = text.strip().split(" ", 1)[0].rstrip("+")
+    if word in JobStatus.__members__:
+        return JobStatus[word]
+    return _STATE_ALIASES.get(word, JobStatus.UNKNOWN)
+
+
+def timestamp(text: str) -> datetime | None:
+    """Slurm's local ``YYYY-MM-DDTHH:MM:SS`` -> an aware UTC datetime; N/A/Unknown -> None."""
+    text = text.strip()
+    if text in _EMPTY:
+        return None
+    try:
+        local = datetime.strptime(text, _TIME_FORMAT)
+    except ValueError:
+        return None
+    return local.astimezone(UTC)
+
+
+def duration(text: str) -> timedelta | None:
+    """Slurm durations (``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``) -> timedelta.
+
+    ``UNLIMITED``, ``INFINITE``, ``NONE`` and empty -> None.
+    """
+    text = text.strip()
+    if text.upper() in {"", "UNLIMITED", "INFINITE", "NONE", "N/A", "PARTITION_LIMIT"}:
+        return None
+    days = 0
+    if "-" in text:
+        day_text, text = text.split("-", 1)
+        days = int(day_text)
+        parts = [int(p) for p in text.split(":")]
+        parts += [0] * (3 - len(parts))
+        hours, minutes, seconds = parts
+    else:
+        parts = [int(p) for p in text.split(":")]
+        if len(parts) == 1:
+            hours, minutes, seconds = 0, parts[0], 0
+        elif len(parts) == 2:
+            hours, minutes, seconds = 0, parts[0], parts[1]
+        else:
+            hours, minutes, seconds = parts[0], parts[1], parts[2]
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def idempotency_key(comment: str) -> str:
+    """The key carried in a job comment, or '' for a comment wlmvk did not write."""
+    comment = comment.strip()
+    return comment[len(COMMENT_PREFIX) :] if comment.startswith(COMMENT_PREFIX) else ""
+
+
+def _text(value: str) -> str:
+    value = value.strip()
+    return "" if value in _EMPTY else value
+
+
+def wait_status(raw: str) -> tuple[int, int]:
+    """squeue's ``exit_code`` is a raw wait status: (exit code, signal)."""
+    value = int(raw.strip() or 0)
+    return (value >> 8) & 0xFF, value & 0x7F
+
+
+def exit_pair(text: str) -> tuple[int, int]:
+    """sacct/scontrol ``code:signal`` -> (exit code, signal)."""
+    code, _, signal = text.strip().partition(":")
+    return int(code or 0), int(signal or 0)
+
+
+def squeue_states(output: str) -> list[JobState]:
+    """Parse ``squeue -h -t all -O SQUEUE_FORMAT``: one job per line."""
+    states = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split(SEP)
+        if len(fields) < len(SQUEUE_FIELDS):
+            raise ValueError(f"squeue line has {len(fields)} fields, expected {len(SQUEUE_FIELDS)}: {line!r}")
+        row = dict(zip(SQUEUE_FIELDS, fields, strict=False))
+        status = job_status(row["State"])
+        exit_code: int | None = None
+        signal = 0
+        if status.terminal:
+            exit_code, signal = wait_status(row["exit_code"])
+        states.append(
+            JobState(
+                job_id=JobId(int(row["JobID"].split("_")[0])),
+                status=status,
+                reason=_text(row["Reason"]),
+                exit_code=exit_code,
+                signal=signal,
+                submit_time=timestamp(row["SubmitTime"]),
+                start_time=timestamp(row["StartTime"]),
+                # squeue shows the *expected* end of a job that still runs.
+                end_time=timestamp(row["EndTime"]) if status.terminal else None,
+                std_out=_text(row["STDOUT"]),
+                std_err=_text(row["STDERR"]),
+                working_dir=_text(row["WorkDir"]),
+                partition=_text(row["Partition"]),
+                node_list=_text(row["NodeList"]),
+                name=row["Name"],
+                idempotency_key=idempotency_key(row["Comment"]),
+            )
+        )
+    return states
+
+
+def sacct_states(output: str) -> list[JobState]:
+    """Parse ``sacct -X -n --parsable2 -o SACCT_FORMAT``: one allocation per line.
+
+    Job steps (``12.batch``) are skipped should they appear. Job names come
+    last so that a ``|`` inside one does not shift the other fields.
+    """
+    states = []
+    count = len(SACCT_FIELDS)
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|", count - 1)
+        if len(fields) < count:
+            raise ValueError(f"sacct line has {len(fields)} fields, expected {count}: {line!r}")
+        row = dict(zip(SACCT_FIELDS, fields, strict=True))
+        if not row["JobID"].isdigit():
+            continue
+        status = job_status(row["State"])
+        exit_code: int | None = None
+        signal = 0
+        if status.terminal:
+            exit_code, signal = exit_pair(row["ExitCode"])
+        states.append(
+            JobState(
+                job_id=JobId(int(row["JobID"])),
+                status=status,
+                reason=_text(row["Reason"]),
+                exit_code=exit_code,
+                signal=signal,
+                submit_time=timestamp(row["Submit"]),
+                start_time=timestamp(row["Start"]),
+                end_time=timestamp(row["End"]) if status.terminal else None,
+                working_dir=_text(row["WorkDir"]),
+                partition=_text(row["Partition"]),
+                node_list=_text(row["NodeList"]),
+                name=row["JobName"],
+                idempotency_key=idempotency_key(row["Comment"]),
+            )
+        )
+    return states
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of ``sacct -p -n -o start,end,exitcode,state,jobid,jobname``."""
+
+    id: str
+    name: str
+    exit_code: int
+    status: JobStatus
+    start_time: datetime | None
+    end_time: datetime | None
+
+
+def sacct_steps(output: str) -> list[StepRecord]:
+    """Parse the original red-box's JobSteps query (``-p`` leaves a trailing ``|``)."""
+    steps = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) < 6:
+            raise ValueError(f"sacct step line has {len(fields)} fields: {line!r}")
+        start, end, exit_code, state, job_id, name = fields[:6]
+        steps.append(
+            StepRecord(
+                id=job_id,
+                name=name,
+                exit_code=exit_pair(exit_code)[0],
+                status=job_status(state),
+                start_time=timestamp(start),
+                end_time=timestamp(end),
+            )
+        )
+    return steps
+
+
+# A key of a ``scontrol -o`` record: a word (with / : _ .) right before '='.
+_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:.]*)=")
+
+
+def scontrol_record(line: str) -> dict[str, str]:
+    """One ``scontrol show ... -o`` line -> {key: value}.
+
+    Values may contain spaces (``OS=Linux 6.1 #1 SMP``) and ``=``
+    (``TRES=cpu=2,mem=16000M``): a value runs until the next `` Key=``.
+    """
+    record: dict[str, str] = {}
+    matches = list(_KEY.finditer(line))
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(line)
+        record[match.group(1)] = line[match.end() : end].strip()
+    return record
+
+
+def scontrol_records(output: str) -> list[dict[str, str]]:
+    """``scontrol show job|partition|node -o``: one record per non-empty line."""
+    return [scontrol_record(line) for line in output.splitlines() if line.strip()]
+
+
+def scontrol_blocks(output: str) -> list[dict[str, str]]:
+    """Multi-line ``scontrol show job`` output: records separated by blank lines."""
+    blocks = [" ".join(block.split("\n")) for block in re.split(r"\n\s*\n", output)]
+    return [scontrol_record(block) for block in blocks if block.strip()]
+
+
+def user_id(text: str) -> str:
+    """``slurmuser(1001)`` -> ``1001`` (the original sent the whole text; so do we)."""
+    return text.strip()
+
+
+def slurm_version(output: str) -> str:
+    """``sinfo -V`` -> ``22.05.8`` (the original kept the trailing newline; we do not)."""
+    words = output.split()
+    return words[1] if len(words) > 1 else output.strip()
+
+
+def config_value(output: str, key: str) -> str:
+    """One value of ``scontrol show config`` (``Key = value`` lines)."""
+    for line in output.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == key:
+            return value.strip()
+    return ""
+
+
+# --- partitions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    name: str
+    cpus: int
+    memory_mb: int
+    features: tuple[str, ...]
+    gpus: int
+    partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    """What Slurm says of a partition, before any configured override."""
+
+    name: str
+    nodes: int
+    cpu_per_node: int
+    mem_per_node: int
+    wall_time: int | None
+    gpu_per_node: int
+    features: tuple[Feature, ...]
+    default: bool
+    state: str
+
+
+def _int(text: str, default: int = 0) -> int:
+    match = re.match(r"\d+", text.strip())
+    return int(match.group()) if match else default
+
+
+def gres_gpus(gres: str) -> int:
+    """``gpu:2``, ``gpu:tesla:2(S:0-1)``, ``gpu:a:1,gpu:b:1`` -> total GPUs; ``(null)`` -> 0."""
+    total = 0
+    for item in re.split(r",(?![^(]*\))", gres):
+        parts = item.strip().split("(")[0].split(":")
+        if parts[0] == "gpu":
+            total += _int(parts[-1], 1) if len(parts) > 1 else 1
+    return total
+
+
+def _memory_mb(text: str) -> int:
+    """``16000`` or ``16000M`` / ``16G`` -> MB."""
+    match = re.fullmatch(r"(\d+)([KMGT]?)", text.strip())
+    if not match:
+        return 0
+    value, unit = int(match.group(1)), match.group(2)
+    return {"K": value // 1024, "": value, "M": value, "G": value * 1024, "T": value * 1024 * 1024}[unit]
+
+
+def node_records(output: str) -> list[NodeRecord]:
+    """``scontrol show node -o`` -> nodes."""
+    nodes = []
+    for record in scontrol_records(output):
+        if "NodeName" not in record:
+            continue
+        features = _text(record.get("AvailableFeatures", ""))
+        partitions = _text(record.get("Partitions", ""))
+        nodes.append(
+            NodeRecord(
+                name=record["NodeName"],
+                cpus=_int(record.get("CPUEfctv") or record.get("CPUTot", "0")),
+                memory_mb=_int(record.get("RealMemory", "0")),
+                features=tuple(f for f in features.split(",") if f),
+                gpus=gres_gpus(_text(record.get("Gres", ""))),
+                partitions=tuple(p for p in partitions.split(",") if p),
+            )
+        )
+    return nodes
+
+
+def partition_records(output: str, nodes: Iterable[NodeRecord]) -> list[PartitionRecord]:
+    """``scontrol show partition -o`` plus its nodes -> per-node resources of each partition.
+
+    Unlike the original red-box: an UNLIMITED MaxTime is ``None`` (not 0);
+    memory comes from the nodes when the partition sets no MaxMemPerNode;
+    CPUs are per node (not the partition's total); node features and GPUs
+    (GRES) are reported. A heterogeneous partition reports its largest node.
+    """
+    node_list = list(nodes)
+    result = []
+    for record in scontrol_records(output):
+        name = record.get("PartitionName")
+        if not name:
+            continue
+        members = [n for n in node_list if name in n.partitions]
+        total_nodes = _int(record.get("TotalNodes", "0"), len(members))
+        max_nodes = record.get("MaxNodes", "UNLIMITED")
+        nodes_count = total_nodes if not max_nodes.isdigit() else min(int(max_nodes), total_nodes)
+        node_cpus = max((n.cpus for n in members), default=0)
+        if not node_cpus and total_nodes:
+            node_cpus = _int(record.get("TotalCPUs", "0")) // total_nodes
+        cpu_cap = record.get("MaxCPUsPerNode", "UNLIMITED")
+        cpus = min(node_cpus, int(cpu_cap)) if cpu_cap.isdigit() else node_cpus
+        node_mem = max((n.memory_mb for n in members), default=0)
+        mem_cap = record.get("MaxMemPerNode", "UNLIMITED")
+        mem = min(node_mem, _memory_mb(mem_cap)) if mem_cap[:1].isdigit() else node_mem
+        if mem_cap[:1].isdigit() and not node_mem:
+            mem = _memory_mb(mem_cap)
+        limit = duration(record.get("MaxTime", "UNLIMITED"))
+        counts: dict[str, int] = {}
+        for node in members:
+            for feature in node.features:
+                counts[feature] = counts.get(feature, 0) + 1
+        result.append(
+            PartitionRecord(
+                name=name,
+                nodes=nodes_count,
+                cpu_per_node=cpus,
+                mem_per_node=mem,
+                wall_time=None if limit is None else int(limit.total_seconds()),
+                gpu_per_node=max((n.gpus for n in members), default=0),
+                features=tuple(Feature(name=f, quantity=q) for f, q in sorted(counts.items())),
+                default=record.get("Default", "NO") == "YES",
+                state=record.get("State", "UP"),
+            )
+        )
+    return result
+
+
+def partition_names(output: str) -> list[str]:
+    """The partitions listed by ``scontrol show partition -o``, in Slurm's order."""
+    return [r["PartitionName"] for r in scontrol_records(output) if r.get("PartitionName")]
+
+
+def job_info_fields(record: Mapping[str, str]) -> dict[str, str]:
+    """The ``scontrol show job`` keys that the original JobInfo carries, blanks normalised."""
+    keys = (
+        "JobId",
+        "UserId",
+        "JobName",
+        "ExitCode",
+        "JobState",
+        "SubmitTime",
+        "StartTime",
+        "EndTime",
+        "RunTime",
+        "TimeLimit",
+        "WorkDir",
+        "StdOut",
+        "StdErr",
+        "Partition",
+        "NodeList",
+        "BatchHost",
+        "NumNodes",
+        "ArrayJobId",
+        "Reason",
+        "Comment",
+    )
+    return {key: _text(record.get(key, "")) for key in keys}

@@ -1,0 +1,192 @@
+"""Slurm output -> values, on output captured from the real Slurm 22.05 of this project."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from wlmvk.core.jobs import Feature, JobStatus
+from wlmvk.redbox.slurm import parsing
+
+CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+
+
+def captured(name: str) -> str:
+    return (CAPTURED / name).read_text()
+
+
+def by_id(states: list) -> dict:  # type: ignore[type-arg]
+    return {s.job_id: s for s in states}
+
+
+def test_squeue_finished_jobs_carry_exit_code_signal_and_key() -> None:
+    states = by_id(parsing.squeue_states(captured("squeue_states_1.txt")))
+    assert set(states) == {3, 4, 5, 8, 10, 11, 12, 13, 14}
+    held = states[3]
+    assert held.status is JobStatus.PENDING
+    assert held.reason == "JobHeldUser"
+    assert held.exit_code is None
+    assert held.start_time is None
+    assert held.end_time is None
+    assert held.node_list == ""
+    assert held.std_out == "/var/tmp/wlmvk-slurm/jobs/slurm-3.out"
+    cancelled = states[4]
+    assert cancelled.status is JobStatus.CANCELLED
+    assert cancelled.idempotency_key == "0123456789abcdef0123456789abcdef-long-uid-key"
+    assert cancelled.name == "a-very-long-job-name-that-exceeds-twenty-chars"
+    killed = states[11]
+    assert (killed.status, killed.exit_code, killed.signal) == (JobStatus.FAILED, 0, 9)
+    running = states[5]
+    assert running.status is JobStatus.RUNNING
+    assert running.idempotency_key == "key-timeout"
+    assert running.end_time is None, "squeue's EndTime of a running job is only a forecast"
+    assert running.start_time is not None
+    assert running.start_time.tzinfo is not None
+    assert running.partition == "debug"
+    assert running.node_list == "vm"
+    assert running.working_dir == "/var/tmp/wlmvk-slurm/jobs"
+
+
+def test_squeue_rejects_a_foreign_format() -> None:
+    with pytest.raises(ValueError, match="fields"):
+        parsing.squeue_states("1|RUNNING|None\n")
+
+
+def test_sacct_states_cover_every_terminal_kind() -> None:
+    states = by_id(parsing.sacct_states(captured("sacct_states.txt")))
+    assert (states[2].status, states[2].exit_code, states[2].idempotency_key) == (
+        JobStatus.FAILED,
+        3,
+        "abc-123",
+    )
+    assert states[4].status is JobStatus.CANCELLED, "'CANCELLED by 0' is CANCELLED"
+    assert states[5].status is JobStatus.TIMEOUT
+    assert states[5].idempotency_key == "key-timeout"
+    assert (states[6].status, states[6].exit_code) == (JobStatus.COMPLETED, 0)
+    assert (states[11].exit_code, states[11].signal) == (0, 9)
+    assert states[3].status is JobStatus.PENDING
+    assert states[3].exit_code is None
+    assert states[3].node_list == ""
+    assert states[3].start_time is None
+    assert states[8].start_time is None
+    assert states[8].end_time is not None
+    assert states[12].status is JobStatus.CANCELLED
+
+
+def test_sacct_skips_step_rows_and_keeps_bars_in_names() -> None:
+    line = "7|FAILED|None|3:0||debug|vm|2026-12-02T16:06:43|2026-12-02T16:06:43|2026-12-02T16:06:43|/w|a|b"
+    step = "7.batch|FAILED|None|3:0||||2026-12-02T16:06:43|2026-12-02T16:06:43|2026-12-02T16:06:43||batch"
+    (state,) = parsing.sacct_states(f"{line}\n{step}\n")
+    assert state.name == "a|b"
+
+
+def test_sacct_steps_of_the_original_query() -> None:
+    steps = parsing.sacct_steps(captured("sacct_steps.txt"))
+    assert [(s.id, s.name, s.exit_code, s.status) for s in steps] == [
+        ("7", "cap-fail", 3, JobStatus.FAILED),
+        ("7.batch", "batch", 3, JobStatus.FAILED),
+    ]
+    assert steps[0].start_time is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("RUNNING", JobStatus.RUNNING),
+        ("CANCELLED by 1001", JobStatus.CANCELLED),
+        ("CANCELLED+", JobStatus.CANCELLED),
+        ("OUT_OF_MEMORY", JobStatus.OUT_OF_MEMORY),
+        ("REQUEUE_HOLD", JobStatus.REQUEUED),
+        ("STAGE_OUT", JobStatus.COMPLETING),
+        ("SOMETHING_NEW", JobStatus.UNKNOWN),
+    ],
+)
+def test_job_status_names(text: str, status: JobStatus) -> None:
+    assert parsing.job_status(text) is status
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("00:10:00", timedelta(minutes=10)),
+        ("10", timedelta(minutes=10)),
+        ("1:30", timedelta(minutes=1, seconds=30)),
+        ("1-00:00:00", timedelta(days=1)),
+        ("2-3", timedelta(days=2, hours=3)),
+        ("2-3:04", timedelta(days=2, hours=3, minutes=4)),
+        ("UNLIMITED", None),
+        ("", None),
+    ],
+)
+def test_durations(text: str, expected: timedelta | None) -> None:
+    assert parsing.duration(text) == expected
+
+
+def test_wait_status_and_exit_pairs() -> None:
+    assert parsing.wait_status("768") == (3, 0)
+    assert parsing.wait_status("15") == (0, 15)
+    assert parsing.exit_pair("3:0") == (3, 0)
+    assert parsing.exit_pair("0:15") == (0, 15)
+
+
+def test_scontrol_record_keeps_values_with_spaces_and_equals() -> None:
+    (node,) = parsing.scontrol_records(captured("scontrol_nodes.txt"))
+    assert node["OS"].startswith("Linux ")
+    assert "SMP" in node["OS"]
+    assert node["CfgTRES"] == "cpu=2,mem=16000M,billing=2"
+    assert node["Partitions"].split(",")[0] == "debug"
+
+
+def test_scontrol_job_one_line_and_blocks_agree() -> None:
+    (one,) = parsing.scontrol_records(captured("scontrol_job_held_oneline.txt"))
+    (block,) = parsing.scontrol_blocks(captured("scontrol_job_held.txt"))
+    assert one["JobState"] == block["JobState"] == "PENDING"
+    assert one["StdOut"] == block["StdOut"]
+    fields = parsing.job_info_fields(one)
+    assert fields["JobId"] == "3"
+    assert fields["JobName"] == "capt2"
+    assert fields["StartTime"] == ""
+    assert fields["NodeList"] == ""
+    assert fields["UserId"] == "slurmuser(1001)"
+
+
+def test_partitions_fix_the_original_mistakes() -> None:
+    nodes = parsing.node_records(captured("scontrol_nodes.txt"))
+    assert nodes[0].features == ("avx2",)
+    assert nodes[0].gpus == 2
+    assert nodes[0].cpus == 2
+    parts = {p.name: p for p in parsing.partition_records(captured("scontrol_partitions.txt"), nodes)}
+    assert parsing.partition_names(captured("scontrol_partitions.txt"))[0] == "debug"
+    debug = parts["debug"]
+    assert debug.default
+    assert debug.state == "UP"
+    assert (debug.nodes, debug.cpu_per_node, debug.wall_time) == (1, 2, 600)
+    assert debug.mem_per_node == 16000, "memory from the nodes when MaxMemPerNode is UNLIMITED"
+    assert debug.features == (Feature(name="avx2", quantity=1),)
+    assert debug.gpu_per_node == 2
+    assert parts["long"].mem_per_node == 8000
+    assert parts["long"].wall_time == 86400
+    assert parts["unlimited"].wall_time is None, "UNLIMITED MaxTime is not 0"
+    assert parts["unlimited"].cpu_per_node == 1, "MaxCPUsPerNode caps the node's CPUs"
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"),
+    [("gpu:2", 2), ("(null)", 0), ("", 0), ("gpu:tesla:2(S:0-1)", 2), ("gpu:a:1,gpu:b:1", 2), ("mps:100", 0)],
+)
+def test_gres_gpus(gres: str, gpus: int) -> None:
+    assert parsing.gres_gpus(gres) == gpus
+
+
+def test_version_and_config() -> None:
+    assert parsing.slurm_version(captured("sinfo_version.txt")) == "22.05.8"
+    assert parsing.config_value(captured("scontrol_config.txt"), "ClusterName") == "testcluster"
+    assert parsing.config_value(captured("scontrol_config.txt"), "NoSuchKey") == ""
+
+
+def test_idempotency_key_only_from_wlmvk_comments() -> None:
+    assert parsing.idempotency_key("wlmvk:abc") == "abc"
+    assert parsing.idempotency_key("(null)") == ""
+    assert parsing.idempotency_key("somebody else's note") == ""
