@@ -1,0 +1,175 @@
+"""Where a job may run: node selection terms from its request, and their evaluation.
+
+A job's request (``directives.Requirements``) becomes required node
+affinity over the partition labels of the virtual nodes, in the original's
+form: a label ``Gt`` the request minus one (a partition with 4 CPUs per node
+has label 4, a job asking for 4 has ``Gt 3``). Feature constraints become
+``Exists`` on feature labels; a ``|`` in ``--constraint`` becomes one
+selector term per alternative (Kubernetes ORs the terms).
+
+Kubernetes' scheduler places the job pod. When data must be staged first,
+the operator has to know the partition before the job pod exists (the
+upload runs on the partition's agent host), so ``candidates`` evaluates the
+same selector and affinity against the virtual nodes, as the scheduler
+would: nodeSelector, required node affinity and NoSchedule taints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from wlmvk.core import names
+from wlmvk.operator.directives import Requirements
+
+Body = dict[str, Any]
+
+
+def job_tolerations() -> list[Body]:
+    return [
+        {
+            "key": names.TAINT_KEY,
+            "operator": "Equal",
+            "value": names.TAINT_VALUE,
+            "effect": names.TAINT_EFFECT,
+        }
+    ]
+
+
+def node_selector(user: Mapping[str, str]) -> dict[str, str]:
+    """``type: virtual-kubelet`` overlaid with the user's nodeSelector (as the original)."""
+    return {names.LABEL_TYPE: names.TYPE_VIRTUAL_KUBELET, **user}
+
+
+def _gt(label: str, amount: int) -> list[Body]:
+    return [{"key": label, "operator": "Gt", "values": [str(amount - 1)]}] if amount > 0 else []
+
+
+def affinity(request: Requirements) -> Body | None:
+    """Required node affinity for a request; None when it asks nothing."""
+    common: list[Body] = [
+        *_gt(names.LABEL_NODES, request.nodes),
+        *_gt(names.LABEL_WALL_TIME, request.wall_time),
+        *_gt(names.LABEL_MEM_PER_NODE, request.mem_per_node),
+        *_gt(names.LABEL_CPU_PER_NODE, request.cpu_per_node),
+        *_gt(names.LABEL_GPU_PER_NODE, request.gpu_per_node),
+    ]
+    if request.partitions:
+        common.append({"key": names.LABEL_PARTITION, "operator": "In", "values": list(request.partitions)})
+    alternatives = request.constraints or ((),)
+    terms = [
+        {
+            "matchExpressions": common
+            + [{"key": names.feature_label(feature), "operator": "Exists"} for feature in alternative]
+        }
+        for alternative in alternatives
+    ]
+    if not any(term["matchExpressions"] for term in terms):
+        return None
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def pin(node: Body) -> dict[str, str]:
+    """Labels that select exactly this virtual node."""
+    labels = _labels(node)
+    name = str((node.get("metadata") or {}).get("name", ""))
+    if labels.get(names.LABEL_HOSTNAME) == name:
+        return {names.LABEL_HOSTNAME: name}
+    keep = (names.LABEL_PARTITION, names.LABEL_AGENT_HOST, names.LABEL_CLUSTER)
+    return {key: labels[key] for key in keep if key in labels}
+
+
+def agent_host(node: Body) -> str:
+    """The Kubernetes node where the virtual node's kubelet and red-box socket are."""
+    return _labels(node).get(names.LABEL_AGENT_HOST, "")
+
+
+def socket_path(node: Body, default: str) -> str:
+    """Host path of the red-box socket on the agent host."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(names.ANNOTATION_RED_BOX_SOCKET) or default)
+
+
+def candidates(pod_spec: Body, nodes: Iterable[Body]) -> list[Body]:
+    """The nodes that would accept a pod with this spec; Ready ones first, then by name."""
+    fitting = [node for node in nodes if fits(pod_spec, node)]
+    return sorted(fitting, key=lambda node: (not _ready(node), str(node["metadata"].get("name", ""))))
+
+
+def fits(pod_spec: Body, node: Body) -> bool:
+    labels = _labels(node)
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    selector = pod_spec.get("nodeSelector") or {}
+    if any(labels.get(key) != value for key, value in selector.items()):
+        return False
+    required = (
+        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms")
+    if required and not any(_term(term, labels, node) for term in required):
+        return False
+    return _tolerated(node, pod_spec.get("tolerations") or [])
+
+
+def _term(term: Body, labels: Mapping[str, str], node: Body) -> bool:
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term matches no node
+    field_values = {"metadata.name": str((node.get("metadata") or {}).get("name", ""))}
+    return all(_expression(e, labels) for e in expressions) and all(
+        _expression(f, field_values) for f in fields
+    )
+
+
+def _expression(expression: Body, labels: Mapping[str, str]) -> bool:
+    key = expression.get("key", "")
+    operator = expression.get("operator", "")
+    values: Sequence[str] = expression.get("values") or []
+    value = labels.get(key)
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt"):
+        try:
+            have, want = int(value or ""), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def _tolerated(node: Body, tolerations: Sequence[Body]) -> bool:
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(toleration, taint) for toleration in tolerations):
+            return False
+    return True
+
+
+def _tolerates(toleration: Body, taint: Body) -> bool:
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (
+        taint.get("value") or ""
+    )
+
+
+def _labels(node: Body) -> dict[str, str]:
+    return dict((node.get("metadata") or {}).get("labels") or {})
+
+
+def _ready(node: Body) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,211 @@
+"""The pods a SlurmJob or WlmJob owns, as bodies: job, prepare and collect.
+
+- The job pod is a placeholder the scheduler places on a partition's virtual
+  node; the kubelet there reads the script (or the container job) from its
+  annotations and submits it. Container ``jt1`` (``jt2`` for a WlmJob) with
+  image ``no-image``, as the original.
+- Staging pods run ``wlmvk stage in|out`` on the agent host of the partition,
+  where the red-box socket is, with the user's volume and the socket mounted,
+  as the configured UID/GID.
+
+Every pod has a controller ownerReference to its resource: deleting the
+resource deletes them (and the kubelet cancels the job).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+from wlmvk.core import names
+from wlmvk.operator import placement
+from wlmvk.operator.directives import Requirements
+from wlmvk.operator.resources import Job, Staging
+from wlmvk.operator.settings import StagingSettings
+
+Body = dict[str, Any]
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+OPERATOR = "wlmvk-operator"
+LABEL_JOB = f"{names.GROUP}/job"
+LABEL_ROLE = f"{names.GROUP}/role"
+# On the prepare pod: the virtual node chosen for the job, so that the job pod
+# goes where the data went (also after an operator restart).
+ANNOTATION_TARGET_NODE = f"{names.GROUP}/target-node"
+
+SOCKET_MOUNT = "/red-box.sock"
+SOCKET_VOLUME = "wlmvk-red-box-socket"
+COLLECT_MOUNT = "/collect"
+
+
+def _metadata(job: Job, name: str, role: str, annotations: dict[str, str] | None = None) -> Body:
+    metadata: Body = {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {MANAGED_BY: OPERATOR, LABEL_JOB: job.name, LABEL_ROLE: role},
+        "ownerReferences": [job.owner_reference()],
+    }
+    if annotations:
+        metadata["annotations"] = annotations
+    return metadata
+
+
+def container_job(job: Job) -> str:
+    """The WlmJob's container request as the kubelet reads it from ``ANNOTATION_CONTAINER_JOB``.
+
+    The JSON is the WlmJob spec's own shape: ``{"image": str, "options": {app,
+    allowUnsigned, binds, cleanEnv, fakeRoot, hostName, ipc, pid, noPrivs,
+    writable}, "resources": {nodes, cpuPerNode, memPerNode (MB), wallTime (s)}}``.
+    """
+    options = job.options
+    return json.dumps(
+        {
+            "image": job.image,
+            "options": {
+                "app": options.app,
+                "allowUnsigned": options.allow_unsigned,
+                "binds": list(options.binds),
+                "cleanEnv": options.clear_env,
+                "fakeRoot": options.fake_root,
+                "hostName": options.host_name,
+                "ipc": options.ipc,
+                "pid": options.pid,
+                "noPrivs": options.no_privs,
+                "writable": options.writable,
+            },
+            "resources": {
+                "nodes": job.resources.nodes,
+                "cpuPerNode": job.resources.cpu_per_node,
+                "memPerNode": job.resources.mem_per_node,
+                "wallTime": job.resources.wall_time,
+            },
+        },
+        sort_keys=True,
+    )
+
+
+def requirements_of(job: Job, request: Requirements) -> Requirements:
+    """A WlmJob's request comes from spec.resources, a SlurmJob's from its directives."""
+    if job.kind == "SlurmJob":
+        return request
+    r = job.resources
+    return Requirements(
+        nodes=r.nodes, wall_time=r.wall_time, mem_per_node=r.mem_per_node, cpu_per_node=r.cpu_per_node
+    )
+
+
+def job_pod(
+    job: Job, request: Requirements, *, working_dir: str, pinned: dict[str, str] | None = None
+) -> Body:
+    """The placeholder pod the kubelet turns into the WLM job."""
+    annotations = {names.ANNOTATION_WORKING_DIR: working_dir}
+    if job.kind == "SlurmJob":
+        annotations[names.ANNOTATION_BATCH] = job.batch
+    else:
+        annotations[names.ANNOTATION_CONTAINER_JOB] = container_job(job)
+    spec: Body = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "jt1" if job.kind == "SlurmJob" else "jt2", "image": "no-image"}],
+        "nodeSelector": {**placement.node_selector(job.node_selector), **(pinned or {})},
+        "tolerations": placement.job_tolerations(),
+    }
+    affinity = placement.affinity(request)
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(job, job.job_pod_name, "job", annotations),
+        "spec": spec,
+    }
+
+
+def prepare_pod(
+    job: Job, staging: Staging, *, working_dir: str, node: Body, settings: StagingSettings
+) -> Body:
+    """``wlmvk stage in``: the volume's contents into ``<working_dir>/<to>/<volume name>/``."""
+    mount = f"/mnt/{staging.volume_name}"
+    target = posixpath.normpath(posixpath.join(working_dir, staging.path))
+    argv = ["stage", "in", "--socket", SOCKET_MOUNT, "--from", mount, "--to", target]
+    annotations = {
+        ANNOTATION_TARGET_NODE: str(node["metadata"]["name"]),
+        names.ANNOTATION_WORKING_DIR: working_dir,
+    }
+    return _staging_pod(
+        job, job.prepare_pod_name, "prepare", "pr1", argv, staging, mount, node, settings, annotations
+    )
+
+
+def collect_pod(
+    job: Job, staging: Staging, *, working_dir: str, node: Body, settings: StagingSettings
+) -> Body:
+    """``wlmvk stage out``: ``<working_dir>/<from>`` into the volume, under its base name."""
+    source = posixpath.normpath(posixpath.join(working_dir, staging.path))
+    argv = ["stage", "out", "--socket", SOCKET_MOUNT, "--from", source, "--to", COLLECT_MOUNT]
+    annotations = {names.ANNOTATION_WORKING_DIR: working_dir}
+    return _staging_pod(
+        job, job.collect_pod_name, "collect", "cr1", argv, staging, COLLECT_MOUNT, node, settings, annotations
+    )
+
+
+def _staging_pod(
+    job: Job,
+    name: str,
+    role: str,
+    container: str,
+    argv: list[str],
+    staging: Staging,
+    mount_path: str,
+    node: Body,
+    settings: StagingSettings,
+    annotations: dict[str, str],
+) -> Body:
+    command = list(settings.command)
+    volume = dict(staging.volume)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(job, name, role, annotations),
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {names.LABEL_HOSTNAME: placement.agent_host(node)},
+            # The agent host may be a control-plane node.
+            "tolerations": [
+                {
+                    "key": "node-role.kubernetes.io/control-plane",
+                    "operator": "Exists",
+                    "effect": "NoSchedule",
+                },
+                {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+            ],
+            "securityContext": {
+                "runAsUser": settings.run_as_user,
+                "runAsGroup": settings.run_as_group,
+                "runAsNonRoot": settings.run_as_user != 0,
+            },
+            "containers": [
+                {
+                    "name": container,
+                    "image": settings.image,
+                    "imagePullPolicy": settings.image_pull_policy,
+                    "command": command[:1],
+                    "args": command[1:] + argv,
+                    "volumeMounts": [
+                        {"name": volume["name"], "mountPath": mount_path},
+                        {"name": SOCKET_VOLUME, "mountPath": SOCKET_MOUNT},
+                    ],
+                }
+            ],
+            "volumes": [
+                volume,
+                {
+                    "name": SOCKET_VOLUME,
+                    "hostPath": {
+                        "path": placement.socket_path(node, settings.socket_host_path),
+                        "type": "Socket",
+                    },
+                },
+            ],
+        },
+    }

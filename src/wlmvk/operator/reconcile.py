@@ -1,0 +1,334 @@
+"""Reconciliation as a pure decision: resource + owned pods + nodes -> actions.
+
+Given a SlurmJob/WlmJob, the pods it owns and the virtual nodes, ``decide``
+returns what to do: pods to create, the status to write, Events to post.
+It reads nothing else and remembers nothing: everything it needs is in the
+pods (the prepare pod carries the node chosen for the job) and the status,
+so a restarted operator takes up where the last one stopped. It is
+idempotent: when the status already says what the pods say, it returns no
+status patch and no Event, and a terminal status is never revisited, so a
+job is reported once.
+
+The steps: prepare (when ``spec.prepare``) -> job -> collect (when
+``spec.results``). With a prepare step the partition must be known before the
+job pod exists (the upload runs on its agent host), so the operator chooses
+the node itself (``placement.candidates``), pins the prepare pod to its
+agent host and the job pod to the node. Without one, the job pod is created
+at once and Kubernetes' scheduler chooses; while it cannot, the SlurmJob is
+Pending with the scheduler's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wlmvk.core.errors import InvalidInput
+from wlmvk.operator import directives, placement, pods
+from wlmvk.operator.observed import PodView, cancelled, view
+from wlmvk.operator.resources import Job, parse
+from wlmvk.operator.settings import OperatorSettings
+
+Body = dict[str, Any]
+
+TERMINAL = frozenset({"Succeeded", "Failed", "Cancelled"})
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+@dataclass(frozen=True)
+class CreatePod:
+    body: Body
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PatchStatus:
+    status: Body
+
+
+@dataclass(frozen=True)
+class Emit:
+    type: str
+    reason: str
+    message: str
+
+
+Action = CreatePod | PatchStatus | Emit
+
+
+@dataclass
+class _Outcome:
+    """The status being computed, and the pods to create."""
+
+    status: str = "Pending"
+    reason: str = ""
+    message: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    creates: list[CreatePod] = field(default_factory=list)
+
+    def condition(self, kind: str, ok: bool, reason: str, message: str = "") -> None:
+        self.conditions[kind] = ("True" if ok else "False", reason, message)
+
+    def end(self, status: str, reason: str, message: str) -> _Outcome:
+        self.status, self.reason, self.message = status, reason, message
+        return self
+
+
+def decide(
+    body: Body,
+    *,
+    owned: Sequence[Body],
+    nodes: Sequence[Body],
+    settings: OperatorSettings,
+    now: str,
+) -> list[Action]:
+    """The actions that bring the pods and the status of ``body`` in line (see module docstring)."""
+    old = dict(body.get("status") or {})
+    if old.get("status") in TERMINAL or (body.get("metadata") or {}).get("deletionTimestamp"):
+        return []
+    by_name = {str((pod.get("metadata") or {}).get("name", "")): pod for pod in owned}
+    try:
+        job = parse(body)
+        request = directives.requirements(job.batch) if job.kind == "SlurmJob" else directives.Requirements()
+    except InvalidInput as exc:
+        outcome = _Outcome()
+        outcome.condition("Valid", False, "InvalidSpec", exc.message)
+        outcome.end("Failed", "InvalidSpec", exc.message)
+    else:
+        outcome = _steps(job, pods.requirements_of(job, request), by_name, nodes, settings)
+    return _report(old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0))
+
+
+def _steps(
+    job: Job,
+    request: directives.Requirements,
+    by_name: Mapping[str, Body],
+    nodes: Sequence[Body],
+    settings: OperatorSettings,
+) -> _Outcome:
+    outcome = _Outcome()
+    working_dir = job.working_dir(settings.work_root)
+    outcome.fields["workingDir"] = working_dir
+    job_body = by_name.get(job.job_pod_name)
+    pinned: dict[str, str] | None = None
+    if job.prepare is not None:
+        prepare = by_name.get(job.prepare_pod_name)
+        if prepare is None:
+            if job_body is None:
+                return _start_prepare(job, request, outcome, nodes, settings, working_dir)
+        else:
+            step = view(prepare)
+            target = step.annotation(pods.ANNOTATION_TARGET_NODE)
+            outcome.fields["node"] = target
+            node = _node(nodes, target)
+            outcome.fields["partition"] = _partition(node)
+            if step.phase == "Failed":
+                outcome.condition("Prepared", False, "PrepareFailed", step.explain())
+                return outcome.end(
+                    "Failed", "PrepareFailed", f"uploading {job.prepare.path} failed: {step.explain()}"
+                )
+            if step.phase != "Succeeded":
+                outcome.condition("Prepared", False, "Preparing", f"pod {step.name} is {step.phase}")
+                return outcome.end("Preparing", "Preparing", f"uploading inputs to {job.prepare.path}")
+            outcome.condition("Prepared", True, "Prepared")
+            pinned = placement.pin(node) if node else {"kubernetes.io/hostname": target}
+    if job_body is None:
+        if job.status.get("jobId") or job.status.get("status") in ("Running", "Collecting"):
+            return outcome.end("Failed", "JobPodDeleted", f"pod {job.job_pod_name} was deleted")
+        body = pods.job_pod(job, request, working_dir=working_dir, pinned=pinned)
+        outcome.creates.append(CreatePod(body, "Created", f"Created job pod {job.job_pod_name}"))
+        return outcome.end("Pending", "Scheduling", f"waiting for pod {job.job_pod_name} to be scheduled")
+    return _after_job(job, view(job_body), outcome, by_name, nodes, settings, working_dir)
+
+
+def _start_prepare(
+    job: Job,
+    request: directives.Requirements,
+    outcome: _Outcome,
+    nodes: Sequence[Body],
+    settings: OperatorSettings,
+    working_dir: str,
+) -> _Outcome:
+    assert job.prepare is not None
+    spec = pods.job_pod(job, request, working_dir=working_dir)["spec"]
+    fitting = [node for node in placement.candidates(spec, nodes) if placement.agent_host(node)]
+    if not fitting:
+        virtual = [n for n in nodes if placement.fits({"tolerations": spec["tolerations"]}, n)]
+        message = (
+            f"0/{len(virtual)} virtual nodes match the job's nodeSelector and #SBATCH resources"
+            if virtual
+            else "no virtual node (partition) is registered"
+        )
+        outcome.condition("Scheduled", False, "Unschedulable", message)
+        return outcome.end("Pending", "Unschedulable", message)
+    node = fitting[0]
+    name = str(node["metadata"]["name"])
+    body = pods.prepare_pod(job, job.prepare, working_dir=working_dir, node=node, settings=settings.staging)
+    outcome.creates.append(
+        CreatePod(body, "Preparing", f"Created pod {job.prepare_pod_name} for node {name}")
+    )
+    outcome.fields["node"] = name
+    outcome.fields["partition"] = _partition(node)
+    outcome.condition("Prepared", False, "Preparing", f"pod {job.prepare_pod_name} created")
+    return outcome.end("Preparing", "Preparing", f"uploading inputs to {job.prepare.path}")
+
+
+def _after_job(
+    job: Job,
+    step: PodView,
+    outcome: _Outcome,
+    by_name: Mapping[str, Body],
+    nodes: Sequence[Body],
+    settings: OperatorSettings,
+    working_dir: str,
+) -> _Outcome:
+    if step.job_id:
+        outcome.fields["jobId"] = step.job_id
+    if step.node:
+        node = _node(nodes, step.node)
+        outcome.fields["node"] = step.node
+        outcome.fields["partition"] = _partition(node) or outcome.fields.get("partition", "")
+        outcome.condition("Scheduled", True, "Scheduled", f"on {step.node}")
+    if step.started_at:
+        outcome.fields["startTime"] = step.started_at
+    if step.phase == "Pending":
+        if step.unschedulable and not step.node:
+            outcome.condition("Scheduled", False, "Unschedulable", step.unschedulable)
+            return outcome.end("Pending", "Unschedulable", step.unschedulable)
+        if not step.node:
+            return outcome.end("Pending", "Scheduling", f"waiting for pod {step.name} to be scheduled")
+        waiting = f"job {step.job_id} is queued" if step.job_id else "waiting for the job to be submitted"
+        return outcome.end("Pending", "Queued" if step.job_id else "Submitting", waiting)
+    if step.phase == "Running":
+        return outcome.end("Running", "Running", f"job {step.job_id} is running" if step.job_id else "")
+    if step.phase == "Failed":
+        if step.exit_code is not None:
+            outcome.fields["exitCode"] = step.exit_code
+        outcome.fields["completionTime"] = step.finished_at
+        if cancelled(step):
+            return outcome.end("Cancelled", "Cancelled", f"job {step.job_id} was cancelled")
+        return outcome.end("Failed", "JobFailed", f"job {step.job_id} failed: {step.explain()}".strip())
+    if step.phase != "Succeeded":
+        return outcome.end(
+            job.status.get("status") or "Pending", step.phase, f"pod {step.name} is {step.phase}"
+        )
+    outcome.fields["exitCode"] = step.exit_code if step.exit_code is not None else 0
+    outcome.fields["completionTime"] = step.finished_at
+    if job.results is None:
+        return outcome.end("Succeeded", "Completed", f"job {step.job_id} completed")
+    return _collect(job, step, outcome, by_name, nodes, settings, working_dir)
+
+
+def _collect(
+    job: Job,
+    step: PodView,
+    outcome: _Outcome,
+    by_name: Mapping[str, Body],
+    nodes: Sequence[Body],
+    settings: OperatorSettings,
+    working_dir: str,
+) -> _Outcome:
+    assert job.results is not None
+    collect = by_name.get(job.collect_pod_name)
+    if collect is None:
+        node = _node(nodes, step.node)
+        if node is None or not placement.agent_host(node):
+            message = (
+                f"the agent host of node {step.node or '?'} is unknown: cannot collect {job.results.path}"
+            )
+            outcome.condition("Collected", False, "CollectFailed", message)
+            return outcome.end("Failed", "CollectFailed", message)
+        body = pods.collect_pod(
+            job, job.results, working_dir=working_dir, node=node, settings=settings.staging
+        )
+        outcome.creates.append(CreatePod(body, "Collecting", f"Created pod {job.collect_pod_name}"))
+        outcome.fields["completionTime"] = ""
+        return outcome.end("Collecting", "Collecting", f"collecting {job.results.path}")
+    result = view(collect)
+    if result.phase == "Failed":
+        outcome.condition("Collected", False, "CollectFailed", result.explain())
+        return outcome.end(
+            "Failed", "CollectFailed", f"collecting {job.results.path} failed: {result.explain()}"
+        )
+    if result.phase != "Succeeded":
+        outcome.fields["completionTime"] = ""
+        outcome.condition("Collected", False, "Collecting", f"pod {result.name} is {result.phase}")
+        return outcome.end("Collecting", "Collecting", f"collecting {job.results.path}")
+    outcome.condition("Collected", True, "Collected")
+    outcome.fields["completionTime"] = result.finished_at or outcome.fields.get("completionTime", "")
+    return outcome.end("Succeeded", "Completed", f"job {step.job_id} completed, results collected")
+
+
+def _node(nodes: Sequence[Body], name: str) -> Body | None:
+    for node in nodes:
+        if (node.get("metadata") or {}).get("name") == name:
+            return node
+    return None
+
+
+def _partition(node: Body | None) -> str:
+    if node is None:
+        return ""
+    return str(((node.get("metadata") or {}).get("labels") or {}).get("wlm.sylabs.io/partition", ""))
+
+
+# -- status and events --------------------------------------------------------------------------------------
+
+
+def _report(old: Body, outcome: _Outcome, *, now: str, generation: int) -> list[Action]:
+    status = _status(old, outcome, now=now, generation=generation)
+    actions: list[Action] = list(outcome.creates)
+    if status != old:
+        actions.append(PatchStatus(status))
+    if status.get("status") != old.get("status"):
+        kind = WARNING if status["status"] in ("Failed", "Cancelled") else NORMAL
+        actions.append(Emit(kind, status["status"], outcome.message or status["status"]))
+    old_scheduled = _conditions(old).get("Scheduled", {})
+    scheduled = outcome.conditions.get("Scheduled")
+    if (
+        scheduled
+        and scheduled[0] == "False"
+        and (old_scheduled.get("status") != "False" or old_scheduled.get("message") != scheduled[2])
+    ):
+        actions.append(Emit(WARNING, "FailedScheduling", scheduled[2]))
+    return actions
+
+
+def _status(old: Body, outcome: _Outcome, *, now: str, generation: int) -> Body:
+    status: Body = {"status": outcome.status, "reason": outcome.reason, "message": outcome.message}
+    for key in ("jobId", "node", "partition", "workingDir", "startTime", "completionTime", "exitCode"):
+        value = outcome.fields.get(key, old.get(key))
+        if value not in (None, ""):
+            status[key] = value
+    if outcome.status in TERMINAL and "completionTime" not in status:
+        status["completionTime"] = now
+    started = outcome.status in ("Running", "Collecting", "Succeeded", "Cancelled") or "jobId" in status
+    if started and outcome.status != "Pending" and "startTime" not in status:
+        status["startTime"] = now
+    previous = _conditions(old)
+    conditions = []
+    for kind, (value, reason, message) in outcome.conditions.items():
+        before = previous.get(kind, {})
+        since = before.get("lastTransitionTime") if before.get("status") == value else now
+        conditions.append(
+            {"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}
+        )
+    for kind, before in previous.items():
+        if kind not in outcome.conditions:
+            conditions.append(before)
+    if conditions:
+        status["conditions"] = sorted(conditions, key=lambda c: _ORDER.get(c["type"], 99))
+    if generation:
+        status["observedGeneration"] = generation
+    return status
+
+
+_ORDER = {"Valid": 0, "Prepared": 1, "Scheduled": 2, "Collected": 3}
+
+
+def _conditions(status: Body) -> dict[str, Body]:
+    return {str(c.get("type")): dict(c) for c in status.get("conditions") or [] if isinstance(c, dict)}

@@ -1,0 +1,41 @@
+"""The operator's settings: one frozen value built from flags and environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
+
+DEFAULT_WORK_ROOT = "/var/tmp/wlmvk-slurm/jobs"
+
+
+@dataclass(frozen=True)
+class StagingSettings:
+    """How staging pods (``wlmvk stage in|out``) are built."""
+
+    image: str = "wlmvk:latest"
+    # The command that runs wlmvk in the image (its entrypoint by default).
+    command: tuple[str, ...] = ("wlmvk",)
+    # Host path of the red-box socket on the agent host, when the virtual node does not say.
+    socket_host_path: str = DEFAULT_RED_BOX_SOCKET
+    run_as_user: int = 1000
+    run_as_group: int = 1000
+    image_pull_policy: str = "IfNotPresent"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    # Each job runs in <work_root>/<namespace>/<name>-<uid> on the WLM side.
+    work_root: str = DEFAULT_WORK_ROOT
+    # Namespace watched; empty means all namespaces.
+    namespace: str = ""
+    staging: StagingSettings = field(default_factory=StagingSettings)
+    # Leader election over a coordination Lease.
+    leader_election: bool = True
+    lease_name: str = "wlmvk-operator-lock"
+    lease_namespace: str = "default"
+    lease_duration: int = 15
+    renew_interval: float = 5.0
+    identity: str = ""
+    # Re-examine every resource this often even without events (seconds).
+    resync_interval: float = 60.0

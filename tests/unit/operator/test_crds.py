@@ -1,0 +1,56 @@
+"""The CRDs: one Python source, the manifests generated from it, the original's fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from wlmvk.operator import crds
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+
+
+def test_manifests_are_generated_from_the_source() -> None:
+    for name, crd in crds.definitions().items():
+        on_disk = (MANIFESTS / name).read_text()
+        assert on_disk == crds.render(crd), f"run: python -m wlmvk.operator.crds manifests/crds ({name})"
+        assert yaml.safe_load(on_disk) == crd
+
+
+def _version(crd: dict) -> dict:  # type: ignore[type-arg]
+    return crd["spec"]["versions"][0]  # type: ignore[no-any-return]
+
+
+def test_slurmjob_schema_follows_the_original() -> None:
+    crd = crds.slurmjob()
+    assert crd["metadata"]["name"] == "slurmjobs.wlm.sylabs.io"
+    assert crd["spec"]["names"]["shortNames"] == ["sj"]
+    version = _version(crd)
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["batch"]
+    assert spec["properties"]["batch"]["minLength"] == 1
+    assert spec["properties"]["prepare"]["required"] == ["to", "mount"]
+    assert spec["properties"]["results"]["required"] == ["from", "mount"]
+    mount = spec["properties"]["results"]["properties"]["mount"]
+    assert mount["x-kubernetes-preserve-unknown-fields"] is True
+    assert spec["properties"]["nodeSelector"]["additionalProperties"] == {"type": "string"}
+    columns = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert columns == ["Status", "Job ID", "Partition", "Node", "Age"]
+
+
+def test_wlmjob_schema_follows_the_original() -> None:
+    crd = crds.wlmjob()
+    assert crd["spec"]["names"]["shortNames"] == ["wj"]
+    spec = _version(crd)["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["image"]
+    assert set(spec["properties"]) == {"image", "options", "resources", "nodeSelector", "results"}
+    assert set(spec["properties"]["resources"]["properties"]) == {
+        "nodes",
+        "cpuPerNode",
+        "memPerNode",
+        "wallTime",
+    }
+    assert spec["properties"]["options"]["properties"]["binds"]["items"] == {"type": "string"}
