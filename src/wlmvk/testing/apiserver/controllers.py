@@ -14,7 +14,7 @@ this package that exist (scheduler, gc, nodelifecycle): the fixture and
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from wlmvk.testing.apiserver.store import Store
 
-Controller = Callable[["Store"], Awaitable[None]]
+Controller = Callable[["Store"], Coroutine[Any, Any, None]]
 
 LogHandler = Callable[["web.Request", dict[str, Any], "Store"], Awaitable["web.StreamResponse"]]
 """``pods/{name}/log``: ``handler(request, pod, store)`` answers with the log (text/plain,

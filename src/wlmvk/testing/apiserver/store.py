@@ -285,6 +285,19 @@ class Watch:
                 return None
             return self._deliver(event)
 
+    def poll(self) -> WatchEvent | None:
+        """The next event if one is ready now (no bookmarks, no waiting), else None."""
+        if self._pending:
+            return self._deliver(self._pending.popleft())
+        try:
+            event = self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+        if event is None:
+            self._queue.put_nowait(None)
+            return None
+        return self._deliver(event)
+
     def _wait_for(self) -> float | None:
         now = time.monotonic()
         waits = []
@@ -363,6 +376,12 @@ class Store:
             for w in list(bucket.watches):
                 w._end()
             self._registry_changed()
+
+    def close_watches(self) -> None:
+        """End every open watch (the server is stopping)."""
+        for bucket in self._buckets.values():
+            for w in list(bucket.watches):
+                w._end()
 
     def on_registry_change(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` whenever the set of served resource types changes."""

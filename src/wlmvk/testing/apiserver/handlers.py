@@ -1,0 +1,521 @@
+"""The REST surface: aiohttp routes from Kubernetes paths and verbs to the store.
+
+Paths: ``/api/v1[/namespaces/{ns}]/{plural}[/{name}[/{sub}]]`` and the same under
+``/apis/{group}/{version}``, plus discovery (``/version``, ``/api``, ``/apis``, resource
+lists), OpenAPI v3 and health. Query parameters are parsed once (booleans are compared
+case-insensitively: kubernetes_asyncio sends ``True``); every :class:`ApiError` becomes a
+``Status`` body with its code in one place (:func:`_status_middleware`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import yaml
+from aiohttp import web
+
+from wlmvk.testing.apiserver import discovery, openapi, schema, tables
+from wlmvk.testing.apiserver.controllers import LogHandler
+from wlmvk.testing.apiserver.errors import ApiError, bad_request, method_not_allowed
+from wlmvk.testing.apiserver.patching import PATCH_TYPES
+from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, ResourceInfo
+from wlmvk.testing.apiserver.store import Store, WatchEvent
+
+_log = structlog.get_logger(__name__)
+
+VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.23.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+STORE_KEY: web.AppKey[Store] = web.AppKey("store", Store)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Behaviour of the HTTP layer."""
+
+    bookmark_interval: float = 5.0
+    """Seconds without events after which a watch with allowWatchBookmarks gets a BOOKMARK."""
+    log_handler: LogHandler | None = None
+    """Serves ``pods/{name}/log``; without one the route answers 501 (see controllers.py)."""
+
+
+SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings", Settings)
+
+
+def truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes", "t")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource URL addresses."""
+
+    info: ResourceInfo
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def build_app(store: Store, settings: Settings) -> web.Application:
+    app = web.Application(middlewares=[_status_middleware], client_max_size=64 * 1024 * 1024)
+    app[STORE_KEY] = store
+    app[SETTINGS_KEY] = settings
+    r = app.router
+    r.add_get("/version", _version)
+    r.add_get("/version/", _version)
+    for probe in ("/healthz", "/readyz", "/livez"):
+        r.add_get(probe, _ok)
+    r.add_get("/api", _api)
+    r.add_get("/api/", _api)
+    r.add_get("/apis", _apis)
+    r.add_get("/apis/", _apis)
+    r.add_get("/openapi/v3", _openapi_root)
+    r.add_get("/openapi/v3/{path:.+}", _openapi_doc)
+    r.add_get("/openapi/v2", _not_found)
+    r.add_get("/api/v1", _core_resources)
+    r.add_route("*", "/api/v1/{rest:.+}", _core_resource)
+    r.add_get("/apis/{group}", _group)
+    r.add_get("/apis/{group}/{version}", _group_resources)
+    r.add_route("*", "/apis/{group}/{version}/{rest:.+}", _group_resource)
+    return app
+
+
+@web.middleware
+async def _status_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return web.json_response(e.status(), status=e.code)
+    except web.HTTPException:
+        raise
+    except (ConnectionResetError, asyncio.CancelledError):
+        raise
+    except Exception as e:
+        _log.exception("request failed", method=request.method, path=request.path)
+        return web.json_response(ApiError(500, "InternalError", f"internal error: {e}").status(), status=500)
+
+
+def _store(request: web.Request) -> Store:
+    return request.app[STORE_KEY]
+
+
+def _json(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    return web.Response(body=data, status=status, headers={"Content-Type": content_type})
+
+
+async def _version(request: web.Request) -> web.Response:
+    return _json(VERSION)
+
+
+async def _ok(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _not_found(request: web.Request) -> web.Response:
+    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+async def _api(request: web.Request) -> web.Response:
+    infos = _store(request).resources()
+    version = discovery.aggregated_version(request.headers.get("Accept", ""))
+    if version:
+        body = discovery.aggregated(infos, core=True, version=version)
+        return _json(body, content_type=discovery.AGGREGATED.format(v=version))
+    return _json(discovery.api_versions(request.host))
+
+
+async def _apis(request: web.Request) -> web.Response:
+    infos = _store(request).resources()
+    version = discovery.aggregated_version(request.headers.get("Accept", ""))
+    if version:
+        body = discovery.aggregated(infos, core=False, version=version)
+        return _json(body, content_type=discovery.AGGREGATED.format(v=version))
+    return _json(discovery.api_group_list(infos))
+
+
+async def _core_resources(request: web.Request) -> web.Response:
+    body = discovery.resource_list(_store(request).resources(), "", "v1")
+    return _json(body)
+
+
+async def _group(request: web.Request) -> web.Response:
+    body = discovery.api_group(_store(request).resources(), request.match_info["group"])
+    if body is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _json(body)
+
+
+async def _group_resources(request: web.Request) -> web.Response:
+    m = request.match_info
+    body = discovery.resource_list(_store(request).resources(), m["group"], m["version"])
+    if body is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _json(body)
+
+
+async def _openapi_root(request: web.Request) -> web.Response:
+    return _json(openapi.root(_store(request).resources()))
+
+
+async def _openapi_doc(request: web.Request) -> web.Response:
+    doc = openapi.document_for(_store(request).resources(), request.match_info["path"])
+    if doc is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _json(doc)
+
+
+# -- resources ------------------------------------------------------------------------------
+
+
+async def _core_resource(request: web.Request) -> web.StreamResponse:
+    return await _resource(request, "", "v1", request.match_info["rest"])
+
+
+async def _group_resource(request: web.Request) -> web.StreamResponse:
+    m = request.match_info
+    return await _resource(request, m["group"], m["version"], m["rest"])
+
+
+def _target(store: Store, group: str, version: str, rest: str) -> Target:
+    parts = [p for p in rest.split("/") if p]
+    namespace = None
+    if (
+        len(parts) >= 3
+        and parts[0] == "namespaces"
+        and not (group == "" and len(parts) == 3 and parts[2] in ("status", "finalize"))
+    ):
+        namespace, parts = parts[1], parts[2:]
+    if not parts or len(parts) > 3:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    info = store.find(group, version, parts[0])
+    if info is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    if namespace is not None and not info.namespaced:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    name = parts[1] if len(parts) > 1 else None
+    sub = parts[2] if len(parts) > 2 else None
+    if sub is not None and sub not in info.subresources:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return Target(info, namespace, name, sub)
+
+
+async def _resource(request: web.Request, group: str, version: str, rest: str) -> web.StreamResponse:
+    store = _store(request)
+    t = _target(store, group, version, rest)
+    method = request.method
+    q = request.query
+    if t.name is None:
+        if method == "GET":
+            if truthy(q.get("watch")):
+                return await _watch(request, t)
+            return _list(request, t)
+        if method == "POST":
+            return await _create(request, t)
+        if method == "DELETE":
+            return await _delete_collection(request, t)
+        raise method_not_allowed(
+            f"the server does not allow this method on the requested resource ({method})"
+        )
+    if t.subresource == "log":
+        return await _pod_log(request, t)
+    if t.subresource in ("binding", "eviction"):
+        if method != "POST":
+            raise method_not_allowed("binding and eviction accept POST only")
+        if t.subresource == "binding":
+            return await _binding(request, t)
+        return await _eviction(request, t)
+    if method == "GET":
+        obj = store.get(t.info.gvr, t.name, t.namespace)
+        if t.subresource is None and _wants_table(request):
+            return _json(tables.table(t.info, [obj], obj["metadata"]["resourceVersion"], now=store.now()))
+        return _json(obj)
+    if method == "PUT":
+        body = await _body(request)
+        _strict_fields(request, t.info, body)
+        _name_matches(body, t.name)
+        if t.info.gvr == NAMESPACES and t.subresource == "finalize":
+            return _json(store.get(NAMESPACES, t.name))
+        return _json(store.update(t.info.gvr, body, t.namespace, subresource=t.subresource))
+    if method == "PATCH":
+        return await _patch(request, t)
+    if method == "DELETE":
+        return await _delete(request, t)
+    raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+def _wants_table(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    return any("as=Table" in part for part in accept.split(","))
+
+
+def _list(request: web.Request, t: Target) -> web.Response:
+    store = _store(request)
+    q = request.query
+    result = store.list(
+        t.info.gvr,
+        t.namespace,
+        label_selector=q.get("labelSelector"),
+        field_selector=q.get("fieldSelector"),
+        copy=False,
+    )
+    if _wants_table(request):
+        return _json(tables.table(t.info, result.items, result.resource_version, now=store.now()))
+    body = {
+        "kind": t.info.list_kind,
+        "apiVersion": t.info.api_version,
+        "metadata": {"resourceVersion": result.resource_version},
+        "items": result.items,
+    }
+    return _json(body)
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        raise bad_request("the request body is empty")
+    ctype = request.content_type
+    if "protobuf" in ctype or "cbor" in ctype:
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"application/json, application/yaml (this in-memory server does not decode {ctype}; "
+            f"imperative commands such as 'kubectl create configmap' send protobuf: use 'kubectl apply -f')",
+        )
+    try:
+        if ctype.endswith("yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as e:
+        raise bad_request(f"the body of the request could not be decoded: {e}") from e
+
+
+def _name_matches(body: Any, name: str | None) -> None:
+    if not isinstance(body, dict):
+        raise bad_request("the body must be a JSON object")
+    meta = body.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+    if meta.get("name") not in (None, "", name):
+        raise bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+        )
+    meta["name"] = name
+
+
+def _strict_fields(request: web.Request, info: ResourceInfo, body: Any) -> None:
+    """``fieldValidation=Strict``: unknown fields of a custom resource are a 400, as real."""
+    if info.schema is None or not isinstance(body, dict):
+        return
+    if request.query.get("fieldValidation", "").lower() != "strict":
+        return
+    dropped = schema.prune(info.schema, json.loads(json.dumps(body)))
+    if dropped:
+        listed = ", ".join(f'unknown field "{p}"' for p in dropped)
+        raise bad_request(
+            f'{info.kind} in version "{info.gvr.version}" cannot be handled as a {info.kind}: '
+            f"strict decoding error: {listed}"
+        )
+
+
+async def _create(request: web.Request, t: Target) -> web.Response:
+    store = _store(request)
+    body = await _body(request)
+    if not isinstance(body, dict):
+        raise bad_request("the body must be a JSON object")
+    _strict_fields(request, t.info, body)
+    dry = request.query.get("dryRun") == "All"
+    return _json(store.create(t.info.gvr, body, t.namespace, dry_run=dry), status=201)
+
+
+async def _patch(request: web.Request, t: Target) -> web.Response:
+    assert t.name is not None
+    store = _store(request)
+    patch_type = PATCH_TYPES.get(request.content_type)
+    if patch_type is None or patch_type == "apply-cbor":
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{', '.join(k for k, v in PATCH_TYPES.items() if v != 'apply-cbor')}",
+        )
+    body = await _body(request)
+    if patch_type == "apply":
+        _strict_fields(request, t.info, body)
+        if request.query.get("fieldManager") is None:
+            raise bad_request("PATCH requests with apply content type require fieldManager")
+    obj = store.patch(
+        t.info.gvr,
+        t.name,
+        body,
+        t.namespace,
+        patch_type=patch_type,
+        subresource=t.subresource,
+        field_manager=request.query.get("fieldManager"),
+        force=truthy(request.query.get("force")),
+    )
+    return _json(obj)
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    raw = await request.read()
+    if raw.strip():
+        try:
+            parsed = json.loads(raw)
+        except ValueError as e:
+            raise bad_request(f"invalid DeleteOptions: {e}") from e
+        if isinstance(parsed, dict):
+            options.update(parsed)
+    q = request.query
+    if "gracePeriodSeconds" in q:
+        options["gracePeriodSeconds"] = q["gracePeriodSeconds"]
+    if "propagationPolicy" in q:
+        options["propagationPolicy"] = q["propagationPolicy"]
+    if options.get("gracePeriodSeconds") is not None:
+        try:
+            options["gracePeriodSeconds"] = int(options["gracePeriodSeconds"])
+        except (TypeError, ValueError) as e:
+            raise bad_request("gracePeriodSeconds must be an integer") from e
+    if options.get("orphanDependents") is True and "propagationPolicy" not in options:
+        options["propagationPolicy"] = "Orphan"
+    return options
+
+
+async def _delete(request: web.Request, t: Target) -> web.Response:
+    assert t.name is not None
+    options = await _delete_options(request)
+    obj = _store(request).delete(
+        t.info.gvr,
+        t.name,
+        t.namespace,
+        grace_period_seconds=options.get("gracePeriodSeconds"),
+        propagation_policy=options.get("propagationPolicy"),
+        preconditions=options.get("preconditions"),
+    )
+    return _json(obj)
+
+
+async def _delete_collection(request: web.Request, t: Target) -> web.Response:
+    options = await _delete_options(request)
+    q = request.query
+    items = _store(request).delete_collection(
+        t.info.gvr,
+        t.namespace,
+        label_selector=q.get("labelSelector"),
+        field_selector=q.get("fieldSelector"),
+        grace_period_seconds=options.get("gracePeriodSeconds"),
+        propagation_policy=options.get("propagationPolicy"),
+    )
+    body = {
+        "kind": t.info.list_kind,
+        "apiVersion": t.info.api_version,
+        "metadata": {"resourceVersion": str(_store(request).resource_version)},
+        "items": items,
+    }
+    return _json(body)
+
+
+async def _binding(request: web.Request, t: Target) -> web.Response:
+    assert t.name is not None
+    body = await _body(request)
+    target = (body or {}).get("target") or {}
+    if not target.get("name"):
+        raise ApiError(422, "Invalid", f'Binding "{t.name}" is invalid: target.name: Required value')
+    store = _store(request)
+    store.bind(t.namespace or "default", t.name, target["name"])
+    return _json(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+    )
+
+
+async def _eviction(request: web.Request, t: Target) -> web.Response:
+    assert t.name is not None
+    body = await _body(request)
+    options = (body or {}).get("deleteOptions") or {}
+    _store(request).delete(PODS, t.name, t.namespace, grace_period_seconds=options.get("gracePeriodSeconds"))
+    return _json(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+    )
+
+
+async def _pod_log(request: web.Request, t: Target) -> web.StreamResponse:
+    assert t.name is not None
+    store = _store(request)
+    pod = store.get(PODS, t.name, t.namespace)
+    handler = request.app[SETTINGS_KEY].log_handler
+    if handler is None:
+        raise ApiError(501, "NotImplemented", "pods/log is not served: no log proxy is configured")
+    return await handler(request, pod, store)
+
+
+# -- watch ----------------------------------------------------------------------------------
+
+
+async def _watch(request: web.Request, t: Target) -> web.StreamResponse:
+    store = _store(request)
+    q = request.query
+    timeout = None
+    if q.get("timeoutSeconds"):
+        try:
+            timeout = float(q["timeoutSeconds"])
+        except ValueError as e:
+            raise bad_request("timeoutSeconds must be a number") from e
+    table = _wants_table(request)
+    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    try:
+        watch = store.watch(
+            t.info.gvr,
+            t.namespace,
+            resource_version=q.get("resourceVersion"),
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            bookmarks=truthy(q.get("allowWatchBookmarks")),
+            bookmark_interval=request.app[SETTINGS_KEY].bookmark_interval,
+            timeout=timeout,
+            copy=False,
+        )
+    except ApiError as e:
+        if e.code != 410:
+            raise
+        await response.prepare(request)
+        await response.write(json.dumps({"type": "ERROR", "object": e.status()}).encode() + b"\n")
+        await response.write_eof()
+        return response
+    await response.prepare(request)
+    with watch:
+        while True:
+            event = await watch.next()
+            if event is None:
+                break
+            batch = [_line(event, t.info, store, table)]
+            while len(batch) < 512 and (more := watch.poll()) is not None:
+                batch.append(_line(more, t.info, store, table))
+            await response.write(b"".join(batch))
+    await response.write_eof()
+    return response
+
+
+def _line(event: WatchEvent, info: ResourceInfo, store: Store, table: bool) -> bytes:
+    if not table or event.type == "BOOKMARK":
+        return event.line()
+    body = tables.table(info, [event.object], str(event.resource_version), now=store.now())
+    return json.dumps({"type": event.type, "object": body}, separators=(",", ":")).encode() + b"\n"
