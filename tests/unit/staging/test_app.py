@@ -1,0 +1,106 @@
+"""``wlmvk stage in|out`` against a stand-in backend: outcomes and exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import InvalidInput, Unavailable
+from wlmvk.staging import app
+from wlmvk.staging.archives import pack, unpack
+
+
+def make_dir(path: str) -> None:
+    Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+class Remote:
+    """The WLM side's filesystem: what red-box's stage_in/stage_out would do."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        self.down = down
+        self.closed = False
+
+    async def stage_in(self, directory: str, tar_stream: AsyncIterable[bytes]) -> tuple[int, int]:
+        if self.down:
+            raise Unavailable("connection refused")
+        make_dir(directory)
+        totals = await unpack(tar_stream, Path(directory))
+        return totals.files, totals.bytes
+
+    async def stage_out(self, path: str) -> AsyncIterator[bytes]:
+        if not exists(path):
+            raise InvalidInput(f"{path}: no such file or directory")
+        async for chunk in pack(Path(path)):
+            yield chunk
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def run(argv: list[str], remote: Remote) -> int:
+    def factory(socket: str, timeout: float) -> Backend:
+        return remote  # type: ignore[return-value]
+
+    return app.main(argv, backend=factory)
+
+
+def test_stage_in_uploads_the_directory_under_its_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "foo.txt").write_text("foo\n")
+    workdir = tmp_path / "job"
+    remote = Remote()
+    code = run(
+        ["in", "--socket", "/x.sock", "--from", str(tmp_path / "inputs"), "--to", str(workdir)], remote
+    )
+    assert code == 0
+    assert (workdir / "inputs" / "foo.txt").read_text() == "foo\n"
+    assert "uploaded 1 files (4 bytes)" in capsys.readouterr().out
+    assert remote.closed
+
+
+def test_stage_out_downloads_under_the_base_name(tmp_path: Path) -> None:
+    (tmp_path / "job" / "bar").mkdir(parents=True)
+    (tmp_path / "job" / "bar" / "output.txt").write_text("foo\nslurm\n")
+    outputs = tmp_path / "outputs"
+    code = run(["out", "--from", str(tmp_path / "job" / "bar"), "--to", str(outputs)], Remote())
+    assert code == 0
+    assert (outputs / "bar" / "output.txt").read_text() == "foo\nslurm\n"
+
+
+def test_missing_remote_path_is_a_clear_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(["out", "--from", str(tmp_path / "nope"), "--to", str(tmp_path / "o")], Remote())
+    assert code == 1
+    assert "nope: no such file or directory" in capsys.readouterr().err
+
+
+def test_missing_local_volume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(["in", "--from", str(tmp_path / "absent"), "--to", str(tmp_path / "w")], Remote())
+    assert code == 1
+    assert "is the volume mounted" in capsys.readouterr().err
+
+
+def test_unreachable_red_box(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "in").mkdir()
+    code = run(["in", "--socket", "/s.sock", "--from", str(tmp_path / "in"), "--to", "/w"], Remote(down=True))
+    assert code == 3
+    assert "red-box at /s.sock is unreachable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["sideways"], ["in", "--from", "x"], ["out", "--to", "y"]])
+def test_usage_errors(argv: list[str]) -> None:
+    assert run(argv, Remote()) == 2
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["in", "--help"], Remote()) == 0
+    assert "--socket" in capsys.readouterr().out
