@@ -1,0 +1,259 @@
+"""``red-box`` / ``wlmvk red-box``: flags, startup, serving, graceful shutdown.
+
+Startup checks what can be checked before serving: the YAML overrides (an
+unknown key, a bad value or a partition Slurm does not have is an error
+naming the key and its line), the socket (a stale one is replaced, a live
+one is refused: two red-boxes on one socket would split the clients), the
+state directory. Then the service and the standard health service listen
+on the Unix socket (mode 0600) and, when asked, on TCP with TLS. A
+background recorder looks at the jobs red-box follows every few seconds,
+more often than Slurm's MinJobAge, so their end is recorded even without
+accounting. SIGTERM/SIGINT stop it gracefully: health turns NOT_SERVING,
+the listeners close, open streams get a few seconds, the socket is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import ssl
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import structlog
+from grpclib.server import Server
+
+from wlmvk.core import logging as wlog
+from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
+from wlmvk.core.tasks import guarded, stop
+from wlmvk.redbox import config as cfg
+from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.health import Health
+from wlmvk.redbox.jobs import Jobs
+from wlmvk.redbox.service import OriginalService, Service
+from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm.runner import Runner
+from wlmvk.redbox.store import Store
+
+_log = structlog.get_logger("wlmvk.redbox")
+
+SHUTDOWN_GRACE = 5.0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="red-box",
+        description="The WLM gRPC daemon: serves the WorkloadManager API over Slurm's command line tools.",
+        allow_abbrev=False,
+    )
+    p.add_argument(
+        "-socket",
+        "--socket",
+        default=cfg.DEFAULT_SOCKET,
+        help="Unix socket to listen on (created mode 0600 with its parent directory; default %(default)s)",
+    )
+    p.add_argument(
+        "-config",
+        "--config",
+        default="",
+        help="YAML file of per-partition overrides: nodes, cpu_per_node, mem_per_node (MB), "
+        "wall_time (e.g. 10h), additional_features [{name, version, quantity}]",
+    )
+    p.add_argument(
+        "--work-dir",
+        default="",
+        help="red-box's working root: jobs run here by default and relative paths resolve against it "
+        "(default: the current directory)",
+    )
+    p.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="another directory the file rpcs and job working directories may use (repeatable)",
+    )
+    p.add_argument(
+        "--state-dir",
+        default="",
+        help="where red-box records job states and idempotency keys across restarts "
+        "(default: ~/.local/state/wlmvk-red-box)",
+    )
+    p.add_argument(
+        "--original-api-only",
+        action="store_true",
+        help="serve only the original red-box rpcs; wlmvk's additions answer UNIMPLEMENTED",
+    )
+    p.add_argument(
+        "--tcp", default="", metavar="HOST:PORT", help="also listen on TCP (requires --tls-cert/--tls-key)"
+    )
+    p.add_argument("--tls-cert", default="", help="PEM certificate chain for the TCP listener")
+    p.add_argument("--tls-key", default="", help="PEM private key for the TCP listener")
+    p.add_argument(
+        "--slurm-timeout",
+        type=float,
+        default=30.0,
+        help="seconds before a hanging Slurm command is killed (UNAVAILABLE; default %(default)s)",
+    )
+    p.add_argument(
+        "--max-script-bytes",
+        type=int,
+        default=1024 * 1024,
+        help="largest batch script accepted (default %(default)s)",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=3.0,
+        help="seconds between looks at unfinished jobs, to record their end; 0 = off (default %(default)s)",
+    )
+    p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> cfg.Settings:
+    work_dir = Path(os.path.realpath(args.work_dir or os.getcwd()))
+    if not work_dir.is_dir():
+        raise InvalidInput(f"--work-dir {work_dir}: no such directory")
+    state_dir = Path(args.state_dir) if args.state_dir else cfg.Settings().state_dir
+    if args.tcp and not (args.tls_cert and args.tls_key):
+        raise InvalidInput("--tcp needs --tls-cert and --tls-key")
+    return cfg.Settings(
+        socket=args.socket,
+        config=args.config,
+        work_dir=work_dir,
+        allow_roots=tuple(Path(os.path.realpath(r)) for r in args.allow_root),
+        state_dir=state_dir,
+        original_api_only=args.original_api_only,
+        tcp=args.tcp,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        slurm_timeout=args.slurm_timeout,
+        max_script_bytes=args.max_script_bytes,
+        poll_interval=args.poll_interval,
+        log_level=args.log_level,
+    )
+
+
+def prepare_socket(path: str) -> None:
+    """Create the parent directory; replace a stale socket; refuse a live one or a non-socket."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = target.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise InvalidInput(f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2)
+    try:
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        target.unlink(missing_ok=True)
+        _log.info("replaced a stale socket", socket=path)
+        return
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot probe the existing socket: {exc}") from exc
+    finally:
+        probe.close()
+    raise InvalidInput(f"{path}: another red-box is already listening there; stop it first")
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["h2"])
+    return context
+
+
+async def recorder(jobs: Jobs, interval: float) -> None:
+    """Look at unfinished jobs every ``interval`` seconds so their end is recorded."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await jobs.poll_unfinished()
+        except Unavailable as exc:
+            _log.warning("could not poll Slurm", error=exc.message)
+
+
+async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -> None:
+    overrides = cfg.load_overrides(settings.config)
+    runner = Runner(timeout=settings.slurm_timeout, cwd=str(settings.work_dir))
+    slurm = Slurm(runner)
+    if overrides:
+        cfg.check_partitions(overrides, await slurm.partition_names(), settings.config)
+    prepare_socket(settings.socket)
+    store = Store(settings.state_dir)
+    store.open()
+    confinement = Confinement(settings.work_dir, settings.roots)
+    jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=settings.max_script_bytes)
+    service_class = OriginalService if settings.original_api_only else Service
+    service = service_class(slurm=slurm, jobs=jobs, confinement=confinement, overrides=overrides)
+    health = Health()
+    handlers: list[Any] = [service] if settings.original_api_only else [service, health]
+    servers = [Server(handlers)]
+    old_umask = os.umask(0o177)
+    try:
+        await servers[0].start(path=settings.socket)
+    finally:
+        os.umask(old_umask)
+    os.chmod(settings.socket, 0o600)
+    if settings.tcp:
+        host, _, port = settings.tcp.rpartition(":")
+        tcp = Server(handlers)
+        await tcp.start(host or "0.0.0.0", int(port), ssl=tls_context(settings.tls_cert, settings.tls_key))
+        servers.append(tcp)
+    tasks = []
+    if settings.poll_interval > 0:
+        tasks.append(guarded(recorder(jobs, settings.poll_interval), name="red-box recorder"))
+    _log.info(
+        "red-box serving",
+        socket=settings.socket,
+        tcp=settings.tcp or None,
+        work_dir=str(settings.work_dir),
+        roots=[str(r) for r in settings.roots],
+        original_api_only=settings.original_api_only,
+        uid=os.geteuid(),
+    )
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    if ready is not None:
+        ready.set()
+    try:
+        await stopping.wait()
+    finally:
+        _log.info("red-box stopping")
+        health.set_serving(False)
+        for server in servers:
+            server.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in servers)), SHUTDOWN_GRACE)
+        await stop(*tasks)
+        store.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(settings.socket)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        _log.info("red-box stopped")
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    wlog.configure(args.log_level)
+    try:
+        settings = settings_from(args)
+        asyncio.run(serve(settings))
+    except WlmvkError as exc:
+        print(f"red-box: {exc.message}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidInput) else 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

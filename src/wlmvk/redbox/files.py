@@ -1,0 +1,114 @@
+"""Confined file access: every path a client names must stay inside the allowed roots.
+
+red-box reads and writes as the job owner, so a client that could name any
+path could read the owner's keys. Paths are resolved the way the kernel will
+see them (relative ones against the working root, symlinks followed with
+``realpath``) and must end inside the working root or an ``--allow-root``.
+``..`` and symlinks that lead out, and absolute paths elsewhere, are refused
+with ``InvalidInput``. This module also reads files whole (OpenFile) and
+follows growing ones (TailFile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from wlmvk.core.errors import InvalidInput, NotFound
+
+CHUNK = 64 * 1024
+TAIL_INTERVAL = 0.1
+
+
+class Confinement:
+    """Resolves client paths against the working root and checks them against the roots."""
+
+    def __init__(self, work_dir: Path, roots: Sequence[Path]) -> None:
+        self.work_dir = Path(os.path.realpath(work_dir))
+        self.roots = tuple(Path(os.path.realpath(r)) for r in roots) or (self.work_dir,)
+
+    def inside(self, real: Path) -> bool:
+        return any(real == root or root in real.parents for root in self.roots)
+
+    def resolve(self, path: str, *, base: Path | None = None) -> Path:
+        """The real path a client means; InvalidInput when it leads outside the roots."""
+        if not path or "\x00" in path:
+            raise InvalidInput("a path is required")
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = (base or self.work_dir) / candidate
+        real = Path(os.path.realpath(candidate))
+        if not self.inside(real):
+            raise InvalidInput(f"{path}: outside the allowed roots ({', '.join(map(str, self.roots))})")
+        return real
+
+    def existing_file(self, path: str) -> Path:
+        real = self.resolve(path)
+        if not real.exists():
+            raise NotFound(f"{path}: no such file")
+        if real.is_dir():
+            raise InvalidInput(f"{path}: is a directory")
+        return real
+
+    def directory(self, path: str, *, create: bool) -> Path:
+        """A directory inside the roots, created (with parents) when asked."""
+        real = self.resolve(path)
+        if create:
+            try:
+                real.mkdir(parents=True, exist_ok=True)
+            except FileExistsError as exc:
+                raise InvalidInput(f"{path}: exists and is not a directory") from exc
+            except OSError as exc:
+                raise InvalidInput(f"{path}: cannot create: {exc.strerror}") from exc
+            # mkdir may have followed a symlink created meanwhile: check again.
+            real = self.resolve(str(real))
+        elif not real.is_dir():
+            raise NotFound(f"{path}: no such directory")
+        return real
+
+
+async def read_chunks(path: Path, chunk: int = CHUNK) -> AsyncIterator[bytes]:
+    """The whole file as it is now, in chunks."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError as exc:
+        raise NotFound(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror}") from exc
+    with handle:
+        while data := handle.read(chunk):
+            yield data
+            await asyncio.sleep(0)
+
+
+async def follow(path: Path, stop: asyncio.Event, *, interval: float = TAIL_INTERVAL) -> AsyncIterator[bytes]:
+    """The file from its start, then new bytes as they are written, until ``stop`` is set.
+
+    A file that does not exist yet is waited for (a job's output appears
+    when the job starts). After ``stop`` the rest of the file is sent and the
+    stream ends. A truncated file is followed from its new start.
+    """
+    offset = 0
+    while True:
+        stopping = stop.is_set()
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            size = -1
+        if size >= 0:
+            if size < offset:
+                offset = 0
+            if size > offset:
+                with path.open("rb") as handle:
+                    handle.seek(offset)
+                    while data := handle.read(CHUNK):
+                        offset += len(data)
+                        yield data
+        if stopping:
+            return
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+        except TimeoutError:
+            pass

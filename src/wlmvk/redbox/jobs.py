@@ -1,0 +1,222 @@
+"""Jobs as red-box sees them: submit once per key, and know every job's state.
+
+Where a state comes from, in order: ``squeue -t all`` (one call for any
+number of jobs), then red-box's own record of terminal states, then
+``sacct`` (one call for all the rest) when accounting is on. A job found
+nowhere is NOT_FOUND. Every terminal state seen is recorded, so a job that
+left squeue still answers without accounting, also after a restart.
+
+Submissions with an idempotency key are serialised per key: the second of
+two racing calls waits for the first and then finds its job (red-box's
+record, then the key in Slurm's job comments, then in accounting) instead
+of submitting again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import structlog
+
+from wlmvk.core.errors import NotFound
+from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
+from wlmvk.redbox import scripts
+from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.store import Store
+
+_log = structlog.get_logger(__name__)
+
+ACCOUNTING_RECHECK = 60.0
+"""Seconds to trust 'accounting is off' before asking sacct again."""
+
+LOST_REASON = "the job left Slurm before red-box saw it end"
+
+
+@dataclass
+class _KeyLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class Jobs:
+    def __init__(
+        self,
+        *,
+        slurm: Slurm,
+        store: Store,
+        confinement: Confinement,
+        max_script_bytes: int,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.slurm = slurm
+        self.store = store
+        self.confinement = confinement
+        self.max_script_bytes = max_script_bytes
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self._key_locks: dict[str, _KeyLock] = {}
+        self._accounting_off_until = 0.0
+
+    # --- submitting ---
+
+    async def submit(self, spec: JobSpec) -> JobId:
+        script = scripts.check_script(spec.script, limit=self.max_script_bytes)
+        key = scripts.check_key(spec.idempotency_key)
+        options, env = self._options(spec)
+        if not key:
+            job_id = await self.slurm.submit(script, options, env=env)
+            self.store.track(job_id)
+            _log.info("job submitted", job_id=job_id, partition=spec.partition)
+            return job_id
+        entry = self._key_locks.setdefault(key, _KeyLock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                found = await self.find(key)
+                if found is not None:
+                    _log.info("job exists for key", job_id=found.job_id, key=key)
+                    return found.job_id
+                job_id = await self.slurm.submit(script, options, env=env)
+                self.store.remember_key(key, job_id)
+                self.store.track(job_id)
+                _log.info("job submitted", job_id=job_id, partition=spec.partition, key=key)
+                return job_id
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._key_locks[key]
+
+    def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
+        working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
+        outputs = []
+        for path in (spec.std_out, spec.std_err):
+            if path:
+                # Slurm expands %j etc. in the name; the directory part must be ours.
+                outputs.append(str(self.confinement.resolve(path, base=working_dir)))
+            else:
+                outputs.append("")
+        options = scripts.sbatch_options(
+            partition=spec.partition,
+            name=spec.name,
+            working_dir=str(working_dir),
+            std_out=outputs[0],
+            std_err=outputs[1],
+            idempotency_key=spec.idempotency_key,
+        )
+        env = {**self.base_env, **scripts.check_env(spec.env)} if spec.env else None
+        return options, env
+
+    # --- finding by key ---
+
+    async def find(self, key: str) -> JobState | None:
+        scripts.check_key(key)
+        known = self.store.job_for_key(key)
+        if known is not None:
+            return (await self.states([known]))[known]
+        for state in await self.slurm.queue():
+            if state.idempotency_key == key:
+                self.store.remember_key(key, state.job_id)
+                return state
+        if self._accounting_maybe():
+            rows = await self.slurm.accounting_recent()
+            if rows is None:
+                self._accounting_off()
+            else:
+                matches = [r for r in rows if r.idempotency_key == key]
+                if matches:
+                    state = max(matches, key=lambda r: r.job_id)
+                    self.store.remember_key(key, state.job_id)
+                    self.store.record(state)
+                    return state
+        return None
+
+    # --- states ---
+
+    def _accounting_maybe(self) -> bool:
+        return time.monotonic() >= self._accounting_off_until
+
+    def _accounting_off(self) -> None:
+        self._accounting_off_until = time.monotonic() + ACCOUNTING_RECHECK
+
+    async def states(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
+        """The state of every job asked for: one squeue call, at most one sacct call."""
+        wanted = sorted(set(job_ids))
+        result: dict[JobId, JobState] = {}
+        for state in await self.slurm.queue(wanted):
+            if state.job_id in result:
+                continue  # array tasks share the job id's prefix; the first row stands for them
+            result[state.job_id] = state
+            if state.status.terminal or self.store.get(state.job_id) is not None:
+                self.store.record(state)
+        missing = [j for j in wanted if j not in result]
+        ask = [j for j in missing if not self._recorded_end(j)]
+        accounted: dict[JobId, JobState] = {}
+        if ask and self._accounting_maybe():
+            rows = await self.slurm.accounting(ask)
+            if rows is None:
+                self._accounting_off()
+            else:
+                accounted = {r.job_id: r for r in rows}
+        for job_id in missing:
+            result[job_id] = self._settle(job_id, accounted.get(job_id))
+        return result
+
+    def _recorded_end(self, job_id: JobId) -> bool:
+        known = self.store.get(job_id)
+        return known is not None and known.status.terminal
+
+    def _settle(self, job_id: JobId, row: JobState | None) -> JobState:
+        known = self.store.get(job_id)
+        if known is not None and known.status.terminal:
+            return known
+        if row is not None:
+            if known is not None:
+                row = replace(
+                    row,
+                    std_out=row.std_out or known.std_out,
+                    std_err=row.std_err or known.std_err,
+                    idempotency_key=row.idempotency_key or known.idempotency_key,
+                )
+            if row.status.terminal:
+                self.store.record(row)
+            return row
+        if known is not None:
+            lost = replace(known, status=JobStatus.UNKNOWN, reason=LOST_REASON, exit_code=None)
+            self.store.record(lost)
+            return lost
+        return JobState(job_id=job_id, status=JobStatus.NOT_FOUND, reason="unknown to Slurm and red-box")
+
+    async def state(self, job_id: JobId) -> JobState:
+        return (await self.states([job_id]))[job_id]
+
+    # --- cancelling ---
+
+    async def cancel(self, job_id: JobId) -> None:
+        """scancel a job; a finished one is left alone, an unknown one is NotFound."""
+        queued = await self.slurm.queue([job_id])
+        if not queued:
+            state = await self.state(job_id)
+            if state.status is JobStatus.NOT_FOUND:
+                raise NotFound(f"job {job_id}: unknown to Slurm and red-box")
+            return
+        if all(s.status.terminal for s in queued):
+            return
+        await self.slurm.cancel(job_id)
+        _log.info("job cancelled", job_id=job_id)
+
+    # --- the background recorder ---
+
+    async def poll_unfinished(self) -> int:
+        """Look once at every job red-box follows whose end it has not seen; returns how many."""
+        unfinished = [j for j in self.store.unfinished() if not self._lost(j)]
+        if unfinished:
+            await self.states(unfinished)
+        return len(unfinished)
+
+    def _lost(self, job_id: JobId) -> bool:
+        known = self.store.get(job_id)
+        return known is not None and known.reason == LOST_REASON

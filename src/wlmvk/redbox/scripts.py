@@ -1,0 +1,123 @@
+"""What a submission becomes: sbatch options and, for container jobs, the batch script.
+
+Pure functions. A JobSpec's extras become sbatch options (never a shell
+string): ``--job-name``, ``--chdir``, ``--output``, ``--error`` and the
+idempotency key in ``--comment=wlmvk:<key>``, where Slurm keeps it (and
+accounting stores it) so a lost job can be found by key even when red-box
+lost its own records. A container job becomes a ``#!/bin/sh`` script that
+runs the image with Apptainer or Singularity, as the original built it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import ContainerJobSpec
+from wlmvk.redbox.slurm.parsing import COMMENT_PREFIX
+
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+
+
+def check_key(key: str) -> str:
+    if key and not _KEY.fullmatch(key):
+        raise InvalidInput(f"idempotency key {key!r}: use up to 128 letters, digits, '.', '_', ':', '-'")
+    return key
+
+
+def check_script(script: str, *, limit: int) -> bytes:
+    data = script.encode("utf-8")
+    if not script.strip():
+        raise InvalidInput("the batch script is empty")
+    if len(data) > limit:
+        raise InvalidInput(f"the batch script has {len(data)} bytes; the limit is {limit}")
+    return data
+
+
+def check_env(env: Mapping[str, str]) -> dict[str, str]:
+    for name, value in env.items():
+        if not _ENV_NAME.fullmatch(name):
+            raise InvalidInput(f"environment variable name {name!r} is not valid")
+        if "\x00" in value:
+            raise InvalidInput(f"environment variable {name} contains a NUL byte")
+    return dict(env)
+
+
+def sbatch_options(
+    *,
+    partition: str,
+    name: str,
+    working_dir: str,
+    std_out: str,
+    std_err: str,
+    idempotency_key: str,
+) -> list[str]:
+    """The sbatch options of a submission (paths already resolved and checked by the caller)."""
+    options = []
+    if partition:
+        options.append(f"--partition={partition}")
+    if name:
+        if not _NAME.fullmatch(name):
+            raise InvalidInput(f"job name {name!r}: 1-200 printable characters")
+        options.append(f"--job-name={name}")
+    if working_dir:
+        options.append(f"--chdir={working_dir}")
+    if std_out:
+        options.append(f"--output={std_out}")
+    if std_err:
+        options.append(f"--error={std_err}")
+    if idempotency_key:
+        options.append(f"--comment={COMMENT_PREFIX}{check_key(idempotency_key)}")
+    return options
+
+
+def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) -> str:
+    """A batch script that runs ``spec.image`` with ``runtime`` (apptainer or singularity)."""
+    lines = ["#!/bin/sh"]
+    if spec.wall_time > 0:
+        minutes, seconds = divmod(spec.wall_time, 60)
+        lines.append(f"#SBATCH --time={minutes}:{seconds:02d}")
+    if spec.mem_per_node > 0:
+        lines.append(f"#SBATCH --mem={spec.mem_per_node}")
+    if spec.nodes > 0:
+        lines.append(f"#SBATCH --nodes={spec.nodes}")
+    if spec.cpu_per_node > 0:
+        lines.append(f"#SBATCH --cpus-per-task={spec.cpu_per_node}")
+    quote = shlex.quote
+    o = spec.options
+    flags = []
+    if o.app:
+        flags.append(f"--app={quote(o.app)}")
+    if o.host_name:
+        flags.append(f"--hostname={quote(o.host_name)}")
+    if o.binds:
+        flags.append(f"--bind={quote(','.join(o.binds))}")
+    for enabled, flag in (
+        (o.clear_env, "--cleanenv"),
+        (o.fake_root, "--fakeroot"),
+        (o.ipc, "--ipc"),
+        (o.pid, "--pid"),
+        (o.no_privs, "--no-privs"),
+        (o.writable, "--writable"),
+    ):
+        if enabled:
+            flags.append(flag)
+    image = spec.image
+    if image.startswith("local.file"):
+        local = image[len("local.file") :]
+        local = local[3:] if local.startswith("://") else local.removeprefix(":")
+        if not o.allow_unsigned:
+            lines.append(f"srun {runtime} verify {quote(local)} || exit")
+        lines.append(f"srun {runtime} run {' '.join(flags)} {quote(local)} || exit".replace("  ", " "))
+    else:
+        unsigned = " -U" if o.allow_unsigned and runtime == "singularity" else ""
+        lines.append(f"srun {runtime} pull{unsigned} --name {quote(pull_name)} {quote(image)} || exit")
+        lines.append(f"srun {runtime} run {' '.join(flags)} {quote(pull_name)}".replace("  ", " "))
+        lines.append("status=$?")
+        lines.append(f"rm -f {quote(pull_name)}")
+        lines.append("exit $status")
+    return "\n".join(lines) + "\n"

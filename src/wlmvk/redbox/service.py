@@ -1,0 +1,407 @@
+"""The WorkloadManager gRPC service: wire messages in, core values to the workers, wire out.
+
+Each rpc is thin: it converts the request (``wlm.convert``), calls ``Jobs``,
+``Slurm``, ``Confinement`` or ``archives``, and converts the answer. The
+original rpcs keep the original semantics for old clients; the wlmvk
+additions are separate methods. ``OriginalService`` serves only what the
+original red-box served (the additions answer UNIMPLEMENTED, the added
+request fields are ignored and the added states read UNKNOWN): the
+kubelet's fallbacks are tested against it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+
+import structlog
+from grpclib import GRPCError
+from grpclib.const import Status
+
+from wlmvk._proto import api
+from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
+from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
+from wlmvk.redbox import archives, files, scripts
+from wlmvk.redbox.answering import answering
+from wlmvk.redbox.config import PartitionOverride
+from wlmvk.redbox.jobs import Jobs
+from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.wlm import convert
+
+_log = structlog.get_logger(__name__)
+
+EXTENSIONS = (
+    "JobStates",
+    "FindJob",
+    "StageIn",
+    "StageOut",
+    "SubmitJob.idempotency_key",
+    "SubmitJob.options",
+    "JobStatus.all",
+    "grpc.health.v1",
+)
+RUNTIMES = ("apptainer", "singularity")
+
+
+def container_runtime() -> str | None:
+    for name in RUNTIMES:
+        if shutil.which(name):
+            return name
+    return None
+
+
+class Service(api.WorkloadManagerBase):  # type: ignore[misc]
+    """red-box's service, original rpcs and wlmvk additions."""
+
+    original_only = False
+
+    def __init__(
+        self,
+        *,
+        slurm: Slurm,
+        jobs: Jobs,
+        confinement: files.Confinement,
+        overrides: Mapping[str, PartitionOverride],
+    ) -> None:
+        self.slurm = slurm
+        self.jobs = jobs
+        self.confinement = confinement
+        self.overrides = dict(overrides)
+        self._version = ""
+        self._cluster = ""
+
+    # --- submitting ---
+
+    def _spec(self, request: api.SubmitJobRequest) -> JobSpec:
+        spec = convert.spec_from_wire(request)
+        if self.original_only:
+            spec = JobSpec(script=spec.script, partition=spec.partition)
+        return spec
+
+    async def submit_job(self, submit_job_request: api.SubmitJobRequest) -> api.SubmitJobResponse:
+        with answering("SubmitJob"):
+            job_id = await self.jobs.submit(self._spec(submit_job_request))
+            return api.SubmitJobResponse(job_id=job_id)
+
+    async def submit_job_container(
+        self, submit_job_container_request: api.SubmitJobContainerRequest
+    ) -> api.SubmitJobContainerResponse:
+        with answering("SubmitJobContainer"):
+            spec = convert.container_spec_from_wire(submit_job_container_request)
+            if not spec.image:
+                raise InvalidInput("imageName is required")
+            runtime = container_runtime()
+            if runtime is None:
+                raise FailedPrecondition("neither apptainer nor singularity is installed on the Slurm side")
+            script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
+            job = JobSpec(
+                script=script,
+                partition=spec.partition,
+                idempotency_key=spec.idempotency_key,
+                name=spec.name,
+                working_dir=spec.working_dir,
+                std_out=spec.std_out,
+                std_err=spec.std_err,
+                env=spec.env,
+            )
+            if self.original_only:
+                job = JobSpec(script=script, partition=spec.partition)
+            job_id = await self.jobs.submit(job)
+            return api.SubmitJobContainerResponse(job_id=job_id)
+
+    async def cancel_job(self, cancel_job_request: api.CancelJobRequest) -> api.CancelJobResponse:
+        with answering("CancelJob"):
+            await self.jobs.cancel(JobId(cancel_job_request.job_id))
+            return api.CancelJobResponse()
+
+    # --- job information ---
+
+    def _status(self, status: api.JobStatus) -> api.JobStatus:
+        if self.original_only and status not in convert.ORIGINAL_STATUSES:
+            return api.JobStatus.UNKNOWN
+        return status
+
+    async def job_info(self, job_info_request: api.JobInfoRequest) -> api.JobInfoResponse:
+        with answering("JobInfo"):
+            job_id = JobId(job_info_request.job_id)
+            try:
+                records = await self.slurm.show_job(job_id)
+            except NotFound:
+                if self.original_only:
+                    raise
+                state = await self.jobs.state(job_id)
+                if state.status is JobStatus.NOT_FOUND:
+                    raise NotFound(f"job {job_id}: unknown to Slurm and red-box") from None
+                return api.JobInfoResponse(info=[self._info_from_state(state)])
+            if not records:
+                raise NotFound(f"job {job_id}: scontrol knows no such job")
+            return api.JobInfoResponse(info=[self._info_from_record(r) for r in records])
+
+    def _info_from_record(self, record: Mapping[str, str]) -> api.JobInfo:
+        f = parsing.job_info_fields(record)
+        status = convert.status_to_wire(parsing.job_status(f["JobState"]))
+        info = api.JobInfo(
+            id=f["JobId"],
+            user_id=f["UserId"],
+            name=f["JobName"],
+            exit_code=f["ExitCode"],
+            status=self._status(status),
+            submit_time=parsing.timestamp(f["SubmitTime"]),
+            start_time=parsing.timestamp(f["StartTime"]),
+            run_time=parsing.duration(f["RunTime"]),
+            time_limit=parsing.duration(f["TimeLimit"]),
+            working_dir=f["WorkDir"],
+            std_out=f["StdOut"],
+            std_err=f["StdErr"],
+            partition=f["Partition"],
+            node_list=f["NodeList"],
+            batch_host=f["BatchHost"],
+            num_nodes=f["NumNodes"],
+            array_id=f["ArrayJobId"],
+        )
+        if not self.original_only:
+            info.reason = f["Reason"]
+            info.idempotency_key = parsing.idempotency_key(f["Comment"])
+            if parsing.job_status(f["JobState"]).terminal:
+                info.end_time = parsing.timestamp(f["EndTime"])
+        return info
+
+    def _info_from_state(self, state: JobState) -> api.JobInfo:
+        run_time = None
+        if state.start_time and state.end_time:
+            run_time = state.end_time - state.start_time
+        return api.JobInfo(
+            id=str(state.job_id),
+            name=state.name,
+            exit_code=f"{state.exit_code or 0}:{state.signal}",
+            status=convert.status_to_wire(state.status),
+            submit_time=state.submit_time,
+            start_time=state.start_time,
+            run_time=run_time or timedelta(0),
+            working_dir=state.working_dir,
+            std_out=state.std_out,
+            std_err=state.std_err,
+            partition=state.partition,
+            node_list=state.node_list,
+            reason=state.reason,
+            end_time=state.end_time,
+            idempotency_key=state.idempotency_key,
+        )
+
+    async def job_steps(self, job_steps_request: api.JobStepsRequest) -> api.JobStepsResponse:
+        with answering("JobSteps"):
+            steps = await self.slurm.steps(JobId(job_steps_request.job_id))
+            if steps is None:
+                raise FailedPrecondition("Slurm accounting is disabled: there is no record of job steps")
+            return api.JobStepsResponse(
+                job_steps=[
+                    api.JobStepInfo(
+                        id=s.id,
+                        name=s.name,
+                        exit_code=s.exit_code,
+                        status=self._status(convert.status_to_wire(s.status)),
+                        start_time=s.start_time,
+                        end_time=s.end_time,
+                    )
+                    for s in steps
+                ]
+            )
+
+    async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
+        with answering("JobStates"):
+            ids = [JobId(i) for i in job_states_request.job_ids]
+            states = await self.jobs.states(ids)
+            return api.JobStatesResponse(
+                states=[convert.state_to_wire(states[i]) for i in dict.fromkeys(ids)]
+            )
+
+    async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
+        with answering("FindJob"):
+            if not find_job_request.idempotency_key:
+                raise InvalidInput("idempotency_key is required")
+            state = await self.jobs.find(find_job_request.idempotency_key)
+            if state is None:
+                return api.FindJobResponse(found=False)
+            return api.FindJobResponse(found=True, job_id=state.job_id, state=convert.state_to_wire(state))
+
+    # --- files ---
+
+    async def open_file(self, open_file_request: api.OpenFileRequest) -> AsyncIterator[api.Chunk]:
+        with answering("OpenFile"):
+            path = self.confinement.existing_file(open_file_request.path)
+            async for data in files.read_chunks(path):
+                yield api.Chunk(content=data)
+
+    async def tail_file(
+        self, tail_file_request_iterator: AsyncIterator[api.TailFileRequest]
+    ) -> AsyncIterator[api.Chunk]:
+        with answering("TailFile"):
+            first = await anext(tail_file_request_iterator, None)
+            if first is None:
+                return
+            path = self.confinement.resolve(first.path)
+            if path.is_dir():
+                raise InvalidInput(f"{first.path}: is a directory")
+            stop = asyncio.Event()
+            if first.action == api.TailAction.ReadToEndAndClose:
+                stop.set()
+            listener = asyncio.create_task(_wait_for_close(tail_file_request_iterator, stop))
+            try:
+                async for data in files.follow(path, stop):
+                    yield api.Chunk(content=data)
+            finally:
+                listener.cancel()
+
+    async def create_file(
+        self, create_file_request_iterator: AsyncIterator[api.CreateFileRequest]
+    ) -> api.CreateFileResponse:
+        with answering("CreateFile"):
+            first = await anext(create_file_request_iterator, None)
+            if first is None:
+                raise InvalidInput("CreateFile: the first message must name the path")
+            path = self.confinement.resolve(first.path)
+            self.confinement.directory(str(path.parent), create=True)
+            with path.open("wb") as out:
+                if first.content:
+                    out.write(first.content)
+                async for message in create_file_request_iterator:
+                    out.write(message.content)
+            return api.CreateFileResponse()
+
+    async def zip(self, zip_request: api.ZipRequest) -> api.ZipResponse:
+        with answering("Zip"):
+            source = self.confinement.resolve(zip_request.path)
+            target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
+            await asyncio.to_thread(archives.zip_path, source, target)
+            return api.ZipResponse()
+
+    async def unzip(self, unzip_request: api.UnzipRequest) -> api.UnzipResponse:
+        with answering("Unzip"):
+            source = self.confinement.resolve(unzip_request.source)
+            dest = self.confinement.directory(unzip_request.path or ".", create=True)
+            await asyncio.to_thread(archives.unzip_into, source, dest)
+            return api.UnzipResponse()
+
+    async def stage_in(
+        self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
+    ) -> api.StageInResponse:
+        with answering("StageIn"):
+            first = await anext(stage_in_request_iterator, None)
+            if first is None or not first.path:
+                raise InvalidInput("StageIn: the first message must name the target directory")
+            dest = self.confinement.directory(first.path, create=True)
+
+            async def chunks() -> AsyncIterator[bytes]:
+                if first.data:
+                    yield first.data
+                async for message in stage_in_request_iterator:
+                    yield message.data
+
+            count, size = await archives.receive_tar(chunks(), dest)
+            _log.info("staged in", path=str(dest), files=count, bytes=size)
+            return api.StageInResponse(files=count, bytes=size)
+
+    async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
+        with answering("StageOut"):
+            given = stage_out_request.path.rstrip("/")
+            path = self.confinement.resolve(given)
+            if not path.exists():
+                raise NotFound(f"{given}: no such file or directory")
+            arcname = Path(given).name or path.name
+            async for data in archives.send_tar(path, arcname):
+                yield api.Chunk(content=data)
+
+    # --- the cluster ---
+
+    async def resources(self, resources_request: api.ResourcesRequest) -> api.ResourcesResponse:
+        with answering("Resources"):
+            res = await self.partition_resources(resources_request.partition)
+            wire = convert.resources_to_wire(res)
+            if self.original_only:
+                wire = api.ResourcesResponse(
+                    nodes=wire.nodes,
+                    cpu_per_node=wire.cpu_per_node,
+                    mem_per_node=wire.mem_per_node,
+                    wall_time=wire.wall_time,
+                    features=wire.features,
+                )
+            return wire
+
+    async def partition_resources(self, name: str) -> PartitionResources:
+        records = {r.name: r for r in await self.slurm.partitions()}
+        if not name:
+            defaults = [r for r in records.values() if r.default]
+            if not defaults:
+                raise InvalidInput("partition is required (Slurm has no default partition)")
+            name = defaults[0].name
+        record = records.get(name)
+        if record is None:
+            raise NotFound(f"partition {name!r}: Slurm has {', '.join(records) or 'none'}")
+        override = self.overrides.get(name)
+        if override is not None:
+            record = override.apply(record)
+        return PartitionResources(
+            name=record.name,
+            nodes=record.nodes,
+            cpu_per_node=record.cpu_per_node,
+            mem_per_node=record.mem_per_node,
+            wall_time=record.wall_time,
+            gpu_per_node=record.gpu_per_node,
+            features=record.features,
+            default=record.default,
+            state=record.state,
+            container_runtime=container_runtime() is not None,
+        )
+
+    async def partitions(self, partitions_request: api.PartitionsRequest) -> api.PartitionsResponse:
+        with answering("Partitions"):
+            return api.PartitionsResponse(partition=await self.slurm.partition_names())
+
+    async def workload_info(self, workload_info_request: api.WorkloadInfoRequest) -> api.WorkloadInfoResponse:
+        with answering("WorkloadInfo"):
+            if not self._version:
+                self._version = await self.slurm.version()
+            if not self.original_only and not self._cluster:
+                self._cluster = await self.slurm.cluster_name()
+            return api.WorkloadInfoResponse(
+                name="slurm",
+                version=self._version,
+                uid=os.geteuid(),
+                cluster_name=self._cluster,
+                extensions=[] if self.original_only else list(EXTENSIONS),
+            )
+
+
+async def _wait_for_close(requests: AsyncIterator[api.TailFileRequest], stop: asyncio.Event) -> None:
+    """Set ``stop`` when the client sends ReadToEndAndClose (a half-close alone keeps tailing)."""
+    async for request in requests:
+        if request.action == api.TailAction.ReadToEndAndClose:
+            stop.set()
+            return
+
+
+class OriginalService(Service):
+    """Only what the original red-box served."""
+
+    original_only = True
+
+    async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
+        raise GRPCError(Status.UNIMPLEMENTED)
+
+    async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
+        raise GRPCError(Status.UNIMPLEMENTED)
+
+    async def stage_in(
+        self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
+    ) -> api.StageInResponse:
+        raise GRPCError(Status.UNIMPLEMENTED)
+
+    async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
+        raise GRPCError(Status.UNIMPLEMENTED)
+        yield api.Chunk()  # pragma: no cover - makes this an async generator

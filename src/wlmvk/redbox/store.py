@@ -1,0 +1,159 @@
+"""red-box's own small on-disk record: job states it has seen and idempotency keys.
+
+Slurm forgets a finished job MinJobAge seconds after it ends; without
+accounting nothing else remembers it. red-box appends each state change
+and each key -> job id to a JSON-lines journal under ``--state-dir`` and
+replays it at start, so a restarted red-box still answers for jobs that
+left squeue. The journal is compacted (rewritten atomically) at start, and
+records older than ``keep_days`` are dropped then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from wlmvk.core.jobs import JobId, JobState, JobStatus
+
+_log = structlog.get_logger(__name__)
+
+JOURNAL = "records.jsonl"
+
+
+def _encode(state: JobState) -> dict[str, Any]:
+    data = asdict(state)
+    data["status"] = state.status.value
+    for key in ("submit_time", "start_time", "end_time"):
+        value = data[key]
+        data[key] = value.isoformat() if isinstance(value, datetime) else None
+    return data
+
+
+def _decode(data: dict[str, Any]) -> JobState:
+    fields = dict(data)
+    fields["job_id"] = JobId(int(fields["job_id"]))
+    fields["status"] = JobStatus(fields["status"])
+    for key in ("submit_time", "start_time", "end_time"):
+        value = fields.get(key)
+        fields[key] = datetime.fromisoformat(value) if value else None
+    known = JobState.__dataclass_fields__
+    return JobState(**{k: v for k, v in fields.items() if k in known})
+
+
+class Store:
+    """Job states and idempotency keys, in memory and journaled to disk."""
+
+    def __init__(self, directory: Path, *, keep_days: float = 14.0) -> None:
+        self.directory = directory
+        self.keep_seconds = keep_days * 86400
+        self._states: dict[JobId, JobState] = {}
+        self._seen: dict[JobId, float] = {}
+        self._keys: dict[str, JobId] = {}
+        self._journal: Any = None
+
+    def open(self) -> None:
+        """Create the directory, replay and compact the journal, and open it for appending."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.directory / JOURNAL
+        if path.exists():
+            self._replay(path)
+        self._compact(path)
+        self._journal = path.open("a", encoding="utf-8")
+        _log.info("state store opened", path=str(path), jobs=len(self._states), keys=len(self._keys))
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def _replay(self, path: Path) -> None:
+        with path.open(encoding="utf-8") as journal:
+            for number, line in enumerate(journal, 1):
+                try:
+                    entry = json.loads(line)
+                    if entry["kind"] == "state":
+                        state = _decode(entry["state"])
+                        self._states[state.job_id] = state
+                        self._seen[state.job_id] = float(entry["at"])
+                    elif entry["kind"] == "key":
+                        self._keys[entry["key"]] = JobId(int(entry["job_id"]))
+                        self._seen.setdefault(JobId(int(entry["job_id"])), float(entry["at"]))
+                except (ValueError, KeyError, TypeError) as exc:
+                    # A torn last line after a crash must not stop red-box.
+                    _log.warning("skipping a bad journal line", path=str(path), line=number, error=str(exc))
+
+    def _compact(self, path: Path) -> None:
+        horizon = time.time() - self.keep_seconds
+        old = {job for job, at in self._seen.items() if at < horizon}
+        for job in old:
+            self._states.pop(job, None)
+            self._seen.pop(job, None)
+        self._keys = {k: j for k, j in self._keys.items() if j not in old}
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            for job_id, state in self._states.items():
+                out.write(self._line("state", at=self._seen.get(job_id, time.time()), state=_encode(state)))
+            for key, job_id in self._keys.items():
+                out.write(self._line("key", at=self._seen.get(job_id, time.time()), key=key, job_id=job_id))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+
+    @staticmethod
+    def _line(kind: str, **fields: Any) -> str:
+        return json.dumps({"kind": kind, **fields}, separators=(",", ":")) + "\n"
+
+    def _append(self, line: str) -> None:
+        if self._journal is None:
+            return
+        self._journal.write(line)
+        self._journal.flush()
+
+    # --- keys ---
+
+    def job_for_key(self, key: str) -> JobId | None:
+        return self._keys.get(key)
+
+    def remember_key(self, key: str, job_id: JobId) -> None:
+        now = time.time()
+        self._keys[key] = job_id
+        self._seen.setdefault(job_id, now)
+        self._append(self._line("key", at=now, key=key, job_id=job_id))
+        if self._journal is not None:
+            os.fsync(self._journal.fileno())
+
+    # --- states ---
+
+    def get(self, job_id: JobId) -> JobState | None:
+        return self._states.get(job_id)
+
+    def record(self, state: JobState) -> None:
+        """Remember a state; only a change is written (a terminal state is kept as it is)."""
+        known = self._states.get(state.job_id)
+        if known is not None and known.status.terminal:
+            return
+        if state.idempotency_key == "" and known is not None and known.idempotency_key:
+            state = replace(state, idempotency_key=known.idempotency_key)
+        if known == state:
+            return
+        now = time.time()
+        self._states[state.job_id] = state
+        self._seen[state.job_id] = now
+        self._append(self._line("state", at=now, state=_encode(state)))
+
+    def unfinished(self) -> list[JobId]:
+        """Jobs red-box has recorded (submitted or seen) whose end it has not seen yet."""
+        jobs = set(self._keys.values()) | set(self._states)
+        return sorted(j for j in jobs if j not in self._states or not self._states[j].status.terminal)
+
+    def track(self, job_id: JobId) -> None:
+        """Follow a job red-box submitted without a key until its end."""
+        if job_id not in self._states:
+            self.record(JobState(job_id=job_id, status=JobStatus.PENDING, reason="Submitted"))
