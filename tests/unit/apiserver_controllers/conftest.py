@@ -1,0 +1,46 @@
+"""Helpers for driving the controllers against a real in-memory Store (no HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from wlmvk.testing.apiserver.store import Store
+
+Condition = Callable[[], Any]
+
+
+async def eventually(check: Condition, *, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll ``check`` until it returns a truthy value; fail with its last value after ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met in {timeout}s: {check}")
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store()
+
+
+@pytest.fixture
+async def running(store: Store) -> AsyncIterator[Callable[[Callable[[Store], Awaitable[None]]], None]]:
+    """Start controllers on ``store``; they are cancelled (and must not have crashed) at the end."""
+    tasks: list[asyncio.Task[None]] = []
+
+    def start(controller: Callable[[Store], Awaitable[None]]) -> None:
+        tasks.append(asyncio.ensure_future(controller(store)))
+
+    yield start
+    for task in tasks:
+        assert not task.done() or task.cancelled(), task.exception()
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
