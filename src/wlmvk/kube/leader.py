@@ -1,0 +1,161 @@
+"""Leader election over a coordination.k8s.io/v1 Lease, as client-go does it.
+
+Replicas of a controller compete for one Lease. The holder renews it every
+``renew_interval``; the others watch its ``renewTime`` change. A candidate
+judges expiry by its *own* clock: a Lease whose holder and renewTime have not
+changed for ``duration`` seconds since this process last saw them change is
+free to take, so clock skew between hosts does not matter. Taking and
+renewing are PUTs carrying the resourceVersion that was read: of two
+candidates racing for an expired Lease, one gets 409 Conflict and keeps
+waiting.
+
+``Elector.acquire()`` returns once this process leads; ``Elector.hold()``
+renews until leadership is lost (it then returns, and the caller must stop
+leading at once) or is cancelled; ``release()`` hands the Lease back so the
+next candidate need not wait for expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from wlmvk.core.errors import Conflict, NotFound, WlmvkError
+from wlmvk.kube.bodies import LEASES, Body, resource_version_of
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.errors import AlreadyExists
+from wlmvk.kube.leases import lease_body
+from wlmvk.kube.times import micro_time
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ElectionConfig:
+    name: str
+    namespace: str
+    identity: str
+    duration: int = 15  # seconds a Lease stays valid without renewal
+    renew_interval: float = 5.0  # the holder renews this often
+    retry_interval: float = 2.0  # a candidate looks again this often
+
+
+class Elector:
+    def __init__(self, client: KubeClient, config: ElectionConfig) -> None:
+        self._client = client
+        self._config = config
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self._lease: Body | None = None
+        self.log = _log.bind(lease=config.name, identity=config.identity)
+
+    @property
+    def leading(self) -> bool:
+        return self._lease is not None and self._holder(self._lease) == self._config.identity
+
+    async def acquire(self) -> None:
+        """Wait until this process holds the Lease."""
+        while not await self.try_acquire():
+            await asyncio.sleep(self._config.retry_interval)
+        self.log.info("became leader")
+
+    async def try_acquire(self) -> bool:
+        """One attempt to take (or keep) the Lease."""
+        config = self._config
+        try:
+            lease = await self._client.get(LEASES, config.name, namespace=config.namespace)
+        except NotFound:
+            body = lease_body(
+                config.name, config.namespace, holder=config.identity, duration=config.duration
+            )
+            body["spec"]["leaseTransitions"] = 0
+            try:
+                self._lease = await self._client.create(LEASES, body, namespace=config.namespace)
+            except (AlreadyExists, Conflict):
+                return False
+            return True
+        except WlmvkError as exc:
+            self.log.warning("cannot read the leader Lease", error=str(exc))
+            return False
+        self._observe(lease)
+        holder = self._holder(lease)
+        if holder and holder != config.identity and not self._expired(lease):
+            self._lease = None  # someone else leads
+            return False
+        spec = dict(lease.get("spec") or {})
+        now = micro_time()
+        if holder != config.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+            self.log.info("taking over the Lease", previous=holder or None)
+        spec.update(holderIdentity=config.identity, leaseDurationSeconds=config.duration, renewTime=now)
+        return await self._put(lease, spec)
+
+    async def hold(self) -> None:
+        """Renew until leadership is lost (returns) or the task is cancelled."""
+        config = self._config
+        deadline = time.monotonic() + config.duration
+        while True:
+            await asyncio.sleep(config.renew_interval)
+            if await self.try_acquire():
+                deadline = time.monotonic() + config.duration
+                continue
+            if self._lease is None:
+                self.log.warning("leadership lost to another holder")
+                return
+            if time.monotonic() >= deadline:
+                self.log.warning("could not renew the Lease in time: leadership lost")
+                self._lease = None
+                return
+
+    async def release(self) -> None:
+        """Give the Lease up (holder cleared, 1 s duration) so that a successor takes it at once."""
+        if not self.leading or self._lease is None:
+            return
+        spec = dict(self._lease.get("spec") or {})
+        spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
+        try:
+            await self._put(self._lease, spec)
+        except WlmvkError as exc:
+            self.log.warning("cannot release the Lease", error=str(exc))
+        self._lease = None
+        self.log.info("released leadership")
+
+    async def _put(self, lease: Body, spec: Body) -> bool:
+        config = self._config
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                **(lease.get("metadata") or {}),
+                "resourceVersion": resource_version_of(lease),
+            },
+            "spec": spec,
+        }
+        try:
+            self._lease = await self._client.replace(LEASES, config.name, body, namespace=config.namespace)
+        except (Conflict, NotFound):
+            return False
+        except WlmvkError as exc:
+            self.log.warning("cannot write the leader Lease", error=str(exc))
+            return False
+        self._observe(self._lease)
+        return self.leading
+
+    def _observe(self, lease: Body) -> None:
+        spec = lease.get("spec") or {}
+        record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = time.monotonic()
+
+    def _expired(self, lease: Body) -> bool:
+        duration = int((lease.get("spec") or {}).get("leaseDurationSeconds") or self._config.duration)
+        return time.monotonic() - self._observed_at > duration
+
+    @staticmethod
+    def _holder(lease: Body) -> str:
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")

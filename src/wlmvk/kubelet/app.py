@@ -1,0 +1,222 @@
+"""``wlmvk kubelet``: the process that serves one red-box's partitions as nodes.
+
+``serve()`` follows the uvicorn shape: startup (connect to the API server
+and red-box, start the HTTPS and metrics servers, register nodes, take in
+the first pod listing), the main loop (controllers run as guarded tasks
+until SIGTERM/SIGINT), shutdown (cancel, close servers and clients).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import signal
+import socket
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import structlog
+from aiohttp import web
+
+from wlmvk.core import logging as wlmvk_logging
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import InvalidInput, NotFound
+from wlmvk.core.jobs import JobStatus
+from wlmvk.core.tasks import guarded, stop
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.events import EventPoster
+from wlmvk.kubelet import nodes, server, tls
+from wlmvk.kubelet import settings as settings_mod
+from wlmvk.kubelet.directory import NodeDirectory
+from wlmvk.kubelet.health import MeteredBackend, Reachability
+from wlmvk.kubelet.logs import LogOptions, LogSource, stream_logs
+from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.node_controller import NodeController, NodeTimings
+from wlmvk.kubelet.pod_controller import PodController, PodSettings
+from wlmvk.kubelet.settings import Settings
+
+_log = structlog.get_logger(__name__)
+
+
+def red_box_backend(socket_path: str, *, timeout: float) -> Backend:
+    """The red-box gRPC client (``wlm.client.RedBoxClient``)."""
+    module: Any = importlib.import_module("wlmvk.wlm.client")
+    return cast(Backend, module.RedBoxClient(socket_path, timeout=timeout))
+
+
+class Kubelet:
+    """One running kubelet: its controllers, servers and clients."""
+
+    def __init__(self, settings: Settings, *, backend: Backend | None = None) -> None:
+        self.settings = settings
+        self._raw_backend = backend
+        self.reachability = Reachability()
+        self.directory = NodeDirectory(settings.cluster_name)
+        self.pods: PodController | None = None
+        self.nodes: NodeController | None = None
+        self.metrics = KubeletMetrics(lambda: self.pods.phases() if self.pods else {})
+        self.port = settings.port
+        self.metrics_port = settings.metrics_port
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._runners: list[web.AppRunner] = []
+        self._client: KubeClient | None = None
+        self._backend: MeteredBackend | None = None
+
+    async def start(self) -> None:
+        s = self.settings
+        raw = self._raw_backend or red_box_backend(s.red_box_socket, timeout=s.wlm_timeout)
+        self._raw_backend = raw
+        backend = MeteredBackend(raw, metrics=self.metrics, reachability=self.reachability)
+        self._backend = backend
+        self._client = client = await KubeClient.connect(s.kubeconfig)
+        host = s.agent_host or socket.gethostname()
+        events = EventPoster(client, component="wlmvk-kubelet", host=host)
+        self.pods = PodController(
+            client=client,
+            backend=backend,
+            events=events,
+            directory=self.directory,
+            metrics=self.metrics,
+            settings=PodSettings(
+                host_ip=s.node_ip, jobs_root=s.jobs_root, status_interval=s.status_interval, workers=s.workers
+            ),
+        )
+        await self._serve_http()
+        context = nodes.NodeContext(
+            cluster=s.cluster_name,
+            agent_host=s.agent_host,
+            node_ip=s.node_ip,
+            port=self.port,
+            max_pods=s.max_pods,
+            red_box_socket=s.red_box_socket,
+        )
+        self.nodes = NodeController(
+            client=client,
+            backend=backend,
+            directory=self.directory,
+            context=context,
+            reachability=self.reachability,
+            timings=NodeTimings(
+                discovery_interval=s.discovery_interval,
+                status_interval=s.node_status_interval,
+                lease_duration=s.lease_duration,
+                lease_renew_interval=s.lease_renew_interval,
+            ),
+        )
+        await self.nodes.start()
+        self._tasks.append(guarded(self.nodes.run(), name="nodes"))
+        self._tasks.append(guarded(self.pods.run(), name="pods"))
+        await self.pods.synced()
+        _log.info(
+            "kubelet started",
+            cluster=s.cluster_name,
+            nodes=sorted(self.directory.partitions),
+            port=self.port,
+            metrics_port=self.metrics_port,
+        )
+
+    async def _serve_http(self) -> None:
+        s = self.settings
+        handlers = server.Handlers(
+            logs=self.logs, pods=self._pods_view, healthy=lambda: self.reachability.reachable
+        )
+        context = tls.server_context(
+            cert=s.tls_cert,
+            key=s.tls_key,
+            client_ca=s.client_ca,
+            names=["localhost", socket.gethostname()],
+            addresses=sorted({s.node_ip, "127.0.0.1"}),
+        )
+        runner = web.AppRunner(server.kubelet_app(handlers), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, s.listen_host, s.port, ssl_context=context)
+        await site.start()
+        self._runners.append(runner)
+        self.port = _bound_port(runner, s.port)
+        if s.metrics_port >= 0:
+            metrics_runner = web.AppRunner(server.metrics_app(self.metrics.render), access_log=None)
+            await metrics_runner.setup()
+            await web.TCPSite(metrics_runner, s.metrics_host, s.metrics_port).start()
+            self._runners.append(metrics_runner)
+            self.metrics_port = _bound_port(metrics_runner, s.metrics_port)
+
+    def _pods_view(self) -> list[dict[str, Any]]:
+        return self.pods.pods() if self.pods else []
+
+    async def logs(
+        self, namespace: str, pod: str, container: str, options: LogOptions
+    ) -> AsyncIterator[bytes]:
+        """The log stream of one pod's container (errors raised before streaming)."""
+        assert self.pods is not None
+        assert self._backend is not None
+        record = self.pods.record(namespace, pod)
+        if record is None:
+            raise NotFound(f'pod "{pod}" not found on this kubelet')
+        facts = record.facts(self.settings.node_ip)
+        if container and container != facts.container:
+            raise NotFound(f'container "{container}" is not valid for pod "{pod}"')
+        waiting = f'container "{facts.container}" in pod "{pod}" is waiting to start'
+        if record.job_id is None:
+            raise InvalidInput(f"{waiting}: the Slurm job is not submitted yet")
+        state = record.state
+        if state is None or not state.std_out:
+            state = (await self._backend.states([record.job_id])).get(record.job_id)
+        if state is None or not state.std_out:
+            raise InvalidInput(f"{waiting}: Slurm job {record.job_id} has no output file yet")
+        if state.status in (JobStatus.PENDING, JobStatus.CONFIGURING, JobStatus.REQUEUED):
+            raise InvalidInput(
+                f"{waiting}: Slurm job {record.job_id} is {state.status.value} ({state.reason})"
+            )
+        ended = record.ended
+        source = LogSource(path=state.std_out, started=state.start_time, wait_ended=ended.wait)
+        return stream_logs(self._backend, source, options)
+
+    async def serve_forever(self) -> None:
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stopping.set)
+        waiters = [asyncio.ensure_future(stopping.wait()), *self._tasks]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+    async def close(self) -> None:
+        await stop(*self._tasks)
+        for runner in self._runners:
+            await runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+        close = getattr(self._raw_backend, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                result = close()
+                if asyncio.iscoroutine(result):
+                    await result
+
+
+def _bound_port(runner: web.AppRunner, wanted: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return wanted
+
+
+async def serve(settings: Settings) -> int:
+    kubelet = Kubelet(settings)
+    try:
+        await kubelet.start()
+        await kubelet.serve_forever()
+    finally:
+        await kubelet.close()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    settings = settings_mod.parse(argv)
+    wlmvk_logging.configure(settings.log_level)
+    try:
+        return asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        return 130

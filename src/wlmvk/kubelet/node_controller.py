@@ -1,0 +1,283 @@
+"""The node controller: one Node and one Lease per Slurm partition.
+
+Three loops share one ``NodeDirectory``:
+
+- discovery (every ``discovery_interval``): red-box's partitions and their
+  resources; a new partition gets a Node (and a Lease owned by it), a
+  changed one gets its labels and status rewritten, a vanished one loses
+  its Node. An unreachable red-box changes nothing but the conditions.
+- node status: written when it changed (reachability flips wake this loop
+  at once) and at least every ``node_status_interval`` as a heartbeat.
+- leases: renewed every ``lease_renew_interval`` (recreated when missing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, replace
+
+import structlog
+
+from wlmvk.core import names
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
+from wlmvk.core.jobs import PartitionResources
+from wlmvk.kube import leases
+from wlmvk.kube.bodies import NODES, Body, labels_of, name_of, owner_reference
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.errors import AlreadyExists
+from wlmvk.kube.times import rfc3339
+from wlmvk.kubelet import nodes
+from wlmvk.kubelet.directory import NodeDirectory
+from wlmvk.kubelet.health import Reachability
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class NodeTimings:
+    discovery_interval: float = 30.0
+    status_interval: float = 60.0
+    lease_duration: int = 40
+    lease_renew_interval: float = 10.0
+
+
+@dataclass
+class _Node:
+    resources: PartitionResources
+    uid: str = ""
+    written: Body | None = None
+    ready_status: str = ""
+    ready_since: str = ""
+    last_write: float = 0.0
+
+
+def resources_from_labels(labels: dict[str, str]) -> PartitionResources:
+    """A node's partition as its labels describe it (used before red-box answers)."""
+
+    def number(key: str) -> int:
+        try:
+            return int(labels.get(key, "0"))
+        except ValueError:
+            return 0
+
+    wall = number(names.LABEL_WALL_TIME)
+    return PartitionResources(
+        name=labels.get(names.LABEL_PARTITION, ""),
+        nodes=number(names.LABEL_NODES),
+        cpu_per_node=number(names.LABEL_CPU_PER_NODE),
+        mem_per_node=number(names.LABEL_MEM_PER_NODE),
+        wall_time=None if wall == nodes.UNLIMITED_WALL_TIME else wall,
+        gpu_per_node=number(names.LABEL_GPU_PER_NODE),
+    )
+
+
+class NodeController:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        backend: Backend,
+        directory: NodeDirectory,
+        context: nodes.NodeContext,
+        reachability: Reachability,
+        timings: NodeTimings,
+    ) -> None:
+        self._client = client
+        self._backend = backend
+        self._directory = directory
+        self._context = context
+        self._reachability = reachability
+        self._timings = timings
+        self._nodes: dict[str, _Node] = {}
+        self._wake = asyncio.Event()
+
+    @property
+    def selector(self) -> str:
+        return (
+            f"{names.LABEL_TYPE}={names.TYPE_VIRTUAL_KUBELET},{names.LABEL_CLUSTER}={self._context.cluster}"
+        )
+
+    async def start(self) -> None:
+        """Adopt this cluster's existing nodes, then discover partitions once (before pods are watched)."""
+        try:
+            listing = await self._client.list(NODES, label_selector=self.selector)
+        except WlmvkError as exc:
+            _log.warning("cannot list existing nodes", error=str(exc))
+            listing = {"items": []}
+        for item in listing.get("items") or []:
+            name = name_of(item)
+            self._directory.adopt(name)
+            if name not in self._nodes:
+                self._nodes[name] = _Node(
+                    resources_from_labels(labels_of(item)), uid=str(item["metadata"]["uid"])
+                )
+        try:
+            info = await self._backend.info()
+            self._context = replace(self._context, wlm_version=info.version.strip())
+        except WlmvkError as exc:
+            _log.warning("red-box info unavailable", error=str(exc))
+        await self.discover()
+
+    async def run(self) -> None:
+        await asyncio.gather(self._discovery_loop(), self._status_loop(), self._lease_loop())
+
+    # -- discovery -------------------------------------------------------------------------------------------
+
+    async def _discovery_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._timings.discovery_interval)
+            await self.discover()
+
+    async def discover(self) -> None:
+        try:
+            partitions = await self._backend.partitions()
+            found = await asyncio.gather(*(self._backend.resources(p) for p in partitions))
+        except Unavailable as exc:
+            _log.warning("partition discovery failed: red-box unreachable", error=exc.message)
+            self._wake.set()
+            return
+        except WlmvkError as exc:
+            _log.warning("partition discovery failed", error=exc.message)
+            return
+        current = {names.node_name(self._context.cluster, res.name): res for res in found}
+        for name, res in current.items():
+            try:
+                await self._register(name, res)
+            except WlmvkError as exc:
+                _log.warning("node registration failed", node=name, error=exc.message)
+        for name in [n for n in self._nodes if n not in current]:
+            await self._remove(name)
+
+    async def _register(self, name: str, res: PartitionResources) -> None:
+        known = self._nodes.get(name)
+        self._directory.set(name, res)
+        if known is not None and known.uid and known.resources == res:
+            return
+        heartbeat = rfc3339()
+        node = known or _Node(res, ready_since=heartbeat)
+        node.resources = res
+        node.ready_since = node.ready_since or heartbeat
+        health = self._health()
+        body = nodes.node_object(
+            res, self._context, health, heartbeat=heartbeat, ready_since=node.ready_since
+        )
+        try:
+            created = await self._client.create(NODES, body)
+            node.uid = str(created["metadata"]["uid"])
+            _log.info("node registered", node=name, partition=res.name)
+        except AlreadyExists:
+            existing = await self._client.get(NODES, name)
+            wanted = body["metadata"]["labels"]
+            stale = {
+                key: None
+                for key in labels_of(existing)
+                if key.startswith(f"{names.GROUP}/") and key not in wanted
+            }
+            patch = {
+                "metadata": {"labels": {**stale, **wanted}, "annotations": body["metadata"]["annotations"]},
+                "spec": {"taints": nodes.taints()},
+            }
+            updated = await self._client.patch(NODES, name, patch)
+            node.uid = str(updated["metadata"]["uid"])
+            _log.info("node updated", node=name, partition=res.name)
+        self._nodes[name] = node
+        node.written = None
+        await self._write_status(name, node)
+        await leases.ensure(
+            self._client,
+            name,
+            names.NODE_LEASE_NAMESPACE,
+            holder=name,
+            duration=self._timings.lease_duration,
+            owner=owner_reference(
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": node.uid}}
+            ),
+        )
+
+    async def _remove(self, name: str) -> None:
+        self._nodes.pop(name, None)
+        self._directory.drop(name)
+        try:
+            with contextlib.suppress(NotFound):
+                await self._client.delete(NODES, name)
+            await leases.delete(self._client, name, names.NODE_LEASE_NAMESPACE)
+            _log.info("node removed: partition vanished", node=name)
+        except WlmvkError as exc:
+            _log.warning("node removal failed", node=name, error=exc.message)
+
+    # -- status ----------------------------------------------------------------------------------------------
+
+    def _health(self) -> nodes.Health:
+        r = self._reachability
+        return nodes.Health(reachable=r.reachable, message=r.message, since=rfc3339(r.since))
+
+    async def _status_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            flipped = asyncio.ensure_future(self._reachability.changed())
+            woken = asyncio.ensure_future(self._wake.wait())
+            await asyncio.wait({flipped, woken}, timeout=min(self._timings.status_interval, 10.0))
+            flipped.cancel()
+            woken.cancel()
+            self._wake.clear()
+            now = loop.time()
+            for name, node in list(self._nodes.items()):
+                due = now - node.last_write >= self._timings.status_interval
+                try:
+                    await self._write_status(name, node, force=due)
+                except WlmvkError as exc:
+                    _log.warning("node status not written", node=name, error=exc.message)
+
+    async def _write_status(self, name: str, node: _Node, *, force: bool = True) -> None:
+        health = self._health()
+        probe = nodes.status(node.resources, self._context, health, heartbeat="", ready_since="")
+        ready_status = probe["conditions"][0]["status"]
+        if ready_status != node.ready_status:
+            node.ready_since = rfc3339()
+        body = nodes.status(
+            node.resources, self._context, health, heartbeat=rfc3339(), ready_since=node.ready_since
+        )
+        visible = nodes.visible(body)
+        if not force and visible == node.written:
+            return
+        try:
+            await self._client.patch_status(NODES, name, {"status": body})
+        except NotFound:
+            # Deleted behind our back: the next discovery registers it again.
+            node.uid = ""
+            return
+        node.written = visible
+        node.ready_status = ready_status
+        node.last_write = asyncio.get_running_loop().time()
+        if ready_status == "False":
+            _log.info("node not ready", node=name, reason=body["conditions"][0]["reason"])
+
+    # -- leases ----------------------------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._timings.lease_renew_interval)
+            for name, node in list(self._nodes.items()):
+                try:
+                    await leases.renew(
+                        self._client,
+                        name,
+                        names.NODE_LEASE_NAMESPACE,
+                        holder=name,
+                        duration=self._timings.lease_duration,
+                    )
+                except NotFound:
+                    owner = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": node.uid}}
+                    with contextlib.suppress(WlmvkError):
+                        await leases.ensure(
+                            self._client,
+                            name,
+                            names.NODE_LEASE_NAMESPACE,
+                            holder=name,
+                            duration=self._timings.lease_duration,
+                            owner=owner_reference(owner),
+                        )
+                except WlmvkError as exc:
+                    _log.warning("lease not renewed", node=name, error=exc.message)

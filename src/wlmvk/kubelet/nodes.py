@@ -1,0 +1,200 @@
+"""Partition -> Node: the pure pieces of a virtual node's object.
+
+Labels keep the original's ``wlm.sylabs.io/`` keys (so the original's
+SlurmJob examples and node affinities schedule unchanged) plus the ones a
+virtual kubelet carries; the taint keeps ordinary pods off; capacity comes
+from the partition's nodes times its per-node resources. Conditions carry
+red-box reachability: a node whose red-box cannot be reached is not Ready.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+from wlmvk import __version__
+from wlmvk.core import names
+from wlmvk.core.jobs import PartitionResources
+
+Body = dict[str, Any]
+
+# A partition without a time limit: the label must still compare (Gt) above any request.
+UNLIMITED_WALL_TIME = 2**31 - 1
+KUBELET_VERSION = f"v1.32.0-wlmvk-{__version__}"
+READY = "Ready"
+REACHABLE = "WLMReachable"
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What every node of one kubelet shares."""
+
+    cluster: str
+    agent_host: str = ""
+    node_ip: str = "127.0.0.1"
+    port: int = 10250
+    max_pods: int = 1000
+    red_box_socket: str = ""
+    wlm_version: str = ""
+
+
+@dataclass(frozen=True)
+class Health:
+    """red-box reachability as the node conditions report it."""
+
+    reachable: bool
+    message: str = ""
+    since: str = ""
+
+
+def _label_value(value: object) -> str:
+    text = str(value)
+    return text[:63]
+
+
+def labels(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
+    """Every label the kubelet owns on the node of ``res``."""
+    node = names.node_name(ctx.cluster, res.name)
+    out = {
+        names.LABEL_TYPE: names.TYPE_VIRTUAL_KUBELET,
+        names.LABEL_ROLE: names.ROLE_AGENT,
+        names.LABEL_HOSTNAME: node,
+        "kubernetes.io/os": "linux",
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": _arch(),
+        "alpha.service-controller.kubernetes.io/exclude-balancer": "true",
+        names.LABEL_CLUSTER: _label_value(ctx.cluster),
+        names.LABEL_PARTITION: _label_value(res.name),
+        names.LABEL_NODES: str(res.nodes),
+        names.LABEL_CPU_PER_NODE: str(res.cpu_per_node),
+        names.LABEL_WALL_TIME: str(UNLIMITED_WALL_TIME if res.wall_time is None else res.wall_time),
+    }
+    if res.mem_per_node >= 0:
+        out[names.LABEL_MEM_PER_NODE] = str(res.mem_per_node)
+    if res.gpu_per_node:
+        out[names.LABEL_GPU_PER_NODE] = str(res.gpu_per_node)
+    if ctx.agent_host:
+        out[names.LABEL_AGENT_HOST] = _label_value(ctx.agent_host)
+    for feature in res.features:
+        out[names.feature_label(feature.name, feature.version)] = (
+            str(feature.quantity) if feature.quantity else "true"
+        )
+    return out
+
+
+def is_feature_label(key: str, res: PartitionResources, ctx: NodeContext) -> bool:
+    """A ``wlm.sylabs.io/`` label the kubelet wrote once but that no longer applies (stale feature)."""
+    return key.startswith(f"{names.GROUP}/") and key not in labels(res, ctx)
+
+
+def taints() -> list[Body]:
+    return [{"key": names.TAINT_KEY, "value": names.TAINT_VALUE, "effect": names.TAINT_EFFECT}]
+
+
+def capacity(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
+    nodes = max(res.nodes, 0)
+    out = {
+        "cpu": str(nodes * max(res.cpu_per_node, 0)),
+        "memory": f"{nodes * max(res.mem_per_node, 0)}Mi",
+        "pods": str(ctx.max_pods),
+        "ephemeral-storage": "0",
+    }
+    if res.gpu_per_node:
+        out[names.GPU_RESOURCE] = str(nodes * res.gpu_per_node)
+    return out
+
+
+def conditions(res: PartitionResources, health: Health, *, heartbeat: str, ready_since: str) -> list[Body]:
+    """Ready and WLMReachable; ``*_since`` are the last transition times the caller keeps."""
+    up = res.state.upper() in ("UP", "")
+    if not health.reachable:
+        ready = ("False", "WLMUnreachable", f"red-box is unreachable: {health.message}".strip())
+    elif not up:
+        ready = ("False", "PartitionNotUp", f"Slurm partition {res.name} is {res.state}")
+    else:
+        ready = ("True", "KubeletReady", "kubelet is ready; Slurm partition is up")
+    reachable = (
+        ("True", "RedBoxReachable", "red-box answers")
+        if health.reachable
+        else ("False", "RedBoxUnreachable", health.message or "red-box does not answer")
+    )
+    return [
+        _condition(READY, *ready, heartbeat=heartbeat, since=ready_since),
+        _condition(REACHABLE, *reachable, heartbeat=heartbeat, since=health.since or ready_since),
+    ]
+
+
+def status(
+    res: PartitionResources, ctx: NodeContext, health: Health, *, heartbeat: str, ready_since: str
+) -> Body:
+    """The node's full ``status``."""
+    cap = capacity(res, ctx)
+    return {
+        "capacity": cap,
+        "allocatable": dict(cap),
+        "conditions": conditions(res, health, heartbeat=heartbeat, ready_since=ready_since),
+        "addresses": [
+            {"type": "InternalIP", "address": ctx.node_ip},
+            {"type": "Hostname", "address": names.node_name(ctx.cluster, res.name)},
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": ctx.port}},
+        "nodeInfo": {
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+            "kernelVersion": platform.release(),
+            "osImage": f"Slurm {ctx.wlm_version}".strip(),
+            "containerRuntimeVersion": f"slurm://{ctx.wlm_version or 'unknown'}",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": _arch(),
+        },
+    }
+
+
+def node_object(
+    res: PartitionResources, ctx: NodeContext, health: Health, *, heartbeat: str, ready_since: str
+) -> Body:
+    """The Node to create for a partition."""
+    annotations = {"node.alpha.kubernetes.io/ttl": "0"}
+    if ctx.red_box_socket:
+        annotations[names.ANNOTATION_RED_BOX_SOCKET] = ctx.red_box_socket
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": names.node_name(ctx.cluster, res.name),
+            "labels": labels(res, ctx),
+            "annotations": annotations,
+        },
+        "spec": {"taints": taints()},
+        "status": status(res, ctx, health, heartbeat=heartbeat, ready_since=ready_since),
+    }
+
+
+def visible(status_body: Body) -> Body:
+    """The part of a node status that matters for "changed?" (heartbeat times removed)."""
+    out = dict(status_body)
+    out["conditions"] = [
+        {k: v for k, v in condition.items() if k != "lastHeartbeatTime"}
+        for condition in status_body.get("conditions", [])
+    ]
+    return out
+
+
+def _condition(kind: str, value: str, reason: str, message: str, *, heartbeat: str, since: str) -> Body:
+    return {
+        "type": kind,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastHeartbeatTime": heartbeat,
+        "lastTransitionTime": since,
+    }
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine or "amd64")

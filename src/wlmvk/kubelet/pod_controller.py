@@ -1,0 +1,457 @@
+"""The pod controller: pods bound to this kubelet's nodes become Slurm jobs.
+
+Three kinds of agent share the pod records:
+
+- the watcher: ONE list+watch of pods (``kube.watching``), filtered to the
+  nodes in the ``NodeDirectory``; each event updates a record and queues
+  its key;
+- the workers: take keys from a ``KeyedQueue`` (one worker per pod at a
+  time) and reconcile: submit, adopt, write status, cancel, delete;
+- the status ticker: every ``status_interval``, ONE ``Backend.states`` call
+  for every live job; a changed state queues the pod.
+
+Exactly once: the pod UID is the job's idempotency key, the job id goes
+into the pod's ``wlm.sylabs.io/job-id`` annotation right after submission,
+and every pod present at start that has no job id is looked up by its UID
+before anything is submitted. Against an original red-box (no lookup) the
+annotation alone protects, which is said once in the log at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import structlog
+
+from wlmvk.core import names
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
+from wlmvk.core.jobs import JobId, JobState
+from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.events import NORMAL, WARNING, EventPoster
+from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
+from wlmvk.kubelet import status as pod_status
+from wlmvk.kubelet.directory import NodeDirectory
+from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.queue import KeyedQueue
+from wlmvk.kubelet.translate import Rejection, Target, pod_to_job
+
+_log = structlog.get_logger(__name__)
+
+_RETRY_MAX = 10.0
+
+
+@dataclass
+class PodRecord:
+    """What the kubelet knows of one pod (keyed by UID)."""
+
+    uid: str
+    pod: Body
+    job_id: JobId | None = None
+    state: JobState | None = None
+    written_state: JobState | None = None
+    written_key: str = ""
+    final: bool = False
+    gone: bool = False
+    looked_up: bool = True
+    cancelled: bool = False
+    failures: int = 0
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def namespace(self) -> str:
+        return str(meta(self.pod).get("namespace", ""))
+
+    @property
+    def name(self) -> str:
+        return str(meta(self.pod).get("name", ""))
+
+    @property
+    def node(self) -> str:
+        return str((self.pod.get("spec") or {}).get("nodeName", ""))
+
+    @property
+    def phase(self) -> str:
+        return str((self.pod.get("status") or {}).get("phase", "Pending"))
+
+    def facts(self, host_ip: str) -> pod_status.PodFacts:
+        containers = (self.pod.get("spec") or {}).get("containers") or [{}]
+        return pod_status.PodFacts(
+            container=str(containers[0].get("name", "job")),
+            image=str(containers[0].get("image", "")),
+            host_ip=host_ip,
+            created=str(meta(self.pod).get("creationTimestamp", "")),
+        )
+
+
+def job_id_of(pod: Body) -> JobId | None:
+    value = annotations_of(pod).get(names.ANNOTATION_JOB_ID, "")
+    return JobId(int(value)) if value.strip().isdigit() else None
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    host_ip: str = "127.0.0.1"
+    jobs_root: str = ""
+    status_interval: float = 5.0
+    workers: int = 16
+
+
+class PodController:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        backend: Backend,
+        events: EventPoster,
+        directory: NodeDirectory,
+        metrics: KubeletMetrics,
+        settings: PodSettings,
+    ) -> None:
+        self._client = client
+        self._backend = backend
+        self._events = events
+        self._directory = directory
+        self._metrics = metrics
+        self._settings = settings
+        self._records: dict[str, PodRecord] = {}
+        self._by_name: dict[tuple[str, str], str] = {}
+        self._queue = KeyedQueue()
+        self._find_supported = True
+        self._first_listing = True
+        self._synced = asyncio.Event()
+
+    # -- public views --------------------------------------------------------------------------------------
+
+    def pods(self) -> list[Body]:
+        return [record.pod for record in self._records.values() if not record.gone]
+
+    def record(self, namespace: str, name: str) -> PodRecord | None:
+        uid = self._by_name.get((namespace, name))
+        return self._records.get(uid) if uid else None
+
+    def phases(self) -> dict[str, int]:
+        return dict(Counter(record.phase for record in self._records.values() if not record.gone))
+
+    async def synced(self) -> None:
+        """Resolve once the first listing was taken in."""
+        await self._synced.wait()
+
+    # -- agents --------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self._probe_lookup()
+        workers = [self._worker() for _ in range(max(1, self._settings.workers))]
+        try:
+            await asyncio.gather(self._watcher(), self._ticker(), *workers)
+        finally:
+            self._queue.close()
+
+    async def _probe_lookup(self) -> None:
+        try:
+            await self._backend.find("wlmvk-startup-probe")
+        except Unsupported:
+            self._find_supported = False
+            _log.warning(
+                "red-box has no idempotency lookup (an original red-box): exactly-once submission"
+                " relies on the job-id annotation alone; a crash between submit and annotation can"
+                " submit a pod twice"
+            )
+        except WlmvkError as exc:
+            _log.info("idempotency lookup probe failed; will try per pod", error=exc.message)
+
+    async def _watcher(self) -> None:
+        def restarted(reason: str) -> None:
+            self._metrics.watch_restarts.inc(reason=reason)
+
+        async for event in watch(self._client, PODS, WatchOptions(), on_restart=restarted):
+            self.handle(event)
+
+    def handle(self, event: WatchEvent) -> None:
+        """Take one watch event into the records and queue what changed."""
+        if isinstance(event, Listed):
+            seen: set[str] = set()
+            for pod in event.items:
+                if self._directory.owns(str((pod.get("spec") or {}).get("nodeName", ""))):
+                    uid = str(meta(pod).get("uid", ""))
+                    seen.add(uid)
+                    self._upsert(pod, lookup=self._first_listing)
+            for uid, record in self._records.items():
+                if uid not in seen and not record.gone:
+                    record.gone = True
+                    self._queue.add(uid)
+            self._first_listing = False
+            self._synced.set()
+            return
+        assert isinstance(event, Changed)
+        uid = str(meta(event.object).get("uid", ""))
+        if event.type == "DELETED":
+            known = self._records.get(uid)
+            if known is not None:
+                known.pod = event.object
+                known.gone = True
+                self._queue.add(uid)
+            return
+        node = str((event.object.get("spec") or {}).get("nodeName", ""))
+        if self._directory.owns(node):
+            self._upsert(event.object, lookup=False)
+
+    def _upsert(self, pod: Body, *, lookup: bool) -> None:
+        uid = str(meta(pod).get("uid", ""))
+        record = self._records.get(uid)
+        if record is None:
+            record = PodRecord(uid=uid, pod=pod, job_id=job_id_of(pod), looked_up=not lookup)
+            self._records[uid] = record
+            self._by_name[(record.namespace, record.name)] = uid
+        else:
+            record.pod = pod
+            if record.job_id is None:
+                record.job_id = job_id_of(pod)
+        self._queue.add(uid)
+
+    async def _worker(self) -> None:
+        while True:
+            uid = await self._queue.get()
+            try:
+                record = self._records.get(uid)
+                if record is not None:
+                    await self._reconcile(record)
+            except Exception:
+                _log.exception("reconcile crashed", uid=uid)
+                self._retry(uid)
+            finally:
+                self._queue.done(uid)
+
+    def _retry(self, uid: str) -> None:
+        record = self._records.get(uid)
+        failures = record.failures if record else 0
+        if record is not None:
+            record.failures += 1
+        self._queue.add_after(uid, min(_RETRY_MAX, 0.5 * 2**failures))
+
+    async def _ticker(self) -> None:
+        await self._synced.wait()
+        while True:
+            await self.tick()
+            await asyncio.sleep(self._settings.status_interval)
+
+    async def tick(self) -> None:
+        """One batched state query for every live job; changed states queue their pods."""
+        live = {
+            record.job_id: record
+            for record in self._records.values()
+            if record.job_id is not None and not record.final and not record.ended.is_set()
+        }
+        if not live:
+            try:
+                await self._backend.info()  # keeps reachability (and the node conditions) current
+            except WlmvkError:
+                pass
+            return
+        self._metrics.status_ticks.inc()
+        try:
+            states = await self._backend.states(list(live))
+        except WlmvkError as exc:
+            _log.warning("job states unavailable", error=exc.message, jobs=len(live))
+            return
+        for job_id, record in live.items():
+            state = states.get(job_id)
+            if state is None or state == record.state:
+                continue
+            record.state = state
+            if state.status.terminal:
+                record.ended.set()
+            self._queue.add(record.uid)
+
+    # -- reconcile -----------------------------------------------------------------------------------------
+
+    async def _reconcile(self, record: PodRecord) -> None:
+        log = _log.bind(pod=f"{record.namespace}/{record.name}", job_id=record.job_id)
+        try:
+            if record.gone:
+                await self._forget(record, log)
+            elif is_deleting(record.pod):
+                await self._finish_deletion(record, log)
+            elif record.final:
+                return
+            elif record.job_id is None:
+                if record.phase in pod_status.TERMINAL_PHASES:
+                    record.final = True
+                else:
+                    await self._submit(record, log)
+            elif record.phase in pod_status.TERMINAL_PHASES and record.written_state is None:
+                record.final = True  # finished before this kubelet started
+                record.ended.set()
+            else:
+                await self._write_status(record)
+            record.failures = 0
+        except Unavailable as exc:
+            log.info("red-box or API server unavailable; will retry", error=exc.message)
+            self._retry(record.uid)
+
+    async def _submit(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> None:
+        resources = self._directory.partition_of(record.node)
+        if resources is None:
+            self._retry(record.uid)  # the node's partition is not known yet (red-box down at start)
+            return
+        target = Target(resources.name, resources.container_runtime, self._settings.jobs_root)
+        spec = pod_to_job(record.pod, target)
+        if isinstance(spec, Rejection):
+            await self._reject(record, spec.reason, spec.message)
+            return
+        if not record.looked_up and self._find_supported:
+            try:
+                found = await self._backend.find(record.uid)
+            except Unsupported:
+                self._find_supported = False
+                found = None
+            record.looked_up = True
+            if found is not None:
+                record.job_id, record.state = found.job_id, found
+                log.info("adopted job submitted before a restart", job_id=found.job_id)
+                await self._annotate(record)
+                await self._events.post(
+                    record.pod, type=NORMAL, reason="Adopted", message=f"Adopted Slurm job {found.job_id}"
+                )
+                self._queue.add(record.uid)
+                return
+        try:
+            job_id = await self._backend.submit(spec)
+        except Unavailable:
+            self._metrics.submissions.inc(result="unavailable")
+            raise
+        except WlmvkError as exc:
+            self._metrics.submissions.inc(result="rejected")
+            await self._reject(record, "SubmitFailed", f"Slurm refused the job: {exc.message}")
+            return
+        self._metrics.submissions.inc(result="submitted")
+        record.job_id = job_id
+        log.info("submitted", job_id=job_id, partition=spec.partition)
+        await self._annotate(record)
+        await self._events.post(
+            record.pod,
+            type=NORMAL,
+            reason="Submitted",
+            message=f"Submitted Slurm job {job_id} to partition {spec.partition}",
+        )
+
+    async def _annotate(self, record: PodRecord) -> None:
+        patch = {"metadata": {"annotations": {names.ANNOTATION_JOB_ID: str(record.job_id)}}}
+        delay = 0.2
+        while True:
+            try:
+                record.pod = await self._client.patch(PODS, record.name, patch, namespace=record.namespace)
+                return
+            except NotFound:
+                record.gone = True  # deleted meanwhile: the job is cancelled by _forget
+                self._queue.add(record.uid)
+                return
+            except Unavailable:
+                # The job exists: keep trying, the id must reach the pod.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX)
+
+    async def _reject(self, record: PodRecord, reason: str, message: str) -> None:
+        body = pod_status.rejected_status(reason, message, record.facts(self._settings.host_ip), now=_now())
+        await self._patch_status(record, body)
+        record.final = True
+        record.ended.set()
+        await self._events.post(record.pod, type=WARNING, reason=reason, message=message)
+
+    async def _write_status(self, record: PodRecord) -> None:
+        state = record.state
+        if state is None:
+            return
+        body = pod_status.pod_status(state, record.facts(self._settings.host_ip))
+        if body is None:
+            return
+        key = json.dumps(body, sort_keys=True)
+        if key == record.written_key:
+            return
+        await self._patch_status(record, body)
+        for transition in pod_status.transitions(record.written_state, state):
+            await self._events.post(
+                record.pod, type=transition.type, reason=transition.reason, message=transition.message
+            )
+        record.written_state, record.written_key = state, key
+        if body["phase"] in pod_status.TERMINAL_PHASES:
+            record.final = True
+            record.ended.set()
+
+    async def _patch_status(self, record: PodRecord, body: Body) -> None:
+        patch = {"status": {"reason": None, "message": None, **body}}
+        try:
+            updated = await self._client.patch_status(PODS, record.name, patch, namespace=record.namespace)
+        except NotFound:
+            record.gone = True
+            self._queue.add(record.uid)
+            return
+        self._metrics.status_writes.inc()
+        if str(meta(updated).get("uid", "")) == record.uid:
+            record.pod = updated
+
+    async def _cancel(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> bool:
+        """Cancel the pod's job; True once Slurm reports it ended (or there is none)."""
+        if record.job_id is None and not record.looked_up and self._find_supported:
+            try:
+                found = await self._backend.find(record.uid)
+            except Unsupported:
+                self._find_supported = False
+                found = None
+            record.looked_up = True
+            if found is not None:
+                record.job_id, record.state = found.job_id, found
+        if record.job_id is None or record.ended.is_set():
+            return True
+        if record.state is not None and record.state.status.terminal:
+            return True
+        if record.written_state is None and record.phase in pod_status.TERMINAL_PHASES:
+            return True  # finished before this kubelet started
+        if not record.cancelled:
+            try:
+                await self._backend.cancel(record.job_id)
+            except NotFound:
+                return True
+            except Unavailable:
+                raise
+            except WlmvkError as exc:
+                # Typically "already completing": the ticker learns the end from Slurm.
+                log.info("cancel refused", job_id=record.job_id, error=exc.message)
+            record.cancelled = True
+            log.info("cancelled", job_id=record.job_id)
+        return False  # the ticker queues the pod again when Slurm reports the end
+
+    async def _finish_deletion(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> None:
+        if not await self._cancel(record, log):
+            return
+        if not record.final:
+            body = pod_status.deleted_status(
+                record.job_id, record.facts(self._settings.host_ip), now=_now(), state=record.state
+            )
+            await self._patch_status(record, body)
+            record.final = True
+        record.ended.set()
+        try:
+            await self._client.delete(
+                PODS, record.name, namespace=record.namespace, grace_period_seconds=0, uid=record.uid
+            )
+        except NotFound:
+            pass
+        log.info("pod deleted")
+
+    async def _forget(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> None:
+        if not await self._cancel(record, log):
+            return
+        record.ended.set()
+        self._records.pop(record.uid, None)
+        if self._by_name.get((record.namespace, record.name)) == record.uid:
+            del self._by_name[(record.namespace, record.name)]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,137 @@
+"""The kubelet HTTPS API (aiohttp): logs, pods, health; 501 for the rest.
+
+The server takes handler functions, not the controllers: a handler left
+out answers 501 with a message. Query parameters are parsed once into
+``LogOptions``; ``core.errors`` map to HTTP codes in ``_http_error`` only.
+Metrics are served by ``metrics_app`` on their own port.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from wlmvk.core.errors import (
+    Conflict,
+    FailedPrecondition,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    Unsupported,
+    WlmvkError,
+)
+from wlmvk.kubelet.logs import LogOptions, parse_options
+
+_log = structlog.get_logger(__name__)
+
+LogsHandler = Callable[[str, str, str, LogOptions], Awaitable[AsyncIterator[bytes]]]
+PodsHandler = Callable[[], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Handlers:
+    logs: LogsHandler | None = None
+    pods: PodsHandler | None = None
+    healthy: Callable[[], bool] | None = None
+
+
+_NOT_SUPPORTED = {
+    "exec": "exec is not supported: a pod on a virtual node is a Slurm batch job, not a container",
+    "attach": "attach is not supported: a Slurm batch job has no terminal to attach to",
+    "portForward": "port forwarding is not supported: a Slurm job exposes no ports",
+    "run": "run is not supported on a Slurm job",
+}
+
+
+def _http_error(exc: WlmvkError) -> web.HTTPException:
+    status = {
+        InvalidInput: 400,
+        FailedPrecondition: 400,
+        NotFound: 404,
+        Conflict: 409,
+        Unsupported: 501,
+        Unavailable: 503,
+    }
+    code = next((value for kind, value in status.items() if isinstance(exc, kind)), 500)
+    return _exception(code, exc.message)
+
+
+def _exception(code: int, message: str) -> web.HTTPException:
+    error = web.HTTPException(text=message + "\n", content_type="text/plain")
+    error.set_status(code)
+    return error
+
+
+def kubelet_app(handlers: Handlers) -> web.Application:
+    app = web.Application()
+
+    async def healthz(request: web.Request) -> web.Response:
+        if handlers.healthy is not None and not handlers.healthy():
+            return web.Response(status=503, text="red-box unreachable\n")
+        return web.Response(text="ok")
+
+    async def pods(request: web.Request) -> web.Response:
+        if handlers.pods is None:
+            raise _exception(501, "pods listing is not available")
+        body = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": handlers.pods()}
+        return web.Response(text=json.dumps(body), content_type="application/json")
+
+    async def container_logs(request: web.Request) -> web.StreamResponse:
+        if handlers.logs is None:
+            raise _exception(501, "logs are not available")
+        info = request.match_info
+        try:
+            options = parse_options(request.query, now=datetime.now(UTC))
+            stream = await handlers.logs(info["namespace"], info["pod"], info["container"], options)
+        except WlmvkError as exc:
+            raise _http_error(exc) from exc
+        response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
+        try:
+            first = await anext(stream, None)
+        except WlmvkError as exc:
+            raise _http_error(exc) from exc
+        await response.prepare(request)
+        try:
+            if first:
+                await response.write(first)
+            async for chunk in stream:
+                await response.write(chunk)
+        except (ConnectionResetError, WlmvkError) as exc:
+            _log.info("log stream ended early", pod=info["pod"], error=str(exc))
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await response.write_eof()
+        return response
+
+    def unsupported(kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            raise _exception(501, _NOT_SUPPORTED[kind])
+
+        return handler
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/pods", pods)
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
+    for kind in _NOT_SUPPORTED:
+        for method in ("GET", "POST"):
+            app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{rest:.*}}", unsupported(kind))
+            app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}", unsupported(kind))
+    return app
+
+
+def metrics_app(render: Callable[[], str]) -> web.Application:
+    app = web.Application()
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(text=render(), content_type="text/plain", charset="utf-8")
+
+    app.router.add_get("/metrics", metrics)
+    return app

@@ -1,0 +1,104 @@
+"""The kubelet's settings: a frozen dataclass, and the command line that fills it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass
+
+from wlmvk.core import names
+
+
+@dataclass(frozen=True)
+class Settings:
+    red_box_socket: str = names.DEFAULT_RED_BOX_SOCKET
+    kubeconfig: str | None = None
+    cluster_name: str = ""
+    agent_host: str = ""
+    node_ip: str = "127.0.0.1"
+    listen_host: str = "0.0.0.0"
+    port: int = 10250
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 10255
+    tls_cert: str = ""
+    tls_key: str = ""
+    client_ca: str = ""
+    status_interval: float = 5.0
+    discovery_interval: float = 30.0
+    node_status_interval: float = 60.0
+    lease_duration: int = 40
+    lease_renew_interval: float = 10.0
+    max_pods: int = 1000
+    jobs_root: str = ""
+    workers: int = 16
+    wlm_timeout: float = 30.0
+    log_level: str = "info"
+
+
+def parse(argv: list[str]) -> Settings:
+    parser = argparse.ArgumentParser(
+        prog="wlmvk kubelet",
+        description="Serve every Slurm partition of one red-box as a Kubernetes node; run its pods as jobs.",
+    )
+    add = parser.add_argument
+    add("--red-box-socket", default=names.DEFAULT_RED_BOX_SOCKET, help="red-box's Unix socket")
+    add("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster, else ~/.kube/config)")
+    add(
+        "--cluster-name",
+        default="",
+        help="the <cluster> in node names slurm-<cluster>-<partition> (default: host name)",
+    )
+    add(
+        "--agent-host",
+        default="",
+        help="Kubernetes node name of this host, for staging pods (default: $NODE_NAME, $HOST_NAME)",
+    )
+    add(
+        "--node-ip",
+        default="127.0.0.1",
+        help="InternalIP of the nodes: where the API server reaches this kubelet",
+    )
+    add("--listen", default="0.0.0.0", help="address of the kubelet HTTPS API")
+    add("--port", type=int, default=10250, help="port of the kubelet HTTPS API (0 = any free port)")
+    add("--metrics-listen", default="0.0.0.0", help="address of the Prometheus /metrics endpoint")
+    add("--metrics-port", type=int, default=10255, help="port of /metrics (0 = any free port, -1 = off)")
+    add("--tls-cert", default="", help="server certificate (PEM); default: a self-signed one made at start")
+    add("--tls-key", default="", help="key of --tls-cert (PEM)")
+    add("--client-ca", default="", help="CA bundle: when set, clients must present a certificate it signed")
+    add("--status-interval", type=float, default=5.0, help="seconds between batched job state queries")
+    add("--discovery-interval", type=float, default=30.0, help="seconds between partition re-discoveries")
+    add("--node-status-interval", type=float, default=60.0, help="max seconds between node status writes")
+    add("--lease-duration", type=int, default=40, help="node Lease duration in seconds")
+    add("--lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
+    add("--max-pods", type=int, default=1000, help="pods capacity of each node")
+    add("--jobs-root", default="", help="Slurm-side root of per-pod working dirs (default: red-box's)")
+    add("--workers", type=int, default=16, help="pods reconciled concurrently")
+    add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
+    add("--log-level", default="info", help="debug, info, warning or error")
+    args = parser.parse_args(argv)
+    agent = args.agent_host or os.environ.get("NODE_NAME", "") or os.environ.get("HOST_NAME", "")
+    return Settings(
+        red_box_socket=args.red_box_socket,
+        kubeconfig=args.kubeconfig,
+        cluster_name=args.cluster_name or socket.gethostname().split(".")[0],
+        agent_host=agent,
+        node_ip=args.node_ip,
+        listen_host=args.listen,
+        port=args.port,
+        metrics_host=args.metrics_listen,
+        metrics_port=args.metrics_port,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        client_ca=args.client_ca,
+        status_interval=args.status_interval,
+        discovery_interval=args.discovery_interval,
+        node_status_interval=args.node_status_interval,
+        lease_duration=args.lease_duration,
+        lease_renew_interval=args.lease_renew_interval,
+        max_pods=args.max_pods,
+        jobs_root=args.jobs_root,
+        workers=args.workers,
+        wlm_timeout=args.wlm_timeout,
+        log_level=args.log_level,
+    )

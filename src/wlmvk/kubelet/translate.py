@@ -1,0 +1,247 @@
+"""Pod -> Slurm job: pure translation of a pod body into a ``JobSpec``.
+
+Two kinds of pod reach a virtual node:
+
+- the operator's job pods carry the batch script in the
+  ``wlm.sylabs.io/batch`` annotation (and their working directory in
+  ``wlm.sylabs.io/working-dir``): that script runs as written;
+- any other pod becomes a ``/bin/sh`` script built from its one container's
+  command, args, env and workingDir. When the partition has a container
+  runtime the image runs through Apptainer/Singularity; otherwise the command
+  runs on the compute node and the image is only recorded in a comment.
+
+Resources become ``#SBATCH`` options (``--cpus-per-task``, ``--mem``,
+``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``, ``--job-name``),
+each only when the script does not already set it. What a Slurm job cannot
+honour (several containers, init containers, ports, volumes the job cannot
+see, env from Secrets) is a ``Rejection`` with a reason for the pod's status
+and its Event: never a silent drop.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wlmvk.core import names
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import JobSpec
+from wlmvk.kubelet import directives, quantities
+
+Body = dict[str, Any]
+
+# Volumes a job pod may carry: the API server adds the service-account token volume
+# (projected) to every pod; emptyDir and downwardAPI are harmless to ignore.
+_IGNORED_VOLUMES = frozenset({"projected", "emptyDir", "downwardAPI"})
+_VOLUME_SOURCE_KEYS = frozenset(
+    {
+        "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs",
+        "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
+        "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
+        "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral",
+        "image",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a pod cannot become a Slurm job: ``reason`` is CamelCase, ``message`` for people."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the pod runs: the partition of its node, and what that partition offers."""
+
+    partition: str
+    container_runtime: bool = False
+    # Root of per-pod working directories on the Slurm side ("" = red-box's default).
+    jobs_root: str = ""
+
+
+def pod_to_job(pod: Body, target: Target) -> JobSpec | Rejection:
+    """The job that runs ``pod`` on ``target``, or why it cannot run."""
+    metadata: Body = pod.get("metadata") or {}
+    spec: Body = pod.get("spec") or {}
+    annotations: Mapping[str, str] = metadata.get("annotations") or {}
+    problem = _unsupported(spec)
+    if problem is not None:
+        return problem
+    container: Body = spec["containers"][0]
+    try:
+        options = _derived_options(pod, container, spec)
+    except InvalidInput as exc:
+        return Rejection("InvalidResources", exc.message)
+    batch = annotations.get(names.ANNOTATION_BATCH)
+    if batch is not None:
+        if not batch.strip():
+            return Rejection("EmptyBatchScript", f"annotation {names.ANNOTATION_BATCH} is empty")
+        script = batch
+        working_dir = annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target)
+    else:
+        built = _container_script(pod, container, target)
+        if isinstance(built, Rejection):
+            return built
+        script = built
+        working_dir = _default_dir(pod, target)
+    already = directives.set_options(script)
+    lines = [f"#SBATCH {flag}={value}" for flag, value in options if flag not in already]
+    return JobSpec(
+        script=directives.insert(script, lines) if lines or not script.startswith("#!") else script,
+        partition=target.partition,
+        idempotency_key=str(metadata.get("uid", "")),
+        name=job_name(pod),
+        working_dir=working_dir,
+    )
+
+
+def job_name(pod: Body) -> str:
+    """The Slurm job name of a pod: its name (unique per namespace, readable in squeue)."""
+    return str((pod.get("metadata") or {}).get("name", "pod"))
+
+
+def _default_dir(pod: Body, target: Target) -> str:
+    if not target.jobs_root:
+        return ""
+    metadata: Body = pod.get("metadata") or {}
+    uid = str(metadata.get("uid", ""))[:8]
+    return (
+        f"{target.jobs_root.rstrip('/')}/{metadata.get('namespace', 'default')}/{metadata.get('name')}-{uid}"
+    )
+
+
+def _unsupported(spec: Body) -> Rejection | None:
+    containers = spec.get("containers") or []
+    if len(containers) != 1:
+        return Rejection(
+            "UnsupportedContainers",
+            f"a Slurm job runs one container; this pod has {len(containers)}",
+        )
+    if spec.get("initContainers"):
+        return Rejection("UnsupportedInitContainers", "init containers cannot run as part of a Slurm job")
+    container: Body = containers[0]
+    if container.get("ports"):
+        return Rejection("UnsupportedPorts", "container ports cannot be exposed from a Slurm job")
+    if container.get("envFrom"):
+        return Rejection("UnsupportedEnv", "envFrom (ConfigMap/Secret) is not supported on a Slurm job")
+    for volume in spec.get("volumes") or []:
+        kinds = [key for key in volume if key in _VOLUME_SOURCE_KEYS]
+        if not kinds or any(kind not in _IGNORED_VOLUMES for kind in kinds):
+            return Rejection(
+                "UnsupportedVolume",
+                f"volume {volume.get('name')!r} ({', '.join(kinds) or 'unknown'})"
+                " is not visible to a Slurm job;"
+                " stage data with a SlurmJob's prepare/results instead",
+            )
+    return None
+
+
+def _derived_options(pod: Body, container: Body, spec: Body) -> list[tuple[str, str]]:
+    resources: Body = container.get("resources") or {}
+    limits: Body = resources.get("limits") or {}
+    requests: Body = resources.get("requests") or {}
+    options: list[tuple[str, str]] = [("--job-name", job_name(pod))]
+
+    def amount(key: str) -> Any:
+        return limits.get(key, requests.get(key))
+
+    cpu = amount("cpu")
+    if cpu is not None and quantities.cpus(cpu) > 0:
+        options.append(("--cpus-per-task", str(quantities.cpus(cpu))))
+    memory = amount("memory")
+    if memory is not None and quantities.megabytes(memory) > 0:
+        options.append(("--mem", f"{quantities.megabytes(memory)}M"))
+    gpus = amount(names.GPU_RESOURCE)
+    if gpus is not None and quantities.count(gpus) > 0:
+        options.append(("--gres", f"gpu:{quantities.count(gpus)}"))
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None:
+        try:
+            seconds = int(deadline)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"activeDeadlineSeconds is not a number: {deadline!r}") from exc
+        if seconds > 0:
+            options.append(("--time", str(max(1, math.ceil(seconds / 60)))))
+    return options
+
+
+def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
+    env = _environment(pod, container)
+    if isinstance(env, Rejection):
+        return env
+    command = [str(part) for part in container.get("command") or []]
+    args = [str(part) for part in container.get("args") or []]
+    image = str(container.get("image", ""))
+    metadata: Body = pod.get("metadata") or {}
+    lines = [
+        "#!/bin/sh",
+        f"# wlmvk: pod {metadata.get('namespace')}/{metadata.get('name')},"
+        f" container {container.get('name')}, image {image or '-'}",
+    ]
+    lines += [f"export {key}={shlex.quote(value)}" for key, value in env]
+    workdir = container.get("workingDir")
+    if workdir:
+        lines.append(f"cd {shlex.quote(str(workdir))} || exit 1")
+    if target.container_runtime and image:
+        reference = image if "://" in image else f"docker://{image}"
+        lines.append("if command -v apptainer >/dev/null 2>&1; then rt=apptainer; else rt=singularity; fi")
+        if command:
+            lines.append(f'exec "$rt" exec {shlex.quote(reference)} {shlex.join(command + args)}')
+        else:
+            lines.append(f'exec "$rt" run {shlex.quote(reference)} {shlex.join(args)}'.rstrip())
+    elif command:
+        lines.append(f"exec {shlex.join(command + args)}")
+    else:
+        return Rejection(
+            "NoCommand",
+            f"partition {target.partition!r} has no container runtime, so the pod needs a command"
+            f" (the entrypoint of image {image!r} is unknown here)",
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _environment(pod: Body, container: Body) -> list[tuple[str, str]] | Rejection:
+    out: list[tuple[str, str]] = []
+    for item in container.get("env") or []:
+        name = str(item.get("name", ""))
+        if not name.isidentifier():
+            return Rejection("UnsupportedEnv", f"environment variable name {name!r} is not valid in a shell")
+        if "valueFrom" not in item:
+            out.append((name, str(item.get("value", ""))))
+            continue
+        source: Body = item["valueFrom"] or {}
+        field_ref = source.get("fieldRef")
+        if not field_ref:
+            kinds = ", ".join(sorted(source)) or "unknown"
+            return Rejection("UnsupportedEnv", f"env {name} takes its value from {kinds}, not supported here")
+        value = _field_value(pod, str(field_ref.get("fieldPath", "")))
+        if value is None:
+            return Rejection(
+                "UnsupportedEnv", f"env {name}: field {field_ref.get('fieldPath')!r} is not supported"
+            )
+        out.append((name, value))
+    return out
+
+
+def _field_value(pod: Body, path: str) -> str | None:
+    metadata: Body = pod.get("metadata") or {}
+    spec: Body = pod.get("spec") or {}
+    simple = {
+        "metadata.name": metadata.get("name"),
+        "metadata.namespace": metadata.get("namespace"),
+        "metadata.uid": metadata.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+    }
+    if path in simple:
+        return str(simple[path] or "")
+    for prefix, key in (("metadata.labels", "labels"), ("metadata.annotations", "annotations")):
+        if path.startswith(prefix + "['") and path.endswith("']"):
+            return str((metadata.get(key) or {}).get(path[len(prefix) + 2 : -2], ""))
+    return None
