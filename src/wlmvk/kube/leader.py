@@ -68,9 +68,7 @@ class Elector:
         try:
             lease = await self._client.get(LEASES, config.name, namespace=config.namespace)
         except NotFound:
-            body = lease_body(
-                config.name, config.namespace, holder=config.identity, duration=config.duration
-            )
+            body = lease_body(config.name, config.namespace, holder=config.identity, duration=config.duration)
             body["spec"]["leaseTransitions"] = 0
             try:
                 self._lease = await self._client.create(LEASES, body, namespace=config.namespace)

@@ -1,0 +1,260 @@
+"""The operator's I/O loop: mirror the cluster, queue keys, apply decisions.
+
+Four watches keep an in-memory mirror: SlurmJobs, WlmJobs, the pods the
+operator made (label ``app.kubernetes.io/managed-by=wlmvk-operator``) and the
+virtual nodes. Each change queues the key of the resource concerned (a
+pod's controller owner; every unfinished resource for a node change); one
+worker takes keys one at a time, asks ``reconcile.decide`` what to do and
+does it. Work starts only once every mirror has been listed, so a
+restarted operator decides from the full picture. A periodic resync queues
+everything again, in case an event was missed.
+
+What the worker does is written back into the mirror at once (a created
+pod, a patched status), so the next decision never repeats an action the
+watch has not echoed yet; a create that finds the pod already there (409)
+is not an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from wlmvk.core import names, tasks
+from wlmvk.core.errors import NotFound, WlmvkError
+from wlmvk.kube import times
+from wlmvk.kube.bodies import NODES, PODS, Body, Resource, meta
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.errors import AlreadyExists
+from wlmvk.kube.events import EventPoster
+from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
+from wlmvk.operator import pods, reconcile
+from wlmvk.operator.settings import OperatorSettings
+
+_log = structlog.get_logger(__name__)
+
+SLURMJOBS = Resource(names.GROUP, names.VERSION, "slurmjobs", kind="SlurmJob")
+WLMJOBS = Resource(names.GROUP, names.VERSION, "wlmjobs", kind="WlmJob")
+RESOURCES = {"SlurmJob": SLURMJOBS, "WlmJob": WLMJOBS}
+
+Key = tuple[str, str, str]  # kind, namespace, name
+
+
+@dataclass
+class Mirror:
+    jobs: dict[Key, Body] = field(default_factory=dict)
+    pods: dict[tuple[str, str], Body] = field(default_factory=dict)  # (namespace, name)
+    nodes: dict[str, Body] = field(default_factory=dict)
+
+    def owned(self, uid: str) -> list[Body]:
+        return [pod for pod in self.pods.values() if _controller_uid(pod) == uid]
+
+
+def _controller_uid(pod: Body) -> str:
+    for ref in meta(pod).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid", ""))
+    return ""
+
+
+def _key(body: Body, kind: str) -> Key:
+    md = meta(body)
+    return (kind, str(md.get("namespace", "")), str(md.get("name", "")))
+
+
+class Controller:
+    def __init__(self, client: KubeClient, settings: OperatorSettings) -> None:
+        self.client = client
+        self.settings = settings
+        self.mirror = Mirror()
+        self.events = EventPoster(client, component="wlmvk-operator", host=settings.identity)
+        self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._queued: set[Key] = set()
+        self._synced: set[str] = set()
+        self._ready = asyncio.Event()
+
+    async def run(self) -> None:
+        """Watch, and reconcile until cancelled."""
+        namespace = self.settings.namespace or None
+        managed = f"{pods.MANAGED_BY}={pods.OPERATOR}"
+        virtual = f"{names.LABEL_TYPE}={names.TYPE_VIRTUAL_KUBELET}"
+        watchers = [
+            tasks.guarded(self._mirror("SlurmJob", SLURMJOBS, WatchOptions(namespace=namespace)), name="sj"),
+            tasks.guarded(self._mirror("WlmJob", WLMJOBS, WatchOptions(namespace=namespace)), name="wj"),
+            tasks.guarded(
+                self._mirror("Pod", PODS, WatchOptions(namespace=namespace, label_selector=managed)),
+                name="pods",
+            ),
+            tasks.guarded(self._mirror("Node", NODES, WatchOptions(label_selector=virtual)), name="nodes"),
+        ]
+        resync = tasks.guarded(self._resync(), name="resync")
+        try:
+            await self._ready.wait()
+            _log.info("mirrors synced", jobs=len(self.mirror.jobs), pods=len(self.mirror.pods))
+            self._enqueue_all()
+            await self._work()
+        finally:
+            await tasks.stop(*watchers, resync)
+
+    # -- mirrors ------------------------------------------------------------------------------------------
+
+    async def _mirror(self, kind: str, resource: Resource, options: WatchOptions) -> None:
+        async for event in watch(self.client, resource, options):
+            if isinstance(event, Listed):
+                self._replace(kind, event.items)
+                self._synced.add(kind)
+                if len(self._synced) == 4:
+                    self._ready.set()
+            elif isinstance(event, Changed):
+                self._apply(kind, event.type, event.object)
+
+    def _replace(self, kind: str, items: Iterable[Body]) -> None:
+        items = list(items)
+        if kind in RESOURCES:
+            for key in [k for k in self.mirror.jobs if k[0] == kind]:
+                del self.mirror.jobs[key]
+            for item in items:
+                item.setdefault("kind", kind)
+                self.mirror.jobs[_key(item, kind)] = item
+                self._enqueue(_key(item, kind))
+        elif kind == "Pod":
+            self.mirror.pods = {(meta(p).get("namespace", ""), meta(p).get("name", "")): p for p in items}
+            self._enqueue_all()
+        else:
+            self.mirror.nodes = {str(meta(n).get("name", "")): n for n in items}
+            self._enqueue_all()
+
+    def _apply(self, kind: str, type_: str, body: Body) -> None:
+        md = meta(body)
+        if kind in RESOURCES:
+            body.setdefault("kind", kind)
+            key = _key(body, kind)
+            if type_ == "DELETED":
+                self.mirror.jobs.pop(key, None)
+                return
+            if _older(body, self.mirror.jobs.get(key)):
+                return  # an echo of a state this process has already written past
+            self.mirror.jobs[key] = body
+            self._enqueue(key)
+        elif kind == "Pod":
+            where = (str(md.get("namespace", "")), str(md.get("name", "")))
+            if type_ == "DELETED":
+                self.mirror.pods.pop(where, None)
+            else:
+                self.mirror.pods[where] = body
+            for ref in md.get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") in RESOURCES:
+                    self._enqueue((str(ref["kind"]), where[0], str(ref.get("name", ""))))
+        else:
+            name = str(md.get("name", ""))
+            if type_ == "DELETED":
+                self.mirror.nodes.pop(name, None)
+            else:
+                self.mirror.nodes[name] = body
+            self._enqueue_unfinished()
+
+    # -- queue --------------------------------------------------------------------------------------------
+
+    def _enqueue(self, key: Key) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def _enqueue_all(self) -> None:
+        for key in list(self.mirror.jobs):
+            self._enqueue(key)
+
+    def _enqueue_unfinished(self) -> None:
+        for key, body in list(self.mirror.jobs.items()):
+            if (body.get("status") or {}).get("status") not in reconcile.TERMINAL:
+                self._enqueue(key)
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync_interval)
+            if self._ready.is_set():
+                self._enqueue_unfinished()
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            try:
+                await self.handle(key)
+            except WlmvkError as exc:
+                _log.warning("reconcile failed, retrying", key="/".join(key), error=exc.message)
+                asyncio.get_running_loop().call_later(2.0, self._enqueue, key)
+
+    # -- one decision -------------------------------------------------------------------------------------
+
+    async def handle(self, key: Key) -> None:
+        body = self.mirror.jobs.get(key)
+        if body is None:
+            return
+        uid = str(meta(body).get("uid", ""))
+        actions = reconcile.decide(
+            body,
+            owned=self.mirror.owned(uid),
+            nodes=list(self.mirror.nodes.values()),
+            settings=self.settings,
+            now=times.rfc3339(),
+        )
+        log = _log.bind(kind=key[0], namespace=key[1], name=key[2])
+        for action in actions:
+            if isinstance(action, reconcile.CreatePod):
+                await self._create(body, action, log)
+            elif isinstance(action, reconcile.PatchStatus):
+                await self._patch_status(key, body, action.status, log)
+            else:
+                await self.events.post(
+                    _reference(body), type=action.type, reason=action.reason, message=action.message
+                )
+
+    async def _create(self, owner: Body, action: reconcile.CreatePod, log: Any) -> None:
+        md = action.body["metadata"]
+        where = (str(md["namespace"]), str(md["name"]))
+        try:
+            created = await self.client.create(PODS, action.body, namespace=where[0])
+        except AlreadyExists:
+            log.debug("pod already exists", pod=where[1])
+            return
+        self.mirror.pods[where] = created
+        log.info("created pod", pod=where[1])
+        await self.events.post(_reference(owner), type="Normal", reason=action.reason, message=action.message)
+
+    async def _patch_status(self, key: Key, body: Body, status: Body, log: Any) -> None:
+        old = body.get("status") or {}
+        patch: Body = dict(status)
+        for gone in set(old) - set(status):
+            patch[gone] = None  # merge patch removes keys set to null
+        try:
+            updated = await self.client.patch_status(
+                RESOURCES[key[0]], key[2], {"status": patch}, namespace=key[1]
+            )
+        except NotFound:
+            self.mirror.jobs.pop(key, None)
+            return
+        updated.setdefault("kind", key[0])
+        self.mirror.jobs[key] = updated
+        if status.get("status") != old.get("status"):
+            log.info("status", status=status.get("status"), reason=status.get("reason"))
+
+
+def _older(body: Body, known: Body | None) -> bool:
+    """True when ``body`` is an older version of the same object than ``known``."""
+    if known is None or meta(known).get("uid") != meta(body).get("uid"):
+        return False
+    new, old = str(meta(body).get("resourceVersion", "")), str(meta(known).get("resourceVersion", ""))
+    return new.isdigit() and old.isdigit() and int(new) < int(old)
+
+
+def _reference(body: Body) -> Body:
+    return {
+        "apiVersion": body.get("apiVersion") or names.API_VERSION,
+        "kind": body.get("kind", ""),
+        "metadata": {k: meta(body).get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
+    }
