@@ -57,6 +57,10 @@ class WorkQueue(Generic[K]):
         self._ready.clear()
         return keys
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def __len__(self) -> int:
         return len(self._keys)
 
