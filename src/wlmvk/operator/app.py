@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--work-root",
         default=_env("WLMVK_WORK_ROOT", DEFAULT_WORK_ROOT),
-        help="root of the jobs' working directories on the WLM side: <root>/<namespace>/<name>-<uid>",
+        help="root of the jobs' working directories on the WLM side: <root>/<namespace>/<name>-<uid>"
+        " (default: relative, i.e. under each red-box's --work-dir)",
     )
     p.add_argument(
         "--stage-image", default=_env("WLMVK_STAGE_IMAGE", "wlmvk:latest"), help="image of staging pods"

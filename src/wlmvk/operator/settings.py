@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
 
-DEFAULT_WORK_ROOT = "/var/tmp/wlmvk-slurm/jobs"
+# Empty: working directories are relative, so each red-box resolves them under its
+# own --work-dir (several clusters, each with its own directory).
+DEFAULT_WORK_ROOT = ""
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class StagingSettings:
 
 @dataclass(frozen=True)
 class OperatorSettings:
-    # Each job runs in <work_root>/<namespace>/<name>-<uid> on the WLM side.
+    # Each job runs in <work_root>/<namespace>/<name>-<uid> on the WLM side (relative: under red-box's).
     work_root: str = DEFAULT_WORK_ROOT
     # Namespace watched; empty means all namespaces.
     namespace: str = ""
