@@ -6,6 +6,9 @@ import pytest
 
 pytest_plugins = [
     "tests.fixtures.slurm",
+    "tests.fixtures.apiserver",
+    "tests.fixtures.redbox",
+    "tests.fixtures.kubelet",
 ]
 
 

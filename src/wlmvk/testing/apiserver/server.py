@@ -79,7 +79,7 @@ class ApiServer:
         app = build_app(self.store, settings)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port, shutdown_timeout=1.0)
+        site = web.TCPSite(self._runner, self.config.host, self.config.port)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
