@@ -7,8 +7,6 @@ import pytest
 pytest_plugins = [
     "tests.fixtures.slurm",
     "tests.fixtures.apiserver",
-    "tests.fixtures.redbox",
-    "tests.fixtures.kubelet",
 ]
 
 
