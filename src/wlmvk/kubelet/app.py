@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import signal
 import socket
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -35,14 +34,14 @@ from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node_controller import NodeController, NodeTimings
 from wlmvk.kubelet.pod_controller import PodController, PodSettings
 from wlmvk.kubelet.settings import Settings
+from wlmvk.wlm.client import RedBoxClient
 
 _log = structlog.get_logger(__name__)
 
 
 def red_box_backend(socket_path: str, *, timeout: float) -> Backend:
-    """The red-box gRPC client (``wlm.client.RedBoxClient``)."""
-    module: Any = importlib.import_module("wlmvk.wlm.client")
-    return cast(Backend, module.RedBoxClient(socket_path, timeout=timeout))
+    """The red-box gRPC client."""
+    return RedBoxClient(socket_path, timeout=timeout)
 
 
 class Kubelet:

@@ -1,0 +1,351 @@
+"""The kubelet's control loops against the in-memory API server and a fake red-box.
+
+Fast checks of what the end-to-end tests then confirm with the real Slurm:
+nodes and leases, pods -> jobs exactly once, batched states, status,
+deletion, reachability, restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.kubelet import StartKubelet
+from tests.unit.kubelet.fakebackend import FakeBackend
+from wlmvk.core import names
+from wlmvk.core.errors import WlmvkError
+from wlmvk.core.jobs import JobId, PartitionResources
+from wlmvk.kube.bodies import LEASES, NODES, PODS, Body
+from wlmvk.kube.client import KubeClient
+
+NODE = "slurm-test-debug"
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10.0) -> Any:
+    """Poll ``check`` until it returns a truthy value (or raise its last AssertionError)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            result = await check()
+            if result:
+                return result
+        except (AssertionError, WlmvkError):
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not true within {timeout}s: {check}")
+        await asyncio.sleep(0.1)
+
+
+def pod_body(name: str, *, node: str = NODE, command: list[str] | None = None, **spec: Any) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "command": command or ["echo", "hi"]}],
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+async def kube(apiserver: RunningApiServer) -> Any:
+    client = await KubeClient.connect(str(apiserver.kubeconfig))
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+def fake() -> FakeBackend:
+    return FakeBackend()
+
+
+async def start(
+    kubelet_factory: StartKubelet, apiserver: RunningApiServer, fake: FakeBackend, **kw: Any
+) -> Any:
+    return await kubelet_factory(kubeconfig=apiserver.kubeconfig, backend=fake, **kw)
+
+
+async def get_pod(kube: KubeClient, name: str) -> Body:
+    return await kube.get(PODS, name, namespace="default")
+
+
+async def test_one_ready_node_per_partition_with_labels_taint_and_lease(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    kubelet = await start(kubelet_factory, apiserver, fake)
+    listing = await kube.list(NODES, label_selector="type=virtual-kubelet")
+    nodes = {item["metadata"]["name"]: item for item in listing["items"]}
+    assert set(nodes) == {"slurm-test-debug", "slurm-test-long"}
+    debug = nodes[NODE]
+    assert debug["metadata"]["labels"][names.LABEL_PARTITION] == "debug"
+    assert debug["metadata"]["labels"][names.LABEL_AGENT_HOST] == "agent-host"
+    assert debug["spec"]["taints"][0]["key"] == names.TAINT_KEY
+    assert debug["status"]["capacity"]["nvidia.com/gpu"] == "2"
+    assert debug["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == kubelet.port
+    ready = {c["type"]: c["status"] for c in debug["status"]["conditions"]}
+    assert ready == {"Ready": "True", "WLMReachable": "True"}
+    lease = await kube.get(LEASES, NODE, namespace=names.NODE_LEASE_NAMESPACE)
+    assert lease["spec"]["leaseDurationSeconds"] == 40
+    assert lease["metadata"]["ownerReferences"][0]["uid"] == debug["metadata"]["uid"]
+
+
+async def test_partitions_appear_and_vanish(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake, discovery_interval=0.2)
+    fake.partition_table["extra"] = PartitionResources("extra", 1, 2, 100, 60)
+    await eventually(lambda: kube.get(NODES, "slurm-test-extra"))
+    del fake.partition_table["extra"]
+
+    async def gone() -> bool:
+        names_ = {i["metadata"]["name"] for i in (await kube.list(NODES))["items"]}
+        return "slurm-test-extra" not in names_
+
+    await eventually(gone)
+
+
+async def test_pod_runs_as_one_job_and_ends_succeeded(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("p1"), namespace="default")
+    uid = created["metadata"]["uid"]
+
+    async def annotated() -> str:
+        pod = await get_pod(kube, "p1")
+        return str(pod["metadata"].get("annotations", {}).get(names.ANNOTATION_JOB_ID, ""))
+
+    job_id = JobId(int(await eventually(annotated)))
+    assert fake.job_of(uid) == job_id
+    spec = fake.specs[job_id]
+    assert spec.partition == "debug"
+    assert "exec echo hi" in spec.script
+
+    async def phase_is(phase: str) -> bool:
+        return (await get_pod(kube, "p1")).get("status", {}).get("phase") == phase
+
+    async def waiting_reason() -> str:
+        statuses = (await get_pod(kube, "p1")).get("status", {}).get("containerStatuses") or [{}]
+        return str(statuses[0].get("state", {}).get("waiting", {}).get("reason", ""))
+
+    assert await eventually(waiting_reason) == "Priority"
+    fake.run(job_id)
+    await eventually(lambda: phase_is("Running"))
+    fake.finish(job_id)
+    await eventually(lambda: phase_is("Succeeded"))
+    pod = await get_pod(kube, "p1")
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["reason"] == "Job finished"
+    assert terminated["exitCode"] == 0
+    assert fake.calls["submit"] == 1
+    events = await kube.list(__import__("wlmvk.kube.bodies", fromlist=["EVENTS"]).EVENTS, namespace="default")
+    reasons = [e["reason"] for e in events["items"] if e["involvedObject"]["name"] == "p1"]
+    assert {"Submitted", "Started", "Completed"} <= set(reasons)
+
+
+async def test_failing_job_ends_failed_with_exit_code(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("bad"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.finish(job_id, exit_code=3)
+
+    async def failed() -> Body | None:
+        pod = await get_pod(kube, "bad")
+        return pod if pod.get("status", {}).get("phase") == "Failed" else None
+
+    pod = await eventually(failed)
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
+
+
+async def _job(fake: FakeBackend, created: Body) -> JobId | None:
+    try:
+        return fake.job_of(created["metadata"]["uid"])
+    except StopIteration:
+        return None
+
+
+async def test_status_is_one_batched_call_per_tick(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    kubelet = await start(kubelet_factory, apiserver, fake, status_interval=3600)
+    for index in range(5):
+        await kube.create(PODS, pod_body(f"b{index}"), namespace="default")
+    await eventually(lambda: _all_submitted(fake, 5))
+    before = fake.calls["states"]
+    assert kubelet.pods is not None
+    await kubelet.pods.tick()
+    assert fake.calls["states"] == before + 1
+
+
+async def _all_submitted(fake: FakeBackend, count: int) -> bool:
+    return len(fake.jobs) == count
+
+
+async def test_unsupported_pod_fails_with_reason_and_event(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    body = pod_body("ports")
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    await kube.create(PODS, body, namespace="default")
+
+    async def failed() -> Body | None:
+        pod = await get_pod(kube, "ports")
+        return pod if pod.get("status", {}).get("phase") == "Failed" else None
+
+    pod = await eventually(failed)
+    assert pod["status"]["reason"] == "UnsupportedPorts"
+    assert fake.calls["submit"] == 0
+
+
+async def test_delete_cancels_then_removes_the_pod(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("victim"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.run(job_id)
+    await kube.delete(PODS, "victim", namespace="default")
+
+    async def gone() -> bool:
+        try:
+            await get_pod(kube, "victim")
+        except Exception:
+            return True
+        return False
+
+    await eventually(gone)
+    assert fake.jobs[job_id].status.value == "CANCELLED"
+
+
+async def test_red_box_down_marks_nodes_not_ready_and_leaves_pods(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("steady"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.run(job_id)
+    await eventually(lambda: _phase(kube, "steady", "Running"))
+    fake.down = True
+
+    async def ready(value: str) -> bool:
+        node = await kube.get(NODES, NODE)
+        conditions = {c["type"]: c for c in node["status"]["conditions"]}
+        return bool(conditions["Ready"]["status"] == value)
+
+    await eventually(lambda: ready("False"))
+    assert (await get_pod(kube, "steady"))["status"]["phase"] == "Running"
+    fake.down = False
+    await eventually(lambda: ready("True"))
+
+
+async def _phase(kube: KubeClient, name: str, phase: str) -> bool:
+    return (await get_pod(kube, name)).get("status", {}).get("phase") == phase
+
+
+async def test_pod_deleted_while_red_box_is_down_is_cancelled_when_it_returns(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("later"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.down = True
+    await kube.delete(PODS, "later", namespace="default")
+    await asyncio.sleep(1.0)
+    assert not fake.jobs[job_id].status.terminal
+    fake.down = False
+
+    async def cancelled() -> bool:
+        return fake.jobs[job_id].status.value == "CANCELLED"
+
+    await eventually(cancelled, timeout=20)
+
+
+async def test_restart_adopts_and_never_submits_twice(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    # A job submitted by a kubelet that died before writing the annotation.
+    created = await kube.create(PODS, pod_body("orphan"), namespace="default")
+    from wlmvk.core.jobs import JobSpec
+
+    job_id = await fake.submit(
+        JobSpec(script="#!/bin/sh\n", partition="debug", idempotency_key=created["metadata"]["uid"])
+    )
+    fake.calls.clear()
+    await start(kubelet_factory, apiserver, fake)
+
+    async def annotated() -> bool:
+        pod = await get_pod(kube, "orphan")
+        return pod["metadata"].get("annotations", {}).get(names.ANNOTATION_JOB_ID) == str(job_id)
+
+    await eventually(annotated)
+    assert fake.calls["submit"] == 0
+    assert fake.calls["find"] >= 1
+
+
+async def test_original_red_box_relies_on_the_annotation(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    fake.original = True
+    await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("old"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.finish(job_id)
+    await eventually(lambda: _phase(kube, "old", "Succeeded"))
+    assert fake.calls["submit"] == 1
+
+
+async def test_logs_follow_over_https(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    kubelet = await start(kubelet_factory, apiserver, fake)
+    created = await kube.create(PODS, pod_body("talker"), namespace="default")
+    job_id = await eventually(lambda: _job(fake, created))
+    fake.run(job_id)
+    fake.write(job_id, b"one\ntwo\n")
+    await eventually(lambda: _phase(kube, "talker", "Running"))
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    base = f"https://127.0.0.1:{kubelet.port}"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base}/containerLogs/default/talker/main?tailLines=1", ssl=context) as r:
+            assert r.status == 200
+            assert await r.text() == "two\n"
+        async with session.get(f"{base}/containerLogs/default/talker/main?previous=true", ssl=context) as r:
+            assert r.status == 400
+        async with session.get(f"{base}/exec/default/talker/main", ssl=context) as r:
+            assert r.status == 501
+        async with session.get(f"{base}/containerLogs/default/nobody/main", ssl=context) as r:
+            assert r.status == 404
+        async with session.get(f"{base}/containerLogs/default/talker/main?follow=true", ssl=context) as r:
+            assert r.status == 200
+            assert await r.content.readline() == b"one\n"
+            assert await r.content.readline() == b"two\n"
+            fake.write(job_id, b"three\n")
+            line = await asyncio.wait_for(r.content.readline(), 5)
+            assert line == b"three\n"
+            fake.finish(job_id)
+            rest = await asyncio.wait_for(r.read(), 15)
+            assert rest == b""
+        async with session.get(f"{base}/pods", ssl=context) as r:
+            names_ = [p["metadata"]["name"] for p in (await r.json())["items"]]
+            assert "talker" in names_
+    metrics_url = f"http://127.0.0.1:{kubelet.metrics_port}/metrics"
+    async with aiohttp.ClientSession() as session, session.get(metrics_url) as r:
+        text = await r.text()
+    assert "wlmvk_kubelet_job_submissions_total" in text
+    assert 'wlmvk_kubelet_pods{phase="Succeeded"}' in text or 'wlmvk_kubelet_pods{phase="Running"}' in text

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from wlmvk.core import names
+from wlmvk.core.jobs import Feature, PartitionResources
+from wlmvk.kubelet import nodes
+from wlmvk.kubelet.node_controller import resources_from_labels
+
+# As red-box reports the local Slurm's partitions (slurm-local.md: vm, 2 CPUs, 20000 MB, gpu:2, avx2).
+DEBUG = PartitionResources(
+    name="debug", nodes=1, cpu_per_node=2, mem_per_node=20000, wall_time=600, gpu_per_node=2,
+    features=(Feature("avx2"), Feature("matlab", "r2019", 3)), default=True,
+)  # fmt: skip
+UNLIMITED = PartitionResources(name="unlimited", nodes=1, cpu_per_node=2, mem_per_node=20000, wall_time=None)
+CTX = nodes.NodeContext(cluster="vm", agent_host="host-a", node_ip="10.0.0.5", port=10250, max_pods=110)
+UP = nodes.Health(reachable=True, since="2026-12-02T14:00:00Z")
+DOWN = nodes.Health(reachable=False, message="connection refused", since="2026-12-02T14:05:00Z")
+
+
+def test_labels_keep_the_original_keys() -> None:
+    labels = nodes.labels(DEBUG, CTX)
+    assert labels[names.LABEL_PARTITION] == "debug"
+    assert labels[names.LABEL_NODES] == "1"
+    assert labels[names.LABEL_CPU_PER_NODE] == "2"
+    assert labels[names.LABEL_MEM_PER_NODE] == "20000"
+    assert labels[names.LABEL_WALL_TIME] == "600"
+    assert labels["wlm.sylabs.io/avx2"] == "true"
+    assert labels["wlm.sylabs.io/matlab_r2019"] == "3"
+    assert labels["type"] == "virtual-kubelet"
+    assert labels["kubernetes.io/role"] == "agent"
+    assert labels["kubernetes.io/hostname"] == "slurm-vm-debug"
+    assert labels["kubernetes.io/os"] == "linux"
+    assert labels[names.LABEL_CLUSTER] == "vm"
+    assert labels[names.LABEL_AGENT_HOST] == "host-a"
+
+
+def test_unlimited_wall_time_still_compares_above_any_request() -> None:
+    assert int(nodes.labels(UNLIMITED, CTX)[names.LABEL_WALL_TIME]) > 10 * 365 * 86400
+
+
+def test_capacity_is_nodes_times_per_node() -> None:
+    cap = nodes.capacity(PartitionResources("p", 3, 4, 1000, None, gpu_per_node=2), CTX)
+    assert cap == {
+        "cpu": "12",
+        "memory": "3000Mi",
+        "pods": "110",
+        "ephemeral-storage": "0",
+        "nvidia.com/gpu": "6",
+    }
+    assert "nvidia.com/gpu" not in nodes.capacity(UNLIMITED, CTX)
+
+
+def test_node_object() -> None:
+    body = nodes.node_object(
+        DEBUG, CTX, UP, heartbeat="2026-12-02T14:10:00Z", ready_since="2026-12-02T14:00:00Z"
+    )
+    assert body["metadata"]["name"] == "slurm-vm-debug"
+    assert body["spec"]["taints"] == [
+        {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
+    ]
+    status = body["status"]
+    assert status["addresses"][0] == {"type": "InternalIP", "address": "10.0.0.5"}
+    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
+    assert status["nodeInfo"]["kubeletVersion"].startswith("v1.32.0-wlmvk-")
+    assert status["allocatable"] == status["capacity"]
+    ready = {c["type"]: c for c in status["conditions"]}
+    assert ready["Ready"]["status"] == "True"
+    assert ready["WLMReachable"]["status"] == "True"
+
+
+def test_unreachable_red_box_makes_the_node_not_ready() -> None:
+    conditions = {c["type"]: c for c in nodes.conditions(DEBUG, DOWN, heartbeat="h", ready_since="s")}
+    assert conditions["Ready"]["status"] == "False"
+    assert conditions["Ready"]["reason"] == "WLMUnreachable"
+    assert "connection refused" in conditions["Ready"]["message"]
+    assert conditions["WLMReachable"]["status"] == "False"
+
+
+def test_partition_down_makes_the_node_not_ready() -> None:
+    down = PartitionResources("debug", 1, 2, 100, 60, state="DOWN")
+    conditions = {c["type"]: c for c in nodes.conditions(down, UP, heartbeat="h", ready_since="s")}
+    assert conditions["Ready"]["reason"] == "PartitionNotUp"
+
+
+def test_visible_ignores_heartbeats() -> None:
+    one = nodes.status(DEBUG, CTX, UP, heartbeat="a", ready_since="s")
+    two = nodes.status(DEBUG, CTX, UP, heartbeat="b", ready_since="s")
+    assert one != two
+    assert nodes.visible(one) == nodes.visible(two)
+
+
+def test_resources_from_labels_round_trip() -> None:
+    for res in (DEBUG, UNLIMITED):
+        back = resources_from_labels(nodes.labels(res, CTX))
+        assert (back.name, back.nodes, back.cpu_per_node, back.mem_per_node, back.wall_time) == (
+            res.name, res.nodes, res.cpu_per_node, res.mem_per_node, res.wall_time,
+        )  # fmt: skip

@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from tests.unit.kubelet.podbodies import batch_pod, pod
+from wlmvk.core import names
+from wlmvk.core.jobs import JobSpec
+from wlmvk.kubelet import directives
+from wlmvk.kubelet.translate import Rejection, Target, pod_to_job
+
+DEBUG = Target("debug")
+
+
+def job(body: dict[str, object], target: Target = DEBUG) -> JobSpec:
+    result = pod_to_job(body, target)
+    assert isinstance(result, JobSpec), result
+    return result
+
+
+def rejection(body: dict[str, object], target: Target = DEBUG) -> Rejection:
+    result = pod_to_job(body, target)
+    assert isinstance(result, Rejection), result
+    return result
+
+
+def sbatch_lines(spec: JobSpec) -> list[str]:
+    return directives.directive_lines(spec.script)
+
+
+def test_plain_pod_becomes_a_shell_script_running_its_command() -> None:
+    spec = job(pod())
+    assert spec.script.startswith("#!/bin/sh\n")
+    assert "exec echo 'hello world'\n" in spec.script
+    assert spec.partition == "debug"
+    assert spec.idempotency_key == "0b5c1a9e-6f1d-4f3b-9c1e-2a7d3c4b5e6f"
+    assert spec.name == "cow"
+    assert "#SBATCH --job-name=cow" in sbatch_lines(spec)
+
+
+def test_args_follow_command_and_are_quoted() -> None:
+    spec = job(pod(container={"command": ["sh", "-c"], "args": ["echo $HOME; exit 3"]}))
+    assert "exec sh -c 'echo $HOME; exit 3'" in spec.script
+
+
+def test_env_and_working_dir_are_exported_before_the_command() -> None:
+    spec = job(
+        pod(
+            container={
+                "env": [
+                    {"name": "GREETING", "value": "it's fine"},
+                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                ],
+                "workingDir": "/tmp/work dir",
+            }
+        )
+    )
+    lines = spec.script.splitlines()
+    assert "export GREETING=" + shlex.quote("it's fine") in lines
+    assert "export POD=cow" in lines
+    assert "export NODE=slurm-vm-debug" in lines
+    assert "cd '/tmp/work dir' || exit 1" in lines
+    assert lines.index("cd '/tmp/work dir' || exit 1") < next(
+        i for i, x in enumerate(lines) if x.startswith("exec")
+    )
+
+
+def test_label_field_refs_resolve() -> None:
+    body = pod(
+        metadata={"labels": {"app": "x"}},
+        container={
+            "env": [{"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}}]
+        },
+    )
+    assert "export APP=x" in job(body).script
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        ({"requests": {"cpu": "2"}}, ["#SBATCH --cpus-per-task=2"]),
+        ({"requests": {"cpu": "500m"}}, ["#SBATCH --cpus-per-task=1"]),
+        ({"requests": {"cpu": "1"}, "limits": {"cpu": "3"}}, ["#SBATCH --cpus-per-task=3"]),
+        ({"requests": {"memory": "1Gi"}}, ["#SBATCH --mem=1024M"]),
+        ({"limits": {"memory": "100M"}}, ["#SBATCH --mem=96M"]),
+        ({"limits": {"memory": "1500Ki"}}, ["#SBATCH --mem=2M"]),
+        ({"limits": {"nvidia.com/gpu": "1"}}, ["#SBATCH --gres=gpu:1"]),
+        ({"limits": {"nvidia.com/gpu": 2}}, ["#SBATCH --gres=gpu:2"]),
+    ],
+)
+def test_resources_become_sbatch_options(resources: dict[str, object], expected: list[str]) -> None:
+    lines = sbatch_lines(job(pod(container={"resources": resources})))
+    for line in expected:
+        assert line in lines
+
+
+def test_active_deadline_becomes_time_in_whole_minutes() -> None:
+    assert "#SBATCH --time=2" in sbatch_lines(job(pod(spec={"activeDeadlineSeconds": 61})))
+    assert "#SBATCH --time=1" in sbatch_lines(job(pod(spec={"activeDeadlineSeconds": 5})))
+    assert not any("--time" in x for x in sbatch_lines(job(pod())))
+
+
+def test_batch_annotation_runs_the_script_as_written_with_derived_options_after_the_shebang() -> None:
+    script = "#!/bin/bash\n#SBATCH --nodes=1\nsrun hostname\n"
+    spec = job(batch_pod(script, container={"resources": {"limits": {"cpu": "2"}}}))
+    lines = spec.script.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    assert lines[-1] == "srun hostname"
+    assert "#SBATCH --nodes=1" in lines
+    assert "#SBATCH --job-name=cow" in lines
+    assert spec.name == "cow"
+
+
+def test_script_directives_win_over_derived_options() -> None:
+    script = "#!/bin/sh\n#SBATCH -c 4\n#SBATCH --mem-per-cpu=100\n#SBATCH -t 5\n#SBATCH -J mine\necho\n"
+    body = batch_pod(script, spec={"activeDeadlineSeconds": 600})
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}}
+    spec = job(body)
+    assert spec.script == script
+
+
+def test_sbatch_lines_after_the_first_command_do_not_count() -> None:
+    script = "#!/bin/sh\necho hi\n#SBATCH --job-name=late\n"
+    spec = job(batch_pod(script))
+    assert "#SBATCH --job-name=cow" in sbatch_lines(spec)
+
+
+def test_script_without_shebang_gets_one() -> None:
+    spec = job(batch_pod("echo hi\n"))
+    assert spec.script.splitlines()[0] == "#!/bin/sh"
+    assert spec.script.rstrip().endswith("echo hi")
+
+
+def test_working_dir_comes_from_the_annotation_else_the_jobs_root() -> None:
+    annotated = batch_pod(
+        "#!/bin/sh\necho\n", metadata={"annotations": {names.ANNOTATION_WORKING_DIR: "/w/sj"}}
+    )
+    annotated["metadata"]["annotations"][names.ANNOTATION_BATCH] = "#!/bin/sh\necho\n"
+    assert job(annotated, Target("debug", jobs_root="/jobs")).working_dir == "/w/sj"
+    assert job(pod(), Target("debug", jobs_root="/jobs/")).working_dir == "/jobs/default/cow-0b5c1a9e"
+    assert job(pod(), Target("debug")).working_dir == ""
+
+
+def test_container_runtime_runs_the_image_through_apptainer() -> None:
+    spec = job(
+        pod(container={"image": "alpine:3", "command": ["cat", "/etc/os-release"]}), Target("gpu", True)
+    )
+    assert 'exec "$rt" exec docker://alpine:3 cat /etc/os-release' in spec.script
+    assert "apptainer" in spec.script
+
+
+def test_container_runtime_without_command_runs_the_image_entrypoint() -> None:
+    body = pod()
+    del body["spec"]["containers"][0]["command"]
+    body["spec"]["containers"][0]["args"] = ["--flag"]
+    spec = job(body, Target("gpu", True))
+    assert 'exec "$rt" run docker://busybox:1.36 --flag' in spec.script
+
+
+def test_no_runtime_and_no_command_is_rejected() -> None:
+    body = pod()
+    del body["spec"]["containers"][0]["command"]
+    assert rejection(body).reason == "NoCommand"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"spec": {"initContainers": [{"name": "i", "image": "x"}]}}, "UnsupportedInitContainers"),
+        ({"container": {"ports": [{"containerPort": 80}]}}, "UnsupportedPorts"),
+        ({"container": {"envFrom": [{"configMapRef": {"name": "c"}}]}}, "UnsupportedEnv"),
+        (
+            {"container": {"env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}},
+            "UnsupportedEnv",
+        ),
+        ({"container": {"env": [{"name": "bad-name", "value": "1"}]}}, "UnsupportedEnv"),
+        ({"spec": {"volumes": [{"name": "data", "hostPath": {"path": "/data"}}]}}, "UnsupportedVolume"),
+        (
+            {"spec": {"volumes": [{"name": "pvc", "persistentVolumeClaim": {"claimName": "c"}}]}},
+            "UnsupportedVolume",
+        ),
+        ({"container": {"resources": {"limits": {"cpu": "lots"}}}}, "InvalidResources"),
+        ({"spec": {"activeDeadlineSeconds": "soon"}}, "InvalidResources"),
+    ],
+)
+def test_unsupported_features_are_rejected_with_a_reason(change: dict[str, object], reason: str) -> None:
+    found = rejection(pod(**change))
+    assert found.reason == reason
+    assert found.message
+
+
+def test_several_containers_are_rejected() -> None:
+    body = pod()
+    body["spec"]["containers"].append({"name": "sidecar", "image": "x", "command": ["true"]})
+    assert rejection(body).reason == "UnsupportedContainers"
+
+
+def test_empty_batch_annotation_is_rejected() -> None:
+    assert rejection(batch_pod("  \n")).reason == "EmptyBatchScript"
+
+
+def test_ignored_volumes_pass() -> None:
+    body = pod(spec={"volumes": [{"name": "scratch", "emptyDir": {}}, {"name": "info", "downwardAPI": {}}]})
+    assert isinstance(pod_to_job(body, DEBUG), JobSpec)
