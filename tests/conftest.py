@@ -6,6 +6,7 @@ import pytest
 
 pytest_plugins = [
     "tests.fixtures.slurm",
+    "tests.fixtures.redbox",
     "tests.fixtures.apiserver",
 ]
 

@@ -1,0 +1,73 @@
+"""gRPC and connection failures -> core.errors, in one place, for the red-box client.
+
+A missing socket, a refused connection, a dropped stream or a deadline
+mean "red-box is not there right now" (``Unavailable``). Status codes map
+to what the caller should do. An original red-box answers every failure
+with UNKNOWN and Slurm's text; the text is read for the two cases that
+matter (an unknown job id, a rejected batch script).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from grpclib import GRPCError
+from grpclib.const import Status
+from grpclib.exceptions import ProtocolError, StreamTerminatedError
+
+from wlmvk.core import errors
+
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    StreamTerminatedError,
+    ProtocolError,
+    asyncio.TimeoutError,
+    EOFError,
+)
+
+_BY_STATUS: dict[Status, type[errors.WlmvkError]] = {
+    Status.UNAVAILABLE: errors.Unavailable,
+    Status.DEADLINE_EXCEEDED: errors.Unavailable,
+    Status.CANCELLED: errors.Unavailable,
+    Status.RESOURCE_EXHAUSTED: errors.Unavailable,
+    Status.NOT_FOUND: errors.NotFound,
+    Status.INVALID_ARGUMENT: errors.InvalidInput,
+    Status.OUT_OF_RANGE: errors.InvalidInput,
+    Status.PERMISSION_DENIED: errors.InvalidInput,
+    Status.FAILED_PRECONDITION: errors.FailedPrecondition,
+    Status.UNIMPLEMENTED: errors.Unsupported,
+    Status.ABORTED: errors.Conflict,
+    Status.ALREADY_EXISTS: errors.Conflict,
+}
+
+
+def from_grpc(exc: GRPCError, rpc: str) -> errors.WlmvkError:
+    message = exc.message or exc.status.name
+    text = f"{rpc}: {message}"
+    cls = _BY_STATUS.get(exc.status)
+    if cls is not None:
+        return cls(text)
+    if "Invalid job id" in message:
+        return errors.NotFound(text)
+    if "sbatch: error" in message or "Batch job submission failed" in message:
+        return errors.InvalidInput(text)
+    return errors.Unavailable(text)
+
+
+def from_connection(exc: BaseException, rpc: str, socket_path: str) -> errors.Unavailable:
+    if isinstance(exc, FileNotFoundError):
+        return errors.Unavailable(f"{rpc}: red-box socket {socket_path} does not exist")
+    if isinstance(exc, ConnectionRefusedError):
+        return errors.Unavailable(f"{rpc}: nothing listens on {socket_path}")
+    if isinstance(exc, asyncio.TimeoutError):
+        return errors.Unavailable(f"{rpc}: red-box did not answer in time")
+    return errors.Unavailable(f"{rpc}: connection to red-box at {socket_path} failed: {exc!r}")
+
+
+def translate(exc: BaseException, rpc: str, socket_path: str) -> errors.WlmvkError | None:
+    """The project error for ``exc``, or None when it is not a failure of the call."""
+    if isinstance(exc, GRPCError):
+        return from_grpc(exc, rpc)
+    if isinstance(exc, CONNECTION_ERRORS):
+        return from_connection(exc, rpc, socket_path)
+    return None
