@@ -127,12 +127,15 @@ def main(argv: list[str]) -> int:
         return 130
 
 
-async def serve(settings: OperatorSettings, *, kubeconfig: str | None) -> int:
-    """Run until a signal (0) or the loss of leadership (1)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+async def serve(
+    settings: OperatorSettings, *, kubeconfig: str | None, stop: asyncio.Event | None = None
+) -> int:
+    """Run until SIGTERM/SIGINT or ``stop`` is set (0), or leadership is lost (1)."""
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
     client = await KubeClient.connect(kubeconfig)
     log = _log.bind(identity=settings.identity)
     elector: Elector | None = None
@@ -152,9 +155,9 @@ async def serve(settings: OperatorSettings, *, kubeconfig: str | None) -> int:
                 ),
             )
             acquiring = tasks.guarded(elector.acquire(), name="acquire")
-            running.append(acquiring)
             await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if stop.is_set():
+            if not acquiring.done():
+                await tasks.stop(acquiring)
                 return 0
             running.append(tasks.guarded(elector.hold(), name="hold"))
         log.info("operator running", namespace=settings.namespace or "(all)", work_root=settings.work_root)

@@ -1,0 +1,107 @@
+"""Helpers of the operator's end-to-end tests: CRDs, operator processes, waiting on status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+WLMVK = str(Path(sys.executable).parent / "wlmvk")
+
+
+async def apply_crds(apiserver: Any) -> None:
+    for name in ("slurmjobs.yaml", "wlmjobs.yaml"):
+        applied = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / name))
+        assert applied.returncode == 0, applied.stderr
+
+
+async def get_json(apiserver: Any, *args: str) -> dict[str, Any]:
+    got = await apiserver.kubectl("get", *args, "-o", "json")
+    if got.returncode != 0:
+        return {}
+    value: dict[str, Any] = json.loads(got.stdout)
+    return value
+
+
+async def status_of(apiserver: Any, name: str, kind: str = "slurmjob") -> dict[str, Any]:
+    body = await get_json(apiserver, kind, name)
+    return dict(body.get("status") or {})
+
+
+async def eventually(probe: Callable[[], Awaitable[Any]], *, timeout: float = 60, what: str = "") -> Any:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+async def wait_status(
+    apiserver: Any, name: str, wanted: set[str], *, kind: str = "slurmjob", timeout: float = 90
+) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        status = await status_of(apiserver, name, kind)
+        return status if status.get("status") in wanted else None
+
+    result: dict[str, Any] = await eventually(probe, timeout=timeout, what=f"{kind} {name} in {wanted}")
+    return result
+
+
+class OperatorProcess:
+    """``wlmvk operator`` as a real process, so that it can be killed like a crashed pod."""
+
+    def __init__(self, kubeconfig: Path, identity: str, *extra: str, log_dir: Path) -> None:
+        self.argv = [
+            WLMVK,
+            "operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--identity",
+            identity,
+            "--lease-namespace",
+            "default",
+            "--lease-duration",
+            "3",
+            "--renew-interval",
+            "0.5",
+            "--resync",
+            "5",
+            "--log-level",
+            "debug",
+            *extra,
+        ]
+        self.log = log_dir / f"operator-{identity}.log"
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> OperatorProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "POD_", "WATCH_"))}
+        with self.log.open("ab") as log:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        return self
+
+    async def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.proc is None or self.proc.returncode is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return await asyncio.wait_for(self.proc.wait(), 20)
+        except TimeoutError:
+            self.proc.kill()
+            return await self.proc.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""

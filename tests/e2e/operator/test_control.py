@@ -1,0 +1,190 @@
+"""The operator against the in-memory API server with registered virtual nodes (no WLM behind them).
+
+What is checked here is the Kubernetes side: the pods the operator creates,
+the scheduler's verdict reaching the SlurmJob, garbage collection of owned
+pods, and leader election between two operator processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator.support import (
+    OperatorProcess,
+    apply_crds,
+    eventually,
+    get_json,
+    status_of,
+    wait_status,
+)
+from wlmvk.core import names
+
+pytestmark = pytest.mark.kubectl
+
+
+def virtual_node(partition: str, *, cpus: int = 2, nodes: int = 1) -> dict[str, Any]:
+    name = f"slurm-fake-{partition}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                names.LABEL_TYPE: names.TYPE_VIRTUAL_KUBELET,
+                names.LABEL_HOSTNAME: name,
+                names.LABEL_PARTITION: partition,
+                names.LABEL_NODES: str(nodes),
+                names.LABEL_CPU_PER_NODE: str(cpus),
+                names.LABEL_MEM_PER_NODE: "16000",
+                names.LABEL_WALL_TIME: "600",
+                names.LABEL_AGENT_HOST: "host1",
+            },
+        },
+        "spec": {"taints": [{"key": names.TAINT_KEY, "value": names.TAINT_VALUE, "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": str(cpus), "memory": "16Gi", "pods": "100"},
+            "allocatable": {"cpu": str(cpus), "memory": "16Gi", "pods": "100"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    }
+
+
+def slurmjob(name: str, batch: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "wlm.sylabs.io/v1alpha1",
+            "kind": "SlurmJob",
+            "metadata": {"name": name},
+            "spec": {"batch": batch},
+        }
+    )
+
+
+@pytest.fixture
+async def cluster(apiserver: Any) -> Any:
+    await apply_crds(apiserver)
+    for partition in ("debug", "long"):
+        created = await apiserver.kubectl("create", "-f", "-", input=json.dumps(virtual_node(partition)))
+        assert created.returncode == 0, created.stderr
+    return apiserver
+
+
+@pytest.fixture
+async def operators(cluster: Any) -> AsyncIterator[list[OperatorProcess]]:
+    started: list[OperatorProcess] = []
+    log_dir = Path(tempfile.mkdtemp(prefix="op-", dir="/tmp"))
+
+    async def start(identity: str) -> OperatorProcess:
+        process = await OperatorProcess(cluster.kubeconfig, identity, log_dir=log_dir).start()
+        started.append(process)
+        return process
+
+    yield start  # type: ignore[misc]
+    for process in started:
+        await process.stop(signal.SIGKILL)
+
+
+async def test_job_pod_carries_the_script_and_is_owned(cluster: Any, operators: Any) -> None:
+    await operators("a")
+    batch = "#!/bin/sh\n#SBATCH -c 2 # two CPUs\n#SBATCH --exclusive\necho hi\n"
+    assert (await cluster.kubectl("create", "-f", "-", input=slurmjob("one", batch))).returncode == 0
+
+    async def pod() -> dict[str, Any]:
+        return await get_json(cluster, "pod", "one-job")
+
+    body = await eventually(pod, timeout=30, what="pod one-job")
+    assert body["metadata"]["annotations"][names.ANNOTATION_BATCH] == batch
+    assert body["metadata"]["ownerReferences"][0]["kind"] == "SlurmJob"
+    terms = body["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": names.LABEL_CPU_PER_NODE, "operator": "Gt", "values": ["1"]}
+    ]
+    # deleting the SlurmJob deletes its pod (ownerReference garbage collection)
+    assert (await cluster.kubectl("delete", "slurmjob", "one")).returncode == 0
+
+    async def deleted() -> bool:
+        # gone, or (bound to a node) waiting for its kubelet to confirm: no kubelet runs here
+        pod = await get_json(cluster, "pod", "one-job")
+        return not pod or bool(pod["metadata"].get("deletionTimestamp"))
+
+    await eventually(deleted, timeout=30, what="pod one-job deleted")
+
+
+async def test_job_too_large_for_every_partition_stays_pending_with_the_reason(
+    cluster: Any, operators: Any
+) -> None:
+    await operators("a")
+    batch = "#!/bin/sh\n#SBATCH --nodes=5\necho never\n"
+    assert (await cluster.kubectl("create", "-f", "-", input=slurmjob("huge", batch))).returncode == 0
+
+    async def unschedulable() -> dict[str, Any] | None:
+        status = await status_of(cluster, "huge")
+        return status if status.get("reason") == "Unschedulable" else None
+
+    status = await eventually(unschedulable, timeout=30, what="Unschedulable status")
+    assert status["status"] == "Pending"
+    assert "didn't match Pod's node affinity/selector" in status["message"]
+    scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
+    assert scheduled["status"] == "False"
+    table = await cluster.kubectl("get", "sj", "huge")
+    assert "Pending" in table.stdout
+    described = await cluster.kubectl("describe", "sj", "huge")
+    assert "FailedScheduling" in described.stdout
+
+
+async def test_one_leader_and_a_takeover_when_it_dies(cluster: Any, operators: Any) -> None:
+    first = await operators("first")
+
+    async def holder() -> str:
+        lease = await get_json(cluster, "lease", "wlmvk-operator-lock", "-n", "default")
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+    assert await eventually(holder, timeout=30, what="a leader") == "first"
+    second = await operators("second")
+    assert (
+        await cluster.kubectl("create", "-f", "-", input=slurmjob("before", "#!/bin/sh\n"))
+    ).returncode == 0
+    await wait_status(cluster, "before", {"Pending"}, timeout=30)
+    assert await holder() == "first"
+    assert "became leader" not in second.output()
+
+    await first.stop(signal.SIGKILL)  # a crash: the Lease is not handed over, it expires
+
+    async def second_leads() -> bool:
+        return await holder() == "second"
+
+    await eventually(second_leads, timeout=30, what="takeover by the second replica")
+    assert (
+        await cluster.kubectl("create", "-f", "-", input=slurmjob("after", "#!/bin/sh\n"))
+    ).returncode == 0
+    await wait_status(cluster, "after", {"Pending"}, timeout=30)
+    events = await get_json(cluster, "events", "--field-selector", "involvedObject.name=before")
+    created = [e for e in events.get("items", []) if e.get("reason") == "Created"]
+    assert sum(int(e.get("count") or 1) for e in created) == 1
+
+
+async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operators: Any) -> None:
+    first = await operators("first")
+
+    async def holder() -> str:
+        lease = await get_json(cluster, "lease", "wlmvk-operator-lock", "-n", "default")
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+    await eventually(holder, timeout=30, what="a leader")
+    assert await first.stop(signal.SIGTERM) == 0
+    assert await holder() == ""
+    await operators("second")
+    await asyncio.sleep(0)
+
+    async def second_leads() -> bool:
+        return await holder() == "second"
+
+    await eventually(second_leads, timeout=10, what="immediate takeover")
