@@ -504,16 +504,19 @@ async def _watch(request: web.Request, t: Target) -> web.StreamResponse:
         await response.write_eof()
         return response
     await response.prepare(request)
-    with watch:
-        while True:
-            event = await watch.next()
-            if event is None:
-                break
-            batch = [_line(event, t.info, store, table)]
-            while len(batch) < 512 and (more := watch.poll()) is not None:
-                batch.append(_line(more, t.info, store, table))
-            await response.write(b"".join(batch))
-    await response.write_eof()
+    try:
+        with watch:
+            while True:
+                event = await watch.next()
+                if event is None:
+                    break
+                batch = [_line(event, t.info, store, table)]
+                while len(batch) < 512 and (more := watch.poll()) is not None:
+                    batch.append(_line(more, t.info, store, table))
+                await response.write(b"".join(batch))
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client went away; its watch is closed by the with-block
     return response
 
 

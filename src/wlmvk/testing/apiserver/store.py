@@ -222,6 +222,7 @@ class Watch:
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._copy = copy
         self._closed = False
+        self._last = time.monotonic()
 
     def _offer(self, event: WatchEvent) -> None:
         seen = self._filter.translate(event)
@@ -304,7 +305,7 @@ class Watch:
         if self._deadline is not None:
             waits.append(self._deadline - now)
         if self._bookmarks:
-            waits.append(self._interval if not hasattr(self, "_last") else self._last + self._interval - now)
+            waits.append(self._last + self._interval - now)
         if not waits:
             return None
         return min(waits)
