@@ -1,0 +1,197 @@
+"""red-box as a process: flags, socket handling, config, shutdown, hanging Slurm, client reconnects."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.redbox.helpers import script, wait_for
+from tests.fixtures.redbox import RedBox
+from wlmvk.core.errors import Unavailable
+from wlmvk.core.jobs import Feature, JobSpec, JobStatus
+from wlmvk.wlm.client import RedBoxClient
+
+pytestmark = pytest.mark.slurm
+
+Factory = Callable[..., RedBox]
+
+
+def run_red_box(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wlmvk.redbox", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def socket_exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def test_help_documents_every_flag() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "red-box"), "--help"], capture_output=True, text=True, check=True
+    )
+    for flag in (
+        "-socket",
+        "-config",
+        "--work-dir",
+        "--allow-root",
+        "--state-dir",
+        "--original-api-only",
+        "--tcp",
+        "--tls-cert",
+        "--tls-key",
+        "--slurm-timeout",
+        "--max-script-bytes",
+    ):
+        assert flag in done.stdout
+
+
+def test_socket_mode_and_graceful_stop(redbox: RedBox) -> None:
+    assert stat.S_IMODE(os.stat(redbox.socket).st_mode) == 0o600
+    assert redbox.stop() == 0
+    assert not os.path.exists(redbox.socket), "a clean stop removes its socket"
+
+
+async def test_live_socket_refused_stale_socket_replaced(redbox: RedBox) -> None:
+    second = run_red_box("--socket", redbox.socket, "--work-dir", str(redbox.work_dir))
+    assert second.returncode == 2
+    assert "already listening" in second.stderr
+    assert redbox.proc is not None
+    redbox.proc.send_signal(signal.SIGKILL)
+    redbox.proc.wait(10)
+    assert socket_exists(redbox.socket), "a killed red-box leaves its socket behind"
+    redbox.start()
+    client = RedBoxClient(redbox.socket)
+    try:
+        assert "debug" in await client.partitions()
+    finally:
+        await client.close()
+
+
+async def test_discovery_and_config_override(redbox_factory: Factory, tmp_path: Path) -> None:
+    config = tmp_path / "red-box.yaml"
+    config.write_text(
+        textwrap.dedent(
+            """\
+            debug:
+              nodes: 4
+              cpu_per_node: 8
+              mem_per_node: 2048
+              wall_time: 1h30m
+              additional_features:
+                - name: singularity
+                  version: 3.7
+                  quantity: 1
+            long:
+              auto_wall_time: true
+              wall_time: 10h
+            """
+        )
+    )
+    box = redbox_factory("-config", str(config))
+    client = RedBoxClient(box.socket)
+    try:
+        debug = await client.resources("debug")
+        assert (debug.nodes, debug.cpu_per_node, debug.mem_per_node, debug.wall_time) == (4, 8, 2048, 5400)
+        assert Feature(name="avx2", quantity=1) in debug.features, "Slurm's node features are discovered"
+        assert Feature(name="singularity", version="3.7", quantity=1) in debug.features
+        assert debug.default
+        assert debug.gpu_per_node == 2
+        long = await client.resources("long")
+        assert long.wall_time == 86400, "auto_wall_time keeps Slurm's MaxTime"
+        assert long.mem_per_node == 8000
+        unlimited = await client.resources("unlimited")
+        assert unlimited.wall_time is None
+        assert unlimited.cpu_per_node == 1
+        gpu = await client.resources("gpu")
+        assert (gpu.wall_time, gpu.cpu_per_node, gpu.mem_per_node) == (7200, 2, 16000)
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "words"),
+    [
+        ("debug:\n  nodes: 2\n  additional_feautres: []\n", "debug.additional_feautres: line 3: unknown key"),
+        ("debug:\n  wall_time: 3600\n", "debug.wall_time: line 2"),
+        ("debug:\n  cpu_per_node: many\n", "debug.cpu_per_node: line 2"),
+        ("debug:\n  nodes: 1\nnosuchpartition:\n  nodes: 1\n", "nosuchpartition: line 3: unknown partition"),
+        ("debug:\n  additional_features:\n    - name: x\n      colour: red\n", "colour: line 4"),
+    ],
+)
+def test_bad_config_is_a_startup_error_naming_key_and_line(
+    tmp_path: Path, yaml_text: str, words: str
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    done = run_red_box(
+        "--socket", str(tmp_path / "s.sock"), "-config", str(config), "--state-dir", str(tmp_path)
+    )
+    assert done.returncode == 2
+    assert words in done.stderr
+
+
+async def test_hanging_slurm_command_is_unavailable_and_red_box_keeps_serving(
+    redbox_factory: Factory, tmp_path: Path
+) -> None:
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "squeue").write_text("#!/bin/sh\nsleep 300\n")
+    (shims / "squeue").chmod(0o755)
+    box = redbox_factory("--slurm-timeout", "1", env={"PATH": f"{shims}:{os.environ['PATH']}"})
+    client = RedBoxClient(box.socket)
+    try:
+        with pytest.raises(Unavailable, match="no answer from Slurm"):
+            await client.states([1])
+        assert "debug" in await client.partitions()
+    finally:
+        await client.close()
+
+
+async def test_client_reconnects_after_restart_and_vanished_socket(redbox: RedBox) -> None:
+    client = RedBoxClient(redbox.socket, timeout=10)
+    try:
+        assert await client.partitions()
+        redbox.stop()
+        with pytest.raises(Unavailable, match="does not exist"):
+            await client.partitions()
+        redbox.start()
+        assert await client.partitions(), "the next call after a restart works"
+        redbox.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+        redbox.proc.wait(10)  # type: ignore[union-attr]
+        with pytest.raises(Unavailable):
+            await client.partitions()
+        os.unlink(redbox.socket)
+        redbox.start()
+        assert await client.partitions()
+    finally:
+        await client.close()
+
+
+async def test_red_box_running_as_the_job_owner(redbox_factory: Factory) -> None:
+    box = redbox_factory(user="slurmuser")
+    client = RedBoxClient(box.socket)
+    try:
+        info = await client.info()
+        assert info.uid == pwd.getpwnam("slurmuser").pw_uid
+        job_id = await client.submit(
+            JobSpec(script=script("id -un", "touch made-here"), std_out="whoami.out")
+        )
+        final = await wait_for(client, job_id, lambda s: s.status.terminal)
+        assert final.status is JobStatus.COMPLETED
+        out = box.work_dir / "whoami.out"
+        assert out.read_text() == "slurmuser\n"
+        assert out.stat().st_uid == info.uid
+        assert (box.work_dir / "made-here").stat().st_uid == info.uid
+        assert b"".join([c async for c in client.open_file("whoami.out")]) == b"slurmuser\n"
+    finally:
+        await client.close()
