@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
 from wlmvk.staging.archives import Totals, pack, unpack
+from wlmvk.wlm.client import RedBoxClient
 
 BackendFactory = Callable[[str, float], Backend]
 TERMINATION_LOG = Path("/dev/termination-log")
@@ -53,9 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _client(socket: str, timeout: float) -> Backend:
-    module = importlib.import_module("wlmvk.wlm.client")
-    client: Backend = module.RedBoxClient(socket, timeout=timeout)
-    return client
+    return RedBoxClient(socket, timeout=timeout)
 
 
 def main(argv: list[str], *, backend: BackendFactory = _client) -> int:
@@ -72,6 +70,9 @@ def main(argv: list[str], *, backend: BackendFactory = _client) -> int:
         return _fail(exc.message, 1)
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+    except Exception as exc:  # a library error nobody mapped: still one line and exit 1, not a traceback
+        _log.debug("transfer failed", exc_info=True)
+        return _fail(f"the transfer failed: {type(exc).__name__}: {exc}", 1)
     verb = "uploaded" if args.direction == "in" else "downloaded"
     print(f"{verb} {totals.files} files ({totals.bytes} bytes) from {args.source} to {args.target}")
     return 0
