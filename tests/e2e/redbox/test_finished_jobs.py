@@ -13,9 +13,13 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from grpclib import GRPCError
+from grpclib.client import Channel
+from grpclib.const import Status
 
 from tests.e2e.redbox.helpers import script, wait_for, wait_gone_from_squeue
 from tests.fixtures.redbox import RedBox
+from wlmvk._proto import api
 from wlmvk.core.jobs import JobSpec, JobStatus
 from wlmvk.wlm.client import RedBoxClient
 
@@ -94,5 +98,16 @@ async def test_jobs_that_left_squeue_without_accounting(slurm: str, redbox_facto
         assert found.job_id == failed
         unknown = await client.states([999_999_1])  # type: ignore[list-item]
         assert unknown[999_999_1].status is JobStatus.NOT_FOUND  # type: ignore[index]
+
+        channel = Channel(path=box.socket)
+        try:
+            stub = api.WorkloadManagerStub(channel)
+            info = (await stub.job_info(api.JobInfoRequest(job_id=failed))).info[0]
+            assert (info.status, info.exit_code) == (api.JobStatus.FAILED, "7:0")
+            with pytest.raises(GRPCError) as no_steps:
+                await stub.job_steps(api.JobStepsRequest(job_id=failed))
+            assert no_steps.value.status is Status.FAILED_PRECONDITION
+        finally:
+            channel.close()
     finally:
         await client.close()
