@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
         help="command that runs wlmvk in the staging image (split like a shell would)",
     )
     p.add_argument(
+        "--stage-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable of the staging containers (repeatable)",
+    )
+    p.add_argument(
         "--red-box-socket",
         default=DEFAULT_RED_BOX_SOCKET,
         help="host path of the red-box socket on agent hosts (when the virtual node does not say)",
@@ -91,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _pair(item: str) -> tuple[str, str]:
+    name, eq, value = item.partition("=")
+    if not eq or not name:
+        raise SystemExit(f"wlmvk operator: --stage-env wants NAME=VALUE, not {item!r}")
+    return name, value
+
+
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
     return OperatorSettings(
         work_root=args.work_root,
@@ -101,6 +115,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             socket_host_path=args.red_box_socket,
             run_as_user=args.run_as_user,
             run_as_group=args.run_as_group,
+            env=tuple(_pair(item) for item in args.stage_env),
         ),
         leader_election=args.leader_elect,
         lease_name=args.lease_name,

@@ -191,6 +191,8 @@ def _staging_pod(
                     "imagePullPolicy": settings.image_pull_policy,
                     "command": command[:1],
                     "args": command[1:] + argv,
+                    "env": [{"name": key, "value": value} for key, value in settings.env],
+                    "terminationMessagePolicy": "FallbackToLogsOnError",
                     "volumeMounts": [
                         {"name": volume["name"], "mountPath": mount_path},
                         {"name": SOCKET_VOLUME, "mountPath": SOCKET_MOUNT},

@@ -23,6 +23,8 @@ class StagingSettings:
     run_as_user: int = 1000
     run_as_group: int = 1000
     image_pull_policy: str = "IfNotPresent"
+    # Extra environment of the staging container (NAME, value) pairs.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""The whole system for one test: real Slurm, red-box, kubelet, API server, operator, kubectl.
+
+``Stack`` bundles them; ``start_operator``/``stop_operator`` run the operator
+in the test's event loop (the in-memory API server lives there too), so a
+test can restart it mid-job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.operator.support import apply_crds
+from wlmvk.core import tasks
+from wlmvk.operator.app import serve
+from wlmvk.operator.settings import OperatorSettings, StagingSettings
+
+ROOT = Path(__file__).resolve().parents[3]
+STAGING_UID = 1000
+# Staging pods run as UID 1000, which cannot execute the venv's interpreter (under
+# /root): they run the system Python 3.11 on the same source and packages.
+STAGE_COMMAND = (
+    "/usr/bin/python3.11",
+    "-c",
+    "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
+)
+
+
+def staging_env() -> tuple[tuple[str, str], ...]:
+    path = [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
+    return (("PYTHONPATH", os.pathsep.join(path)), ("PATH", "/usr/bin:/bin"))
+
+
+def operator_settings(identity: str = "op-1") -> OperatorSettings:
+    return OperatorSettings(
+        work_root="",  # relative: under red-box's --work-dir
+        staging=StagingSettings(
+            image="wlmvk:latest",
+            command=STAGE_COMMAND,
+            run_as_user=STAGING_UID,
+            run_as_group=STAGING_UID,
+            env=staging_env(),
+        ),
+        lease_namespace="default",
+        lease_duration=3,
+        renew_interval=0.5,
+        identity=identity,
+        resync_interval=5.0,
+    )
+
+
+@dataclass
+class Stack:
+    apiserver: Any
+    redbox: Any
+    kubelet: Any
+    cluster: str
+    _operator: asyncio.Task[Any] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def node(self, partition: str) -> str:
+        return f"slurm-{self.cluster}-{partition}"
+
+    async def kubectl(self, *args: str, input: str | None = None) -> Any:
+        return await self.apiserver.kubectl(*args, input=input)
+
+    async def start_operator(self, identity: str = "op-1") -> None:
+        assert self._operator is None
+        self._stop = asyncio.Event()
+        settings = operator_settings(identity)
+        self._operator = tasks.guarded(
+            serve(settings, kubeconfig=str(self.apiserver.kubeconfig), stop=self._stop), name=identity
+        )
+
+    async def stop_operator(self) -> None:
+        if self._operator is None:
+            return
+        self._stop.set()
+        await asyncio.wait_for(self._operator, 20)
+        self._operator = None
+
+
+def share_socket(socket: str) -> None:
+    """The staging pods (UID 1000) reach a root red-box as they would the job owner's."""
+    Path(socket).parent.chmod(0o711)
+    Path(socket).chmod(0o666)
+
+
+async def build(apiserver: Any, redbox: Any, kubelet_factory: Any) -> Stack:
+    share_socket(redbox.socket)
+    await apply_crds(apiserver)
+    kubelet = await kubelet_factory(kubeconfig=apiserver.kubeconfig, red_box_socket=redbox.socket)
+    stack = Stack(apiserver, redbox, kubelet, cluster="test")
+    await stack.start_operator()
+    return stack
