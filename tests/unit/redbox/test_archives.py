@@ -1,0 +1,123 @@
+"""Tar and zip handling: what goes in stays in, what comes out is the whole tree."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from wlmvk.core.errors import InvalidInput, NotFound
+from wlmvk.redbox import archives
+
+
+def tar_bytes(*members: tuple[tarfile.TarInfo, bytes | None]) -> io.BytesIO:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            archive.addfile(info, io.BytesIO(data) if data is not None else None)
+    buffer.seek(0)
+    return buffer
+
+
+def entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    return info
+
+
+def test_extract_counts_files_and_bytes(tmp_path: Path) -> None:
+    source = tar_bytes(
+        (entry("d", tarfile.DIRTYPE), None),
+        (entry("d/a"), b"12345"),
+        (entry("d/link", tarfile.SYMTYPE, "a"), None),
+        (entry("b"), b""),
+    )
+    assert archives.extract_tar(source, tmp_path) == (2, 5)
+    assert (tmp_path / "d" / "link").read_bytes() == b"12345"
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        entry("../up"),
+        entry("l", tarfile.SYMTYPE, "/etc"),
+        entry("l", tarfile.SYMTYPE, "../.."),
+        entry("h", tarfile.LNKTYPE, "/etc/passwd"),
+        entry("fifo", tarfile.FIFOTYPE),
+        entry("dev", tarfile.CHRTYPE),
+    ],
+)
+def test_extract_refuses_escapes_and_special_files(tmp_path: Path, member: tarfile.TarInfo) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    data = b"x" if member.isreg() else None
+    with pytest.raises(InvalidInput, match="refused tar entry"):
+        archives.extract_tar(tar_bytes((member, data)), dest)
+    assert not (tmp_path / "up").exists()
+
+
+def test_an_absolute_name_lands_inside(tmp_path: Path) -> None:
+    assert archives.extract_tar(tar_bytes((entry("/abs/f"), b"x")), tmp_path) == (1, 1)
+    assert (tmp_path / "abs" / "f").read_bytes() == b"x"
+
+
+def test_a_file_written_through_an_inner_symlink_is_refused(tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "out").symlink_to(tmp_path)
+    with pytest.raises(InvalidInput):
+        archives.extract_tar(tar_bytes((entry("out/evil"), b"x")), dest)
+    assert not (tmp_path / "evil").exists()
+
+
+def test_garbage_is_not_a_tar(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="not a valid tar"):
+        archives.extract_tar(io.BytesIO(b"this is not a tar archive" * 100), tmp_path)
+
+
+async def test_send_tar_streams_a_tree_in_chunks(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    (top / "sub").mkdir(parents=True)
+    payload = bytes(range(256)) * 5000
+    (top / "sub" / "big.bin").write_bytes(payload)
+    chunks = [c async for c in archives.send_tar(top, "results")]
+    assert len(chunks) > 1
+    assert max(len(c) for c in chunks) <= archives.CHUNK + tarfile.RECORDSIZE
+    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as archive:
+        member = archive.extractfile("results/sub/big.bin")
+        assert member is not None
+        assert member.read() == payload
+
+
+async def test_send_tar_stops_its_worker_when_the_reader_leaves(tmp_path: Path) -> None:
+    (tmp_path / "big.bin").write_bytes(b"x" * (archives.CHUNK * 40))
+    stream = archives.send_tar(tmp_path / "big.bin", "big.bin")
+    assert await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+
+
+def test_zip_and_unzip_like_the_dptech_fork(tmp_path: Path) -> None:
+    (tmp_path / "bar" / "baz").mkdir(parents=True)
+    (tmp_path / "bar" / "baz" / "f").write_text("f")
+    archives.zip_path(tmp_path / "bar", tmp_path / "bar.zip")
+    with zipfile.ZipFile(tmp_path / "bar.zip") as archive:
+        assert archive.namelist() == ["bar/", "bar/baz/", "bar/baz/f"]
+    archives.unzip_into(tmp_path / "bar.zip", tmp_path / "out")
+    assert (tmp_path / "out" / "bar" / "baz" / "f").read_text() == "f"
+    with pytest.raises(NotFound):
+        archives.zip_path(tmp_path / "none", tmp_path / "none.zip")
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/../../evil", "/abs/evil"])
+def test_unzip_refuses_zip_slip(tmp_path: Path, name: str) -> None:
+    with zipfile.ZipFile(tmp_path / "slip.zip", "w") as archive:
+        archive.writestr(name, b"x")
+    with pytest.raises(InvalidInput, match="leads outside"):
+        archives.unzip_into(tmp_path / "slip.zip", tmp_path / "dest")
+    assert not (tmp_path / "evil").exists()
