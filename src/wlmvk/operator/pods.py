@@ -14,11 +14,11 @@ resource deletes them (and the kubelet cancels the job).
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any
 
-from wlmvk.core import names
+from wlmvk.core import containerjob, names
+from wlmvk.core.jobs import ContainerJobSpec
 from wlmvk.operator import placement
 from wlmvk.operator.directives import Requirements
 from wlmvk.operator.resources import Job, Staging
@@ -52,37 +52,17 @@ def _metadata(job: Job, name: str, role: str, annotations: dict[str, str] | None
 
 
 def container_job(job: Job) -> str:
-    """The WlmJob's container request as the kubelet reads it from ``ANNOTATION_CONTAINER_JOB``.
-
-    The JSON is the WlmJob spec's own shape: ``{"image": str, "options": {app,
-    allowUnsigned, binds, cleanEnv, fakeRoot, hostName, ipc, pid, noPrivs,
-    writable}, "resources": {nodes, cpuPerNode, memPerNode (MB), wallTime (s)}}``.
-    """
-    options = job.options
-    return json.dumps(
-        {
-            "image": job.image,
-            "options": {
-                "app": options.app,
-                "allowUnsigned": options.allow_unsigned,
-                "binds": list(options.binds),
-                "cleanEnv": options.clear_env,
-                "fakeRoot": options.fake_root,
-                "hostName": options.host_name,
-                "ipc": options.ipc,
-                "pid": options.pid,
-                "noPrivs": options.no_privs,
-                "writable": options.writable,
-            },
-            "resources": {
-                "nodes": job.resources.nodes,
-                "cpuPerNode": job.resources.cpu_per_node,
-                "memPerNode": job.resources.mem_per_node,
-                "wallTime": job.resources.wall_time,
-            },
-        },
-        sort_keys=True,
+    """The WlmJob's container request as the kubelet reads it (see ``core.containerjob``)."""
+    r = job.resources
+    spec = ContainerJobSpec(
+        image=job.image,
+        options=job.options,
+        nodes=r.nodes,
+        cpu_per_node=r.cpu_per_node,
+        mem_per_node=r.mem_per_node,
+        wall_time=r.wall_time,
     )
+    return containerjob.encode(spec)
 
 
 def requirements_of(job: Job, request: Requirements) -> Requirements:
