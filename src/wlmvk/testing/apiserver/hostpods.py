@@ -1,0 +1,441 @@
+"""One pod on the host kubelet's node: its volumes, its containers' lives, its status, its end.
+
+A :class:`PodWorker` is the kubelet's pod worker for one pod uid:
+
+1. reports Pending with the containers ``ContainerCreating`` and sets up the
+   volumes (retrying every few seconds with a ``FailedMount`` Warning Event);
+2. runs the init containers one after the other, then all containers at once,
+   each as a process (``hostcontainers``), restarted according to
+   ``restartPolicy`` with the kubelet's doubling back-off (``CrashLoopBackOff``);
+3. writes the pod status on every change (phase, conditions,
+   containerStatuses with exit codes, startTime, hostIP/podIP = the node's
+   address) and the kubelet's Events (Created, Started, Killing, BackOff...);
+4. when the pod is deleted: SIGTERM to every container, SIGKILL after the
+   grace period, the final status, then the delete with grace 0 that lets the
+   API server remove the object; the pod's directory goes with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from wlmvk.core.errors import InvalidInput, NotFound
+from wlmvk.testing.apiserver import hostcontainers, hostlogs, hostpodstatus, hostvolumes, podenv
+from wlmvk.testing.apiserver.errors import ApiError
+from wlmvk.testing.apiserver.eventrecorder import EventRecorder
+from wlmvk.testing.apiserver.hostpodstatus import ContainerState
+from wlmvk.testing.apiserver.resources import CONFIGMAPS, NODES, PODS, SECRETS, Obj
+from wlmvk.testing.apiserver.store import Store
+
+_log = structlog.get_logger(__name__)
+
+MOUNT_RETRY = 2.0
+CONFIG_RETRY = 2.0
+
+
+@dataclass
+class HostContext:
+    """What every pod worker of one host kubelet shares."""
+
+    store: Store
+    node_name: str
+    host_ip: str
+    root: Path
+    path: str
+    isolation: str
+    restart_backoff: float
+    max_restart_backoff: float
+    events: EventRecorder
+    in_use: Counter[str] = field(default_factory=Counter)
+    created: set[str] = field(default_factory=set)
+
+    def sweep(self) -> None:
+        """Remove the mount points launchers created that no running container uses any more."""
+        for path in sorted(self.created, key=len, reverse=True):
+            if any(
+                t == path or t.startswith(path.rstrip("/") + "/") for t, n in self.in_use.items() if n > 0
+            ):
+                continue
+            self.created.discard(path)
+            with contextlib.suppress(OSError):
+                if os.path.islink(path) or (os.path.isfile(path) and os.path.getsize(path) == 0):
+                    os.unlink(path)
+                elif os.path.isdir(path):
+                    os.rmdir(path)
+
+
+class PodWorker:
+    def __init__(self, ctx: HostContext, pod: Obj) -> None:
+        self.ctx = ctx
+        self.pod = pod
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        self.uid: str = meta["uid"]
+        self.name: str = meta["name"]
+        self.namespace: str = meta.get("namespace", "default")
+        self.changed = asyncio.Event()
+        self.removed = False
+        self.init = [ContainerState(c["name"], c.get("image", "")) for c in spec.get("initContainers") or []]
+        self.containers = [
+            ContainerState(c["name"], c.get("image", "")) for c in spec.get("containers") or []
+        ]
+        self.sandbox_ready = False
+        self.start_time = ctx.store.now()
+        self.processes: dict[str, hostcontainers.Process] = {}
+        self.starts: Counter[str] = Counter()
+        self.dir = ctx.root / "pods" / self.uid
+        self.volumes: dict[str, str] = {}
+
+    # -- inputs from the kubelet ---------------------------------------------------------------
+
+    def update(self, pod: Obj) -> None:
+        self.pod = pod
+        self.changed.set()
+
+    def remove(self) -> None:
+        self.removed = True
+        self.changed.set()
+
+    @property
+    def deleting(self) -> bool:
+        return self.removed or bool(self.pod["metadata"].get("deletionTimestamp"))
+
+    @property
+    def label(self) -> str:
+        """``name_namespace(uid)``, as the kubelet names pods in messages."""
+        return f"{self.name}_{self.namespace}({self.uid})"
+
+    def log_file(self, container: str, *, previous: bool = False) -> tuple[Path, Callable[[], bool]]:
+        """The log of the current (or previous) start of ``container`` and whether it still runs."""
+        starts = self.starts.get(container, 0)
+        states = {s.name: s for s in self.init + self.containers}
+        if container not in states:
+            raise NotFound(f"container {container} is not valid for pod {self.name}")
+        index = starts - 2 if previous else starts - 1
+        if index < 0:
+            if previous:
+                raise NotFound(f'previous terminated container "{container}" in pod "{self.name}" not found')
+            state = states[container]
+            raise NotFound(
+                f'container "{container}" in pod "{self.name}" is waiting to start: {state.waiting_reason}'
+            )
+        path = self._log_path(container, index)
+        if previous:
+            return path, lambda: False
+        return path, lambda: container in self.processes
+
+    # -- the pod's life ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.report()
+        life = asyncio.ensure_future(self._live())
+        try:
+            await self._until_deleted()
+            await self._stop_all(self._grace())
+            while not life.done():
+                # A container that was starting when the deletion came: stop it too.
+                await asyncio.wait([life], timeout=0.1)
+                await self._stop_all(0)
+            self.report()
+            self._finalize()
+        finally:
+            life.cancel()
+            await asyncio.gather(life, return_exceptions=True)
+            await self._stop_all(0)
+            self.ctx.sweep()
+            if self.removed:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def _live(self) -> None:
+        """Volumes, init containers, containers: the pod's life until it ends or is deleted."""
+        if await self._set_up() and await self._run_init():
+            await self._run_containers()
+        self.report()
+
+    async def _set_up(self) -> bool:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.chmod(0o755)
+        while not self.deleting:
+            try:
+                self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup)
+            except hostvolumes.MountFailed as exc:
+                self.ctx.events.record(self.pod, "Warning", "FailedMount", exc.message)
+                await self._wait_change(MOUNT_RETRY)
+                continue
+            self.sandbox_ready = True
+            self.report()
+            return True
+        return False
+
+    async def _run_init(self) -> bool:
+        specs = {c["name"]: c for c in self.pod["spec"].get("initContainers") or []}
+        for state in self.init:
+            await self._container_life(specs[state.name], state, init=True)
+            if self.deleting or state.exit_code != 0:
+                return False
+        return True
+
+    async def _run_containers(self) -> None:
+        specs = {c["name"]: c for c in self.pod["spec"].get("containers") or []}
+        lives = [
+            asyncio.ensure_future(self._container_life(specs[s.name], s, init=False)) for s in self.containers
+        ]
+        try:
+            await asyncio.gather(*lives)
+        finally:
+            for life in lives:
+                life.cancel()
+
+    async def _container_life(self, spec: Mapping[str, Any], state: ContainerState, *, init: bool) -> None:
+        """Start the container, wait for it, restart it as the policy says, until done or deleted."""
+        policy = self.pod["spec"].get("restartPolicy") or "Always"
+        backoff = self.ctx.restart_backoff
+        while not self.deleting:
+            try:
+                launch = self._launch_spec(spec)
+            except (InvalidInput, NotFound) as exc:
+                state.waiting_reason, state.waiting_message = "CreateContainerConfigError", exc.message
+                self.ctx.events.record(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                self.report()
+                await self._wait_change(CONFIG_RETRY)
+                continue
+            await self._run_once(spec, state, launch)
+            restart = policy == "Always" or (policy == "OnFailure" and state.exit_code != 0)
+            if init:
+                restart = policy != "Never" and state.exit_code != 0
+            if not restart or self.deleting:
+                return
+            state.will_restart = True
+            state.last_terminated = state.terminated_state()
+            state.exit_code = state.started_at = state.finished_at = None
+            state.waiting_reason = "CrashLoopBackOff"
+            state.waiting_message = (
+                f"back-off {int(backoff)}s restarting failed container={state.name} pod={self.label}"
+            )
+            self.ctx.events.record(
+                self.pod,
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {state.name} in pod {self.label}",
+            )
+            self.report()
+            await self._wait_change(backoff, until_deleted=True)
+            backoff = min(backoff * 2, self.ctx.max_restart_backoff)
+            state.restart_count += 1
+            state.will_restart = False
+
+    async def _run_once(
+        self, spec: Mapping[str, Any], state: ContainerState, launch: hostcontainers.LaunchSpec
+    ) -> None:
+        index = self.starts[state.name]
+        self.starts[state.name] += 1
+        log = hostlogs.LogWriter(self._log_path(state.name, index))
+        targets = [m["target"] for m in launch.mounts]
+        self.ctx.in_use.update(targets)
+        try:
+            try:
+                process = await hostcontainers.start(launch, log=log, scratch=self.dir)
+            except hostcontainers.StartFailed as exc:
+                self.ctx.created.update(exc.created)
+                now = self.ctx.store.now()
+                state.started_at = state.finished_at = now
+                state.exit_code, state.reason, state.message = (
+                    hostcontainers.START_ERROR_EXIT,
+                    "StartError",
+                    exc.message,
+                )
+                self.ctx.events.record(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                self.report()
+                return
+            self.ctx.created.update(process.created)
+            self.processes[state.name] = process
+            state.container_id = f"wlmvk-host://{self.uid}/{state.name}/{index}"
+            state.started_at, state.exit_code, state.reason, state.message = (
+                self.ctx.store.now(),
+                None,
+                "",
+                "",
+            )
+            self.ctx.events.record(self.pod, "Normal", "Created", f"Created container {state.name}")
+            self.ctx.events.record(self.pod, "Normal", "Started", f"Started container {state.name}")
+            self.report()
+            try:
+                code = await process.wait()
+            except asyncio.CancelledError:
+                process.signal(signal.SIGKILL)
+                raise
+            finally:
+                self.processes.pop(state.name, None)
+            state.finished_at = self.ctx.store.now()
+            state.exit_code, state.reason = code, hostpodstatus.terminated_reason(code)
+            if code != 0 and spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+                state.message = hostlogs.tail_text(log.path)
+            self.report()
+        finally:
+            log.close()
+            self.ctx.in_use.subtract(targets)
+            self.ctx.sweep()
+
+    async def _until_deleted(self) -> None:
+        while not self.deleting:
+            await self._wait_change(None)
+
+    async def _wait_change(self, timeout: float | None, *, until_deleted: bool = False) -> None:
+        """Wait for a change of the pod (or ``timeout``); with ``until_deleted``, ignore other changes."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            self.changed.clear()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self.changed.wait()
+            if not until_deleted or self.deleting:
+                return
+
+    def _grace(self) -> float:
+        if self.removed:
+            return 1.0
+        return float(self.pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+
+    async def _stop_all(self, grace: float) -> None:
+        """SIGTERM every running container, SIGKILL what is left after ``grace`` seconds."""
+        if not self.processes:
+            return
+        for name, process in list(self.processes.items()):
+            if grace > 0:
+                self.ctx.events.record(self.pod, "Normal", "Killing", f"Stopping container {name}")
+            process.signal(signal.SIGTERM if grace > 0 else signal.SIGKILL)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self.processes and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for process in list(self.processes.values()):
+            process.signal(signal.SIGKILL)
+        deadline = loop.time() + 5
+        while self.processes and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+
+    def _finalize(self) -> None:
+        """The kubelet's last word: delete with grace 0 so the API server removes the pod."""
+        if self.removed:
+            return
+        try:
+            self.ctx.store.delete(
+                PODS, self.name, self.namespace, grace_period_seconds=0, preconditions={"uid": self.uid}
+            )
+        except ApiError as exc:
+            _log.debug("final delete failed", pod=self.label, error=exc.message)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def report(self) -> None:
+        """Write the pod's status if it changed."""
+        try:
+            current = self.ctx.store.get(PODS, self.name, self.namespace)
+        except ApiError:
+            return
+        if current["metadata"].get("uid") != self.uid:
+            return
+        status = hostpodstatus.pod_status(
+            current,
+            init=self.init,
+            containers=self.containers,
+            sandbox_ready=self.sandbox_ready,
+            host_ip=self.ctx.host_ip,
+            start_time=self.start_time,
+            now=self.ctx.store.now(),
+        )
+        merged = {**(current.get("status") or {}), **status}
+        if merged == current.get("status"):
+            return
+        current["status"] = merged
+        try:
+            self.ctx.store.update(PODS, current, subresource="status")
+        except ApiError as exc:
+            _log.debug("status update failed", pod=self.label, error=exc.message)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _log_path(self, container: str, index: int) -> Path:
+        return (
+            self.ctx.root / "logs" / f"{self.namespace}_{self.name}_{self.uid}" / container / f"{index}.log"
+        )
+
+    def _lookup(self, kind: str, name: str) -> Obj | None:
+        gvr = CONFIGMAPS if kind == "configmaps" else SECRETS
+        try:
+            return self.ctx.store.get(gvr, name, self.namespace)
+        except ApiError:
+            return None
+
+    def _launch_spec(self, spec: Mapping[str, Any]) -> hostcontainers.LaunchSpec:
+        pod_security = self.pod["spec"].get("securityContext") or {}
+        security = {**pod_security, **(spec.get("securityContext") or {})}
+        uid = security.get("runAsUser")
+        account = _account(uid)
+        if security.get("runAsNonRoot") and not uid:
+            where = f'(pod: "{self.label}", container: {spec["name"]})'
+            raise InvalidInput(f"container has runAsNonRoot and image will run as root {where}")
+        gid = security.get("runAsGroup")
+        if gid is None and uid is not None:
+            gid = account.pw_gid if account is not None else 0
+        groups: list[int] = []
+        if uid is not None:
+            groups = [int(gid or 0)]
+            if account is not None:
+                groups += os.getgrouplist(account.pw_name, account.pw_gid)
+            groups += [int(g) for g in pod_security.get("supplementalGroups") or []]
+            if pod_security.get("fsGroup") is not None:
+                groups.append(int(pod_security["fsGroup"]))
+            groups = list(dict.fromkeys(groups))
+        home = account.pw_dir if account is not None else ("/root" if uid in (None, 0) else "/")
+        base = {
+            "PATH": self.ctx.path,
+            "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
+            "HOME": home,
+        }
+        node = self._node_allocatable()
+        env = podenv.container_env(self.pod, spec, self._lookup, base=base, node_allocatable=node)
+        argv = podenv.command_line(spec, env)
+        mounts = hostvolumes.container_mounts(spec, self.volumes, env)
+        return hostcontainers.LaunchSpec(
+            argv=argv,
+            env=env,
+            cwd=spec.get("workingDir") or None,
+            uid=None if uid is None else int(uid),
+            gid=None if gid is None else int(gid),
+            groups=groups,
+            mounts=mounts,
+            isolation=self.ctx.isolation,
+        )
+
+    def _node_allocatable(self) -> dict[str, Any]:
+        try:
+            node = self.ctx.store.get(NODES, self.ctx.node_name)
+        except ApiError:
+            return {}
+        found: dict[str, Any] = (node.get("status") or {}).get("allocatable") or {}
+        return found
+
+
+def _account(uid: Any) -> pwd.struct_passwd | None:
+    if uid is None:
+        uid = os.getuid()
+    try:
+        return pwd.getpwuid(int(uid))
+    except (KeyError, ValueError):
+        return None
