@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver import crds
 from wlmvk.testing.apiserver.errors import ApiError
 from wlmvk.testing.apiserver.resources import CONFIGMAPS, CRDS, GVR, NAMESPACES, NODES, PODS
 from wlmvk.testing.apiserver.store import Store, WatchEvent
@@ -15,9 +14,7 @@ from wlmvk.testing.apiserver.store import Store, WatchEvent
 
 @pytest.fixture
 def store() -> Store:
-    s = Store(history=20)
-    crds.install(s)
-    return s
+    return Store(history=20)
 
 
 def pod(name: str = "p", node: str | None = None, **meta: Any) -> dict[str, Any]:

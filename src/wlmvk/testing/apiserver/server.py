@@ -6,7 +6,7 @@
         server.write_kubeconfig(path)        # kubectl / kubernetes_asyncio use it unchanged
         ...                                  # server.url, server.store
 
-``start()`` builds the store (unless given one), installs CRD handling, binds the socket,
+``start()`` builds the store (unless given one), binds the socket,
 then starts each controller as a guarded task; ``stop()`` cancels the controllers, ends
 every watch stream and closes the socket.
 """
@@ -24,7 +24,6 @@ import yaml
 from aiohttp import web
 
 from wlmvk.core.tasks import guarded, stop
-from wlmvk.testing.apiserver import crds
 from wlmvk.testing.apiserver.controllers import Controller, LogHandler
 from wlmvk.testing.apiserver.handlers import Settings, build_app
 from wlmvk.testing.apiserver.store import Store
@@ -64,7 +63,6 @@ class ApiServer:
         self._tasks: list[asyncio.Task[Any]] = []
         self._runner: web.AppRunner | None = None
         self.port = self.config.port
-        crds.install(self.store)
 
     def register_controller(self, controller: Controller) -> None:
         """Run ``controller(store)`` with the server (call before ``start()``)."""

@@ -6,7 +6,7 @@ all read and write through it, so a controller sees exactly what kubectl sees.
 
 Public API (all objects are plain JSON dicts, see :data:`resources.Obj`)::
 
-    store = Store(history=10_000)           # built-in kinds registered; default namespaces exist
+    store = Store(history=10_000)           # built-in kinds, CRD handling, default namespaces
     store.register(info) / unregister(gvr)  # resource types; CRDs do this for you (crds.py)
     store.info(gvr) -> ResourceInfo         # 404 ApiError if unknown; store.resources() lists all
     store.resource_version -> int           # the newest resourceVersion handed out
@@ -348,6 +348,7 @@ class Store:
         history: int = 10_000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        built_ins: bool = True,
     ) -> None:
         self._history = history
         self._clock = clock
@@ -356,6 +357,12 @@ class Store:
         self._registry_listeners: list[Callable[[], None]] = []
         for info in BUILTINS:
             self.register(info)
+        if built_ins:
+            # Imported here: both modules build on this one.
+            from wlmvk.testing.apiserver import crds, eventsbridge
+
+            crds.install(self)
+            eventsbridge.install(self)
         for name in namespaces:
             self.create(NAMESPACES, {"metadata": {"name": name}})
 
