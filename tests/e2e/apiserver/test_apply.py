@@ -53,6 +53,10 @@ async def test_server_side_apply_creates_then_updates(apiserver: RunningApiServe
     second = await apiserver.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(body))
     assert second.returncode == 0, second.stderr
     assert apiserver.store.get(CONFIGMAPS, "cm2", "default")["data"] == {"a": "2", "b": "3"}
+    body["data"] = {"a": "2"}
+    third = await apiserver.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(body))
+    assert third.returncode == 0, third.stderr
+    assert apiserver.store.get(CONFIGMAPS, "cm2", "default")["data"] == {"a": "2"}
 
 
 async def test_apply_kustomization_stores_workloads_and_rbac(

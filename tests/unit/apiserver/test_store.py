@@ -169,10 +169,29 @@ def test_bind(store: Store) -> None:
 
 def test_server_side_apply_creates_and_merges(store: Store) -> None:
     store.patch(
-        CONFIGMAPS, "c", {"metadata": {"name": "c"}, "data": {"a": "1"}}, "default", patch_type="apply"
+        CONFIGMAPS,
+        "c",
+        {"metadata": {"name": "c"}, "data": {"a": "1"}},
+        "default",
+        patch_type="apply",
+        field_manager="one",
     )
-    merged = store.patch(CONFIGMAPS, "c", {"metadata": {"name": "c"}, "data": {"b": "2"}}, patch_type="apply")
+    merged = store.patch(
+        CONFIGMAPS,
+        "c",
+        {"metadata": {"name": "c"}, "data": {"b": "2"}},
+        patch_type="apply",
+        field_manager="two",
+    )
     assert merged["data"] == {"a": "1", "b": "2"}
+    dropped = store.patch(
+        CONFIGMAPS,
+        "c",
+        {"metadata": {"name": "c"}, "data": {"c": "3"}},
+        patch_type="apply",
+        field_manager="one",
+    )
+    assert dropped["data"] == {"b": "2", "c": "3"}
 
 
 def test_returned_objects_are_copies(store: Store) -> None:
@@ -284,3 +303,33 @@ def test_invalid_crd_is_422(store: Store) -> None:
         )
     assert raised.value.code == 422
     assert "metadata.name" in raised.value.message
+
+
+def test_server_side_apply_removes_what_the_manager_stopped_applying(store: Store) -> None:
+    def applied(labels: dict[str, str], env: list[dict[str, str]]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": "p", "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "i", "env": env}]},
+        }
+
+    store.patch(
+        PODS,
+        "p",
+        applied({"a": "1", "b": "2"}, [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]),
+        patch_type="apply",
+        field_manager="kubectl",
+    )
+    store.patch(PODS, "p", {"metadata": {"labels": {"other": "x"}}}, patch_type="merge")
+    store.patch(
+        PODS, "p", {"metadata": {"labels": {"mine": "y"}}}, patch_type="apply", field_manager="someone"
+    )
+    after = store.patch(
+        PODS,
+        "p",
+        applied({"a": "1"}, [{"name": "Y", "value": "3"}]),
+        patch_type="apply",
+        field_manager="kubectl",
+    )
+    assert after["metadata"]["labels"] == {"a": "1", "other": "x", "mine": "y"}
+    assert after["spec"]["containers"][0]["env"] == [{"name": "Y", "value": "3"}]
+    assert after["spec"]["restartPolicy"] == "Always"

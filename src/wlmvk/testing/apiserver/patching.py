@@ -10,8 +10,10 @@ as the real server (415 for strategic merge).
 
 Server-side apply (``apply``) is approximated: the applied configuration is merged into
 the live object with strategic-merge rules (built-ins) or JSON-merge rules (custom
-resources). Field ownership (managedFields) is not tracked, so fields dropped from a
-later applied configuration are not removed and conflicts are never reported.
+resources), after :func:`forget_unapplied` removed the fields the same field manager
+applied last time and no longer applies. Ownership across managers (managedFields) is
+not tracked, so apply never reports conflicts and a field another manager also set is
+still removed when its applier drops it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from wlmvk.testing.apiserver.errors import ApiError, ApiInvalid, bad_request, unsupported_media_type
 from wlmvk.testing.apiserver.resources import Obj, ResourceInfo
 
-_BUILTIN_GROUPS = frozenset(
+BUILTIN_GROUPS = frozenset(
     {
         "",
         "apps",
@@ -68,7 +70,7 @@ PATCH_TYPES = {
 
 def apply_patch(old: Obj, patch: Any, patch_type: str, info: ResourceInfo) -> Obj:
     """The patched copy of ``old`` (``old`` itself is never changed)."""
-    builtin = info.group in _BUILTIN_GROUPS
+    builtin = info.group in BUILTIN_GROUPS
     if patch_type == "merge":
         return _require_obj(merge_patch(old, _require_obj(patch)))
     if patch_type == "json":
@@ -315,3 +317,47 @@ def _copy(v: Any) -> Any:
     if isinstance(v, list):
         return [_copy(x) for x in v]
     return v
+
+
+def forget_unapplied(live: Any, previous: Any, applied: Any, *, builtin: bool, field: str = "") -> Any:
+    """``live`` without the fields ``previous`` (an earlier apply) set and ``applied`` drops."""
+    if not isinstance(live, dict) or not isinstance(previous, dict) or not isinstance(applied, dict):
+        return live
+    out = dict(live)
+    for key, before in previous.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key not in applied:
+            out.pop(key, None)
+            continue
+        now = applied[key]
+        if isinstance(before, dict) and isinstance(now, dict):
+            out[key] = forget_unapplied(out.get(key), before, now, builtin=builtin, field=key)
+        elif (
+            builtin and isinstance(before, list) and isinstance(now, list) and isinstance(out.get(key), list)
+        ):
+            out[key] = _forget_items(key, out[key], before, now, builtin)
+    return out
+
+
+def _forget_items(field: str, live: list[Any], before: list[Any], now: list[Any], builtin: bool) -> list[Any]:
+    if field in PRIMITIVE_MERGE:
+        dropped = {_hashable(v) for v in before} - {_hashable(v) for v in now}
+        return [v for v in live if _hashable(v) not in dropped]
+    key = _merge_key(field, before + now)
+    if key is None:
+        return live
+
+    def index(items: list[Any]) -> dict[Any, Any]:
+        return {_hashable(i.get(key)): i for i in items if isinstance(i, dict)}
+
+    was, still = index(before), index(now)
+    kept = []
+    for item in live:
+        ident = _hashable(item.get(key)) if isinstance(item, dict) else None
+        if ident in was and ident not in still:
+            continue
+        if ident in was:
+            item = forget_unapplied(item, was[ident], still[ident], builtin=builtin)
+        kept.append(item)
+    return kept

@@ -355,6 +355,8 @@ class Store:
         self._rv = 0
         self._buckets: dict[GVR, _Bucket] = {}
         self._registry_listeners: list[Callable[[], None]] = []
+        self._applied: dict[str, dict[str, Obj]] = {}
+        """Server-side apply: the last configuration each field manager applied, per object uid."""
         for info in BUILTINS:
             self.register(info)
         if built_ins:
@@ -634,10 +636,20 @@ class Store:
                     raise
                 body = clone(patch)
                 body.setdefault("metadata", {})["name"] = name
-                return self.create(gvr, body, namespace)
+                made = self.create(gvr, body, namespace)
+                self._applied[made["metadata"]["uid"]] = {field_manager or "": clone(patch)}
+                return made
         else:
             old = self._raw(bucket, name, namespace)
-        new = clone(patching.apply_patch(old, patch, patch_type, info))
+        base = old
+        if patch_type == "apply" and subresource is None:
+            managers = self._applied.setdefault(old["metadata"]["uid"], {})
+            previous = managers.get(field_manager or "")
+            if previous is not None:
+                builtin = info.group in patching.BUILTIN_GROUPS
+                base = patching.forget_unapplied(old, previous, patch, builtin=builtin)
+            managers[field_manager or ""] = clone(patch)
+        new = clone(patching.apply_patch(base, patch, patch_type, info))
         meta = new.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
@@ -778,6 +790,7 @@ class Store:
         key = (meta.get("namespace", ""), meta["name"])
         if type == "DELETED":
             bucket.objects.pop(key, None)
+            self._applied.pop(meta.get("uid", ""), None)
         else:
             bucket.objects[key] = obj
         event = WatchEvent(type, obj, self._rv, previous)
