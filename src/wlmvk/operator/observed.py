@@ -67,6 +67,10 @@ def view(pod: Body) -> PodView:
         state = statuses[0].get("state") or {}
         running = state.get("running") or {}
         terminated = state.get("terminated") or {}
+        waiting = state.get("waiting") or {}
+        if waiting.get("reason"):
+            reason = str(waiting["reason"])
+            message = str(waiting.get("message") or message)
         started = str(terminated.get("startedAt") or running.get("startedAt") or "")
         if terminated:
             finished = str(terminated.get("finishedAt") or "")

@@ -132,8 +132,11 @@ def _steps(
                     "Failed", "PrepareFailed", f"uploading {job.prepare.path} failed: {step.explain()}"
                 )
             if step.phase != "Succeeded":
-                outcome.condition("Prepared", False, "Preparing", f"pod {step.name} is {step.phase}")
-                return outcome.end("Preparing", "Preparing", f"uploading inputs to {job.prepare.path}")
+                waiting = _waiting(step)
+                outcome.condition("Prepared", False, "Preparing", waiting)
+                return outcome.end(
+                    "Preparing", "Preparing", f"uploading inputs to {job.prepare.path}: {waiting}"
+                )
             outcome.condition("Prepared", True, "Prepared")
             pinned = placement.pin(node) if node else {"kubernetes.io/hostname": target}
     if job_body is None:
@@ -256,11 +259,21 @@ def _collect(
         )
     if result.phase != "Succeeded":
         outcome.fields["completionTime"] = ""
-        outcome.condition("Collected", False, "Collecting", f"pod {result.name} is {result.phase}")
-        return outcome.end("Collecting", "Collecting", f"collecting {job.results.path}")
+        waiting = _waiting(result)
+        outcome.condition("Collected", False, "Collecting", waiting)
+        return outcome.end("Collecting", "Collecting", f"collecting {job.results.path}: {waiting}")
     outcome.condition("Collected", True, "Collected")
     outcome.fields["completionTime"] = result.finished_at or outcome.fields.get("completionTime", "")
     return outcome.end("Succeeded", "Completed", f"job {step.job_id} completed, results collected")
+
+
+def _waiting(step: PodView) -> str:
+    """What a staging pod is waiting for, in the user's terms."""
+    if step.unschedulable:
+        return f"pod {step.name} cannot be scheduled: {step.unschedulable}"
+    if step.phase == "Pending" and step.reason:
+        return f"pod {step.name} is waiting: {step.explain()}"
+    return f"pod {step.name} is {step.phase.lower()}"
 
 
 def _node(nodes: Sequence[Body], name: str) -> Body | None:

@@ -377,3 +377,27 @@ def test_wlmjob_carries_the_container_request() -> None:
         "nodeSelectorTerms"
     ][0]["matchExpressions"]
     assert [e["values"][0] for e in expressions] == ["0", "119", "511", "1"]
+
+
+def test_a_stuck_staging_pod_says_why() -> None:
+    world = readme_job()
+    world.step()
+    prepare = "prepare-and-results-job-prepare"
+    world.pods[prepare] = unschedulable(
+        world.pods[prepare], "0/3 nodes are available: 3 node(s) didn't match"
+    )
+    world.step()
+    assert world.status["status"] == "Preparing"
+    assert "cannot be scheduled: 0/3 nodes are available" in world.status["message"]
+    pod = world.pods[prepare]
+    pod["status"] = {
+        "phase": "Pending",
+        "containerStatuses": [
+            {
+                "name": "pr1",
+                "state": {"waiting": {"reason": "CreateContainerError", "message": "no such file"}},
+            }
+        ],
+    }
+    world.step()
+    assert "CreateContainerError: no such file" in world.status["message"]

@@ -1,0 +1,97 @@
+"""The original README's session, step by step, with its example file.
+
+The example targets the node ``slurm-minikube-cpu``; the cluster here is named
+``test``, so the test applies a copy whose nodeSelector and hostPaths fit
+(everything else is the file as shipped).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.operator.stack import STAGING_UID, Stack, build
+from tests.e2e.operator.support import wait_status
+
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
+    built = await build(apiserver, redbox, kubelet_factory)
+    yield built
+    await built.stop_operator()
+
+
+@pytest.fixture
+def node_dirs() -> Any:
+    """/home/docker/{inputs,outputs} of the README, as the user prepared them."""
+    base = Path(tempfile.mkdtemp(prefix="readme-", dir="/tmp"))
+    base.chmod(0o755)
+    inputs, outputs = base / "inputs", base / "outputs"
+    inputs.mkdir()
+    outputs.mkdir()
+    (inputs / "foo.txt").write_text("foo\n")
+    for path in (inputs, inputs / "foo.txt", outputs):
+        os.chown(path, STAGING_UID, STAGING_UID)
+    yield inputs, outputs
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def example_for(stack: Stack, inputs: Path, outputs: Path, directory: Path) -> Path:
+    doc = yaml.safe_load((ROOT / "examples" / "prepare-and-results.yaml").read_text())
+    assert doc["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "slurm-minikube-cpu"}
+    doc["spec"]["nodeSelector"]["kubernetes.io/hostname"] = stack.node("cpu")
+    doc["spec"]["prepare"]["mount"]["hostPath"]["path"] = str(inputs)
+    doc["spec"]["results"]["mount"]["hostPath"]["path"] = str(outputs)
+    path = directory / "prepare-and-results.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+async def test_prepare_and_results(stack: Stack, node_dirs: Any, tmp_path: Path) -> None:
+    inputs, outputs = node_dirs
+    example = example_for(stack, inputs, outputs, tmp_path)
+
+    applied = await stack.kubectl("apply", "-f", str(example))
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "slurmjob.wlm.sylabs.io/prepare-and-results created"
+
+    status = await wait_status(stack.apiserver, "prepare-and-results", {"Succeeded", "Failed"}, timeout=120)
+    assert status["status"] == "Succeeded", status
+
+    listed = await stack.kubectl("get", "slurmjob")
+    header, row = listed.stdout.splitlines()[:2]
+    assert header.split()[:2] == ["NAME", "STATUS"]
+    assert row.split()[:2] == ["prepare-and-results", "Succeeded"]
+
+    pods = {line.split()[0]: line for line in (await stack.kubectl("get", "pod")).stdout.splitlines()[1:]}
+    assert "Completed" in pods["prepare-and-results-job-prepare"]
+    assert "Job finished" in pods["prepare-and-results-job"]
+    assert "Completed" in pods["prepare-and-results-job-collect"]
+
+    assert sorted(p.name for p in outputs.iterdir()) == ["bar"]
+    result = outputs / "bar" / "output.txt"
+    assert result.read_text() == "foo\nslurm\n"
+    assert (result.stat().st_uid, result.stat().st_gid) == (STAGING_UID, STAGING_UID)
+
+    logs = await stack.kubectl("logs", "prepare-and-results-job")
+    assert logs.stdout == "Hello\n", logs.stderr
+
+    described = await stack.kubectl("describe", "sj", "prepare-and-results")
+    for reason in ("Preparing", "Running", "Collecting", "Succeeded"):
+        assert reason in described.stdout
+
+    # each job has its own working directory on the Slurm side
+    workdir = stack.redbox.work_dir / status["workingDir"]
+    assert (workdir / "inputs" / "foo.txt").read_text() == "foo\n"
+    assert (workdir / "bar" / "output.txt").read_text() == "foo\nslurm\n"
