@@ -14,12 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.operator.support import apply_crds
 from wlmvk.core import tasks
 from wlmvk.operator.app import serve
 from wlmvk.operator.settings import OperatorSettings, StagingSettings
+from wlmvk.testing.apiserver import hostkubelet
+from wlmvk.testing.apiserver.controllers import default_controllers
 
 ROOT = Path(__file__).resolve().parents[3]
+AGENT_HOST = "agent-host"  # the kubelet fixture's --agent-host
+# The API server with its controllers and a host kubelet for the agent host, where staging pods run.
+WITH_AGENT_HOST = pytest.mark.apiserver(
+    controllers=[*default_controllers(), hostkubelet.controller(node_name=AGENT_HOST)]
+)
 STAGING_UID = 1000
 # Staging pods run as UID 1000, which cannot execute the venv's interpreter (under
 # /root): they run the system Python 3.11 on the same source and packages.

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.operator.stack import Stack, build
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
 from tests.e2e.operator.support import eventually, get_json, status_of, wait_status
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
 
 @pytest.fixture
