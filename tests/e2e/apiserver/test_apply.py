@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk.testing.apiserver.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS
+from wlmvk.testing.apiserver.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS, SECRETS
 
 pytestmark = pytest.mark.kubectl
 
@@ -140,8 +140,12 @@ async def test_get_and_delete_configmap(apiserver: RunningApiServer) -> None:
     assert 'Error from server (NotFound): configmaps "cm" not found' in missing.stderr
 
 
-async def test_imperative_create_gets_a_clear_415(apiserver: RunningApiServer) -> None:
-    result = await apiserver.kubectl("create", "configmap", "x", "--from-literal=a=1")
-    assert result.returncode != 0
-    assert "protobuf" in result.stderr
-    assert "kubectl apply -f" in result.stderr
+async def test_imperative_create_commands_send_protobuf_we_decode(apiserver: RunningApiServer) -> None:
+    made = await apiserver.kubectl("create", "namespace", "team")
+    assert made.returncode == 0, made.stderr
+    secret = await apiserver.kubectl("create", "secret", "generic", "s", "--from-literal=k=v", "-n", "team")
+    assert secret.returncode == 0, secret.stderr
+    assert apiserver.store.get(SECRETS, "s", "team")["data"] == {"k": "dg=="}
+    refused = await apiserver.kubectl("create", "deployment", "d", "--image=x")
+    assert refused.returncode != 0
+    assert "not Deployment: send JSON (kubectl apply -f / create -f)" in refused.stderr

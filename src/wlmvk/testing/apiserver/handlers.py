@@ -19,7 +19,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from wlmvk.testing.apiserver import discovery, openapi, schema, tables
+from wlmvk.testing.apiserver import discovery, openapi, protobuf, schema, tables
 from wlmvk.testing.apiserver.controllers import LogHandler
 from wlmvk.testing.apiserver.errors import ApiError, bad_request, method_not_allowed
 from wlmvk.testing.apiserver.patching import PATCH_TYPES
@@ -294,13 +294,14 @@ async def _body(request: web.Request) -> Any:
     if not raw:
         raise bad_request("the request body is empty")
     ctype = request.content_type
+    if ctype == "application/vnd.kubernetes.protobuf":
+        return protobuf.decode(raw)
     if "protobuf" in ctype or "cbor" in ctype:
         raise ApiError(
             415,
             "UnsupportedMediaType",
             f"the body of the request was in an unknown format - accepted media types include: "
-            f"application/json, application/yaml (this in-memory server does not decode {ctype}; "
-            f"imperative commands such as 'kubectl create configmap' send protobuf: use 'kubectl apply -f')",
+            f"application/json, application/yaml, application/vnd.kubernetes.protobuf (not {ctype})",
         )
     try:
         if ctype.endswith("yaml"):
