@@ -23,6 +23,7 @@ import socket
 import ssl
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,20 +183,37 @@ async def recorder(jobs: Jobs, interval: float) -> None:
             _log.warning("could not poll Slurm", error=exc.message)
 
 
-async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -> None:
+@dataclass
+class Assembly:
+    """red-box's parts, wired: what ``serve`` listens with (benchmarks build one in-process)."""
+
+    runner: Runner
+    store: Store
+    jobs: Jobs
+    service: Service
+    health: Health
+
+
+async def build(settings: cfg.Settings) -> Assembly:
+    """Check the config against Slurm, open the state store and wire the service."""
     overrides = cfg.load_overrides(settings.config)
     runner = Runner(timeout=settings.slurm_timeout, cwd=str(settings.work_dir))
     slurm = Slurm(runner)
     if overrides:
         cfg.check_partitions(overrides, await slurm.partition_names(), settings.config)
-    prepare_socket(settings.socket)
     store = Store(settings.state_dir)
     store.open()
     confinement = Confinement(settings.work_dir, settings.roots)
     jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=settings.max_script_bytes)
     service_class = OriginalService if settings.original_api_only else Service
     service = service_class(slurm=slurm, jobs=jobs, confinement=confinement, overrides=overrides)
-    health = Health()
+    return Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health())
+
+
+async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -> None:
+    prepare_socket(settings.socket)
+    parts = await build(settings)
+    store, jobs, service, health = parts.store, parts.jobs, parts.service, parts.health
     handlers: list[Any] = [service] if settings.original_api_only else [service, health]
     servers = [Server(handlers)]
     old_umask = os.umask(0o177)

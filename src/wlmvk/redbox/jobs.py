@@ -15,6 +15,7 @@ of submitting again.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,9 @@ _log = structlog.get_logger(__name__)
 
 ACCOUNTING_RECHECK = 60.0
 """Seconds to trust 'accounting is off' before asking sacct again."""
+
+KEY_INDEX_TTL = 60.0
+"""Seconds a submission trusts the index of idempotency keys found in Slurm."""
 
 LOST_REASON = "the job left Slurm before red-box saw it end"
 
@@ -60,6 +64,9 @@ class Jobs:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self._key_locks: dict[str, _KeyLock] = {}
         self._accounting_off_until = 0.0
+        self._index: dict[str, JobState] = {}
+        self._index_at = -math.inf
+        self._index_scan: asyncio.Future[None] | None = None
 
     # --- submitting ---
 
@@ -76,10 +83,10 @@ class Jobs:
         entry.users += 1
         try:
             async with entry.lock:
-                found = await self.find(key)
+                found = await self.job_for_key(key, max_age=KEY_INDEX_TTL)
                 if found is not None:
-                    _log.info("job exists for key", job_id=found.job_id, key=key)
-                    return found.job_id
+                    _log.info("job exists for key", job_id=found, key=key)
+                    return found
                 job_id = await self.slurm.submit(script, options, env=env)
                 self.store.remember_key(key, job_id)
                 self.store.track(job_id)
@@ -112,27 +119,57 @@ class Jobs:
 
     # --- finding by key ---
 
-    async def find(self, key: str) -> JobState | None:
+    async def find(self, key: str, *, max_age: float = 0.0) -> JobState | None:
+        """The job submitted with ``key``: red-box's record, else Slurm's job comments.
+
+        Slurm is searched through an index of every wlmvk key in squeue and
+        (with accounting) sacct, rebuilt when older than ``max_age`` seconds;
+        concurrent lookups share one rebuild. The FindJob rpc asks for a fresh
+        index; submissions accept one up to KEY_INDEX_TTL old, since a job this
+        red-box submitted is in its record anyway.
+        """
+        known = await self.job_for_key(key, max_age=max_age)
+        return None if known is None else await self.state(known)
+
+    async def job_for_key(self, key: str, *, max_age: float = 0.0) -> JobId | None:
         scripts.check_key(key)
         known = self.store.job_for_key(key)
-        if known is not None:
-            return (await self.states([known]))[known]
-        for state in await self.slurm.queue():
-            if state.idempotency_key == key:
-                self.store.remember_key(key, state.job_id)
-                return state
+        if known is None:
+            indexed = (await self._key_index(max_age)).get(key)
+            if indexed is None:
+                return None
+            known = indexed.job_id
+            self.store.remember_key(key, known)
+        return known
+
+    async def _key_index(self, max_age: float) -> dict[str, JobState]:
+        if self._index_scan is None and time.monotonic() - self._index_at > max_age:
+            self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
+            self._index_scan.add_done_callback(self._scanned)
+        if self._index_scan is not None:
+            await asyncio.shield(self._index_scan)
+        return self._index
+
+    def _scanned(self, task: asyncio.Future[None]) -> None:
+        self._index_scan = None
+        if not task.cancelled():
+            task.exception()  # retrieved here; the awaiting callers see it too
+
+    async def _scan_keys(self, started: float) -> None:
+        index: dict[str, JobState] = {}
+        rows = await self.slurm.queue()
         if self._accounting_maybe():
-            rows = await self.slurm.accounting_recent()
-            if rows is None:
+            accounted = await self.slurm.accounting_recent()
+            if accounted is None:
                 self._accounting_off()
             else:
-                matches = [r for r in rows if r.idempotency_key == key]
-                if matches:
-                    state = max(matches, key=lambda r: r.job_id)
-                    self.store.remember_key(key, state.job_id)
-                    self.store.record(state)
-                    return state
-        return None
+                rows = accounted + rows
+        for row in rows:
+            if row.idempotency_key:
+                seen = index.get(row.idempotency_key)
+                if seen is None or row.job_id >= seen.job_id:
+                    index[row.idempotency_key] = row
+        self._index, self._index_at = index, started
 
     # --- states ---
 
