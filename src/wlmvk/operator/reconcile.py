@@ -213,8 +213,8 @@ def _after_job(
             outcome.fields["exitCode"] = step.exit_code
         outcome.fields["completionTime"] = step.finished_at
         if cancelled(step):
-            return outcome.end("Cancelled", "Cancelled", f"job {step.job_id} was cancelled")
-        return outcome.end("Failed", "JobFailed", f"job {step.job_id} failed: {step.explain()}".strip())
+            return outcome.end("Cancelled", "Cancelled", f"{_job(step)} was cancelled")
+        return outcome.end("Failed", "JobFailed", f"{_job(step)} failed: {step.explain()}")
     if step.phase != "Succeeded":
         return outcome.end(
             job.status.get("status") or "Pending", step.phase, f"pod {step.name} is {step.phase}"
@@ -222,7 +222,7 @@ def _after_job(
     outcome.fields["exitCode"] = step.exit_code if step.exit_code is not None else 0
     outcome.fields["completionTime"] = step.finished_at
     if job.results is None:
-        return outcome.end("Succeeded", "Completed", f"job {step.job_id} completed")
+        return outcome.end("Succeeded", "Completed", f"{_job(step)} completed")
     return _collect(job, step, outcome, by_name, nodes, settings, working_dir)
 
 
@@ -264,7 +264,11 @@ def _collect(
         return outcome.end("Collecting", "Collecting", f"collecting {job.results.path}: {waiting}")
     outcome.condition("Collected", True, "Collected")
     outcome.fields["completionTime"] = result.finished_at or outcome.fields.get("completionTime", "")
-    return outcome.end("Succeeded", "Completed", f"job {step.job_id} completed, results collected")
+    return outcome.end("Succeeded", "Completed", f"{_job(step)} completed, results collected")
+
+
+def _job(step: PodView) -> str:
+    return f"job {step.job_id}" if step.job_id else "the job"
 
 
 def _waiting(step: PodView) -> str:

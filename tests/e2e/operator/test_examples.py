@@ -1,0 +1,52 @@
+"""Every example in examples/ runs end to end and ends as its file says.
+
+An example ends Succeeded unless it carries ``# wlmvk-demo-expect: Failed``
+(the container job: the local cluster has no container runtime). The README
+example (prepare-and-results) has its own test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
+from tests.e2e.operator.support import wait_status
+
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.fixture
+async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
+    built = await build(apiserver, redbox, kubelet_factory)
+    yield built
+    await built.stop_operator()
+
+
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in EXAMPLES.glob("*.yaml") if p.name != "prepare-and-results.yaml")
+)
+async def test_example(stack: Stack, example: str) -> None:
+    text = (EXAMPLES / example).read_text()
+    doc = yaml.safe_load(text)
+    expected = "Failed" if "wlmvk-demo-expect: Failed" in text else "Succeeded"
+    applied = await stack.kubectl("apply", "-f", str(EXAMPLES / example))
+    assert applied.returncode == 0, applied.stderr
+    kind = doc["kind"].lower()
+    name = doc["metadata"]["name"]
+    status = await wait_status(
+        stack.apiserver, name, {"Succeeded", "Failed", "Cancelled"}, kind=kind, timeout=90
+    )
+    assert status["status"] == expected, status
+    assert status["message"]
+    if expected == "Succeeded":
+        pod = f"{name}-job" if kind == "slurmjob" else f"{name}-wlm-job"
+        logs = await stack.kubectl("logs", pod)
+        assert logs.returncode == 0, logs.stderr
+        assert logs.stdout.strip(), f"{pod} printed nothing"
