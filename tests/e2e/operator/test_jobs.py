@@ -127,3 +127,40 @@ async def test_operator_restart_mid_job_completes_and_reports_once(stack: Stack)
     assert [p["metadata"]["name"] for p in pods["items"] if p["metadata"]["name"].startswith("restart")] == [
         "restart-job"
     ]
+
+
+def results_into(directory: Any, source: str) -> dict[str, Any]:
+    return {
+        "from": source,
+        "mount": {"name": "outputs", "hostPath": {"path": str(directory), "type": "DirectoryOrCreate"}},
+    }
+
+
+async def test_failed_collection_fails_the_slurmjob_with_the_reason(stack: Stack, tmp_path: Any) -> None:
+    outputs = tmp_path / "outputs"
+    await create(
+        stack, slurmjob("nothing", "#!/bin/sh\necho no results\n", results=results_into(outputs, "bar"))
+    )
+    status = await wait_status(stack.apiserver, "nothing", {"Succeeded", "Failed"}, timeout=90)
+    assert status["status"] == "Failed"
+    assert status["reason"] == "CollectFailed"
+    assert "bar" in status["message"]
+    assert "bar: no such file or directory" in status["message"]
+    collected = next(c for c in status["conditions"] if c["type"] == "Collected")
+    assert collected["status"] == "False"
+
+
+async def test_a_symlink_out_of_the_working_directory_is_not_collected(stack: Stack, tmp_path: Any) -> None:
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("do not copy")
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    outputs.chmod(0o777)
+    batch = f"#!/bin/sh\nln -s {secret} bar\n"
+    await create(stack, slurmjob("sneaky", batch, results=results_into(outputs, "bar")))
+    status = await wait_status(stack.apiserver, "sneaky", {"Succeeded", "Failed"}, timeout=90)
+    assert status["status"] == "Failed"
+    assert status["reason"] == "CollectFailed"
+    assert list(outputs.rglob("*")) == []
+    assert "bar: outside the allowed roots" in status["message"]
