@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.slurm",
     "tests.fixtures.redbox",
     "tests.fixtures.apiserver",
+    "tests.fixtures.kubelet",
 ]
 
 

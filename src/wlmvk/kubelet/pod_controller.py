@@ -305,6 +305,7 @@ class PodController:
             await self._reject(record, spec.reason, spec.message)
             return
         if not record.looked_up and self._find_supported:
+            log.debug("looking up the job by key before submitting")
             try:
                 found = await self._backend.find(record.uid)
             except Unsupported:
@@ -320,6 +321,7 @@ class PodController:
                 )
                 self._queue.add(record.uid)
                 return
+        log.debug("submitting")
         try:
             job_id = await self._backend.submit(spec)
         except Unavailable:

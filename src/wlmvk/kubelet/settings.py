@@ -30,7 +30,7 @@ class Settings:
     lease_duration: int = 40
     lease_renew_interval: float = 10.0
     max_pods: int = 1000
-    jobs_root: str = ""
+    jobs_root: str = "pods"
     workers: int = 16
     wlm_timeout: float = 30.0
     log_level: str = "info"
@@ -72,7 +72,12 @@ def parse(argv: list[str]) -> Settings:
     add("--lease-duration", type=int, default=40, help="node Lease duration in seconds")
     add("--lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     add("--max-pods", type=int, default=1000, help="pods capacity of each node")
-    add("--jobs-root", default="", help="Slurm-side root of per-pod working dirs (default: red-box's)")
+    add(
+        "--jobs-root",
+        default="pods",
+        help="per-pod working dirs go under <jobs-root>/<namespace>/<pod>-<uid>: relative to red-box's"
+        " working root, or absolute inside a root red-box allows",
+    )
     add("--workers", type=int, default=16, help="pods reconciled concurrently")
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
     add("--log-level", default="info", help="debug, info, warning or error")

@@ -293,7 +293,20 @@ async def test_restart_adopts_and_never_submits_twice(
 
     await eventually(annotated)
     assert fake.calls["submit"] == 0
-    assert fake.calls["find"] >= 1
+    assert fake.calls["find"] == 2  # the startup probe, then the pod's own lookup
+
+
+async def test_pods_present_at_start_are_looked_up_before_submission(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    for index in range(3):
+        await kube.create(PODS, pod_body(f"early{index}"), namespace="default")
+    await start(kubelet_factory, apiserver, fake)
+    await eventually(lambda: _all_submitted(fake, 3))
+    assert fake.calls["find"] == 1 + 3
+    await kube.create(PODS, pod_body("late"), namespace="default")
+    await eventually(lambda: _all_submitted(fake, 4))
+    assert fake.calls["find"] == 1 + 3  # pods created while running need no lookup
 
 
 async def test_original_red_box_relies_on_the_annotation(

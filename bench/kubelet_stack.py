@@ -1,0 +1,119 @@
+"""Shared setup of the kubelet benchmarks: the in-memory API server and red-box as subprocesses
+(so they do not share the kubelet's event loop), Slurm command counting shims, and helpers.
+
+Not a benchmark itself. Every process started here is stopped by ``Stack.close()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = Path("/var/tmp/wlmvk-slurm/jobs")
+SLURM_COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "scontrol", "sinfo")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _shims(directory: Path, counter: Path) -> None:
+    """Wrappers that log each Slurm command to ``counter`` and run the real one."""
+    for name in SLURM_COMMANDS:
+        real = shutil.which(name)
+        if real is None:
+            continue
+        shim = directory / name
+        shim.write_text(f'#!/bin/sh\necho {name} >> "{counter}"\nexec {real} "$@"\n')
+        shim.chmod(0o755)
+
+
+@dataclass
+class Stack:
+    base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="kb-", dir="/tmp")))
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    kubeconfig: Path = Path()
+    socket: str = ""
+    work_dir: Path = Path()
+    counter: Path = Path()
+
+    def start(self, *, original: bool = False) -> Stack:
+        port = free_port()
+        self.kubeconfig = self.base / "kubeconfig"
+        self._spawn(
+            [sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
+             "dev", "apiserver", "--port", str(port), "--no-controllers",
+             "--kubeconfig", str(self.kubeconfig), "--log-level", "warning"],
+            "apiserver.log",
+        )  # fmt: skip
+        shims = self.base / "bin"
+        shims.mkdir()
+        self.counter = self.base / "slurm-commands"
+        self.counter.touch()
+        _shims(shims, self.counter)
+        self.work_dir = Path(tempfile.mkdtemp(prefix="kb-", dir=JOBS))
+        self.socket = str(self.base / "rb.sock")
+        argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", self.socket,
+                "--work-dir", str(self.work_dir), "--state-dir", str(self.base / "state"),
+                "--log-level", "warning"]  # fmt: skip
+        if original:
+            argv.append("--original-api-only")
+        env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"}
+        self._spawn(argv, "red-box.log", env=env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.kubeconfig.exists() and Path(self.socket).exists():
+                time.sleep(0.5)
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"stack did not start; see {self.base}")
+
+    def _spawn(self, argv: list[str], log: str, env: dict[str, str] | None = None) -> None:
+        with (self.base / log).open("wb") as sink:
+            self.processes.append(
+                subprocess.Popen(argv, stdout=sink, stderr=sink, env=env, cwd=ROOT, start_new_session=True)
+            )
+
+    def slurm_commands(self) -> list[str]:
+        return self.counter.read_text().split()
+
+    def close(self) -> None:
+        for proc in self.processes:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.processes:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def scancel_name_prefix(prefix: str) -> None:
+    """Cancel every job whose name starts with ``prefix`` (the benchmark's own jobs)."""
+    out = subprocess.run(["squeue", "-h", "-o", "%i|%j"], capture_output=True, text=True, check=False).stdout
+    ids = [line.split("|")[0] for line in out.splitlines() if line.split("|")[-1].startswith(prefix)]
+    for start in range(0, len(ids), 200):
+        subprocess.run(["scancel", *ids[start : start + 200]], capture_output=True, check=False)
+
+
+async def wait_until(check, timeout: float, every: float = 0.05):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = await check()
+        if result:
+            return result
+        await asyncio.sleep(every)
+    raise TimeoutError("condition not met")

@@ -1,0 +1,58 @@
+"""The full stack for the kubelet's end-to-end tests: real Slurm, real red-box, the in-memory
+API server, the kubelet in-process, and the real kubectl."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.kubelet import StartKubelet
+from tests.fixtures.redbox import RedBox
+from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet.app import Kubelet
+
+
+@dataclass
+class Stack:
+    apiserver: RunningApiServer
+    redbox: RedBox
+    kubelet: Kubelet
+    kube: KubeClient
+
+    async def kubectl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return await self.apiserver.kubectl(*args, input=input)
+
+
+def slurm_partitions() -> list[str]:
+    out = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, check=True).stdout
+    return sorted({line.strip() for line in out.splitlines() if line.strip()})
+
+
+@pytest.fixture
+async def kube(apiserver: RunningApiServer) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.connect(str(apiserver.kubeconfig))
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def stack(
+    slurm: str,
+    apiserver: RunningApiServer,
+    redbox_factory: Callable[..., RedBox],
+    kubelet_factory: StartKubelet,
+    kube: KubeClient,
+    request: pytest.FixtureRequest,
+) -> Stack:
+    marker = request.node.get_closest_marker("redbox_original")
+    box = redbox_factory(original=marker is not None)
+    kubelet = await kubelet_factory(kubeconfig=apiserver.kubeconfig, red_box_socket=box.socket)
+    return Stack(apiserver, box, kubelet, kube)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "redbox_original: run red-box with --original-api-only")
