@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from wlmvk.core import names, tasks
-from wlmvk.core.errors import NotFound, WlmvkError
+from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
 from wlmvk.kube import times
 from wlmvk.kube.bodies import NODES, PODS, Body, Resource, meta
 from wlmvk.kube.client import KubeClient
@@ -188,6 +188,9 @@ class Controller:
             except WlmvkError as exc:
                 _log.warning("reconcile failed, retrying", key="/".join(key), error=exc.message)
                 asyncio.get_running_loop().call_later(2.0, self._enqueue, key)
+            except Exception:  # a bug must not stop every other job: log it, retry later
+                _log.exception("reconcile crashed, retrying", key="/".join(key))
+                asyncio.get_running_loop().call_later(10.0, self._enqueue, key)
 
     # -- one decision -------------------------------------------------------------------------------------
 
@@ -206,7 +209,8 @@ class Controller:
         log = _log.bind(kind=key[0], namespace=key[1], name=key[2])
         for action in actions:
             if isinstance(action, reconcile.CreatePod):
-                await self._create(body, action, log)
+                if not await self._create(body, action, log):
+                    return  # the resource failed: the rest of the plan no longer applies
             elif isinstance(action, reconcile.PatchStatus):
                 await self._patch_status(key, body, action.status, log)
             else:
@@ -214,17 +218,33 @@ class Controller:
                     _reference(body), type=action.type, reason=action.reason, message=action.message
                 )
 
-    async def _create(self, owner: Body, action: reconcile.CreatePod, log: Any) -> None:
+    async def _create(self, owner: Body, action: reconcile.CreatePod, log: Any) -> bool:
+        """Create a pod; False when the API server refused it (the resource is then Failed)."""
         md = action.body["metadata"]
         where = (str(md["namespace"]), str(md["name"]))
         try:
             created = await self.client.create(PODS, action.body, namespace=where[0])
         except AlreadyExists:
             log.debug("pod already exists", pod=where[1])
-            return
+            return True
+        except InvalidInput as exc:
+            # The API server refused the pod (e.g. a volume it cannot accept): retrying cannot help.
+            log.warning("pod refused", pod=where[1], error=exc.message)
+            key = _key(owner, str(owner.get("kind", "")))
+            message = f"pod {where[1]} was refused: {exc.message}"
+            failed = {
+                **(owner.get("status") or {}),
+                "status": "Failed",
+                "reason": "PodRejected",
+                "message": message,
+            }
+            await self._patch_status(key, owner, failed, log)
+            await self.events.post(_reference(owner), type="Warning", reason="PodRejected", message=message)
+            return False
         self.mirror.pods[where] = created
         log.info("created pod", pod=where[1])
         await self.events.post(_reference(owner), type="Normal", reason=action.reason, message=action.message)
+        return True
 
     async def _patch_status(self, key: Key, body: Body, status: Body, log: Any) -> None:
         old = body.get("status") or {}

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wlmvk.core import names
 from wlmvk.core.errors import InvalidInput
 from wlmvk.operator import directives, placement, pods
 from wlmvk.operator.observed import PodView, cancelled, view
@@ -158,14 +159,19 @@ def _start_prepare(
 ) -> _Outcome:
     assert job.prepare is not None
     spec = pods.job_pod(job, request, working_dir=working_dir)["spec"]
-    fitting = [node for node in placement.candidates(spec, nodes) if placement.agent_host(node)]
+    matching = placement.candidates(spec, nodes)
+    fitting = [node for node in matching if placement.agent_host(node)]
     if not fitting:
         virtual = [n for n in nodes if placement.fits({"tolerations": spec["tolerations"]}, n)]
-        message = (
-            f"0/{len(virtual)} virtual nodes match the job's nodeSelector and #SBATCH resources"
-            if virtual
-            else "no virtual node (partition) is registered"
-        )
+        if matching:
+            message = (
+                f"{len(matching)} virtual node(s) match but none has the {names.LABEL_AGENT_HOST} label:"
+                " there is no host to stage the data on"
+            )
+        elif virtual:
+            message = f"0/{len(virtual)} virtual nodes match the job's nodeSelector and #SBATCH resources"
+        else:
+            message = "no virtual node (partition) is registered"
         outcome.condition("Scheduled", False, "Unschedulable", message)
         return outcome.end("Pending", "Unschedulable", message)
     node = fitting[0]

@@ -401,3 +401,19 @@ def test_a_stuck_staging_pod_says_why() -> None:
     }
     world.step()
     assert "CreateContainerError: no such file" in world.status["message"]
+
+
+def test_prepare_needs_an_agent_host() -> None:
+    world = readme_job()
+    for node in world.nodes:
+        del node["metadata"]["labels"][names.LABEL_AGENT_HOST]
+    assert creates(world.step()) == []
+    assert world.status["status"] == "Pending"
+    assert "agent-host label" in world.status["message"]
+
+
+def test_prepare_without_any_virtual_node() -> None:
+    world = readme_job()
+    world.nodes = []
+    world.step()
+    assert world.status["message"] == "no virtual node (partition) is registered"
