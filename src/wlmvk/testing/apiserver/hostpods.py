@@ -203,7 +203,9 @@ class PodWorker:
         backoff = self.ctx.restart_backoff
         while not self.deleting:
             try:
-                launch = self._launch_spec(spec)
+                launch: hostcontainers.LaunchSpec | hostcontainers.StartFailed = self._launch_spec(spec)
+            except hostcontainers.StartFailed as exc:
+                launch = exc
             except (InvalidInput, NotFound) as exc:
                 state.waiting_reason, state.waiting_message = "CreateContainerConfigError", exc.message
                 self.ctx.events.record(self.pod, "Warning", "Failed", f"Error: {exc.message}")
@@ -236,15 +238,22 @@ class PodWorker:
             state.will_restart = False
 
     async def _run_once(
-        self, spec: Mapping[str, Any], state: ContainerState, launch: hostcontainers.LaunchSpec
+        self,
+        spec: Mapping[str, Any],
+        state: ContainerState,
+        launch: hostcontainers.LaunchSpec | hostcontainers.StartFailed,
     ) -> None:
         index = self.starts[state.name]
         self.starts[state.name] += 1
         log = hostlogs.LogWriter(self._log_path(state.name, index))
-        targets = [m["target"] for m in launch.mounts]
+        targets = (
+            [m["target"] for m in launch.mounts] if isinstance(launch, hostcontainers.LaunchSpec) else []
+        )
         self.ctx.in_use.update(targets)
         try:
             try:
+                if isinstance(launch, hostcontainers.StartFailed):
+                    raise launch
                 process = await hostcontainers.start(launch, log=log, scratch=self.dir)
             except hostcontainers.StartFailed as exc:
                 self.ctx.created.update(exc.created)
@@ -410,7 +419,10 @@ class PodWorker:
         }
         node = self._node_allocatable()
         env = podenv.container_env(self.pod, spec, self._lookup, base=base, node_allocatable=node)
-        argv = podenv.command_line(spec, env)
+        try:
+            argv = podenv.command_line(spec, env)
+        except InvalidInput as exc:
+            raise hostcontainers.StartFailed(exc.message, []) from exc
         mounts = hostvolumes.container_mounts(spec, self.volumes, env)
         return hostcontainers.LaunchSpec(
             argv=argv,
