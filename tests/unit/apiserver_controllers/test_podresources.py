@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk.testing.apiserver.podresources import allocatable, insufficient, pod_requests, requested_on
+from wlmvk.testing.apiserver.podresources import (
+    allocatable,
+    insufficient,
+    pod_requests,
+    requested_on,
+    usage_by_node,
+)
 
 
 def container(
@@ -72,8 +78,8 @@ def test_terminated_pods_do_not_count() -> None:
         pod(container({"cpu": "1"}), phase="Failed"),
         pod(container({"cpu": "1"}), phase="Pending"),
     ]
-    total, count = requested_on(pods)
-    assert (total, count) == ({"cpu": 2000}, 2)
+    usage = requested_on(pods)
+    assert (usage.requested, usage.pods) == ({"cpu": 2000}, 2)
 
 
 def test_allocatable_falls_back_to_capacity() -> None:
@@ -105,3 +111,11 @@ def test_unrequested_resources_are_not_checked() -> None:
     free = allocatable({"status": {"allocatable": {"pods": "1"}}})
     assert insufficient({}, free, {}, 0) == []
     assert insufficient({}, {}, {}, 0) == ["Too many pods"]
+
+
+def test_usage_by_node_leaves_unbound_pods_out() -> None:
+    bound = pod(container({"cpu": "1"}), phase="Running")
+    bound["spec"]["nodeName"] = "n1"
+    usage = usage_by_node([bound, pod(container({"cpu": "5"}))])
+    assert list(usage) == ["n1"]
+    assert (usage["n1"].requested, usage["n1"].pods) == ({"cpu": 1000}, 1)

@@ -20,7 +20,7 @@ When none is left, the message is kube-scheduler's ``FitError``, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,12 +49,14 @@ class Unschedulable:
 
 Decision = Bind | Unschedulable
 
+_NOTHING = podresources.Usage()
 
-def decide(pod: Body, nodes: Iterable[Body], on_node: Mapping[str, Sequence[Body]]) -> Decision:
+
+def decide(pod: Body, nodes: Iterable[Body], usage: Mapping[str, podresources.Usage]) -> Decision:
     """Bind ``pod`` to the best feasible node, or explain why there is none.
 
-    ``on_node`` maps node names to the pods bound there (see :func:`by_node`);
-    only non-terminated ones count against the node's resources.
+    ``usage`` maps node names to what their pods request
+    (:func:`podresources.usage_by_node`).
     """
     nodes = list(nodes)
     if not nodes:
@@ -67,7 +69,7 @@ def decide(pod: Body, nodes: Iterable[Body], on_node: Mapping[str, Sequence[Body
     feasible: list[Body] = []
     for node in nodes:
         name = node.get("metadata", {}).get("name", "")
-        reasons = node_failures(pod, request, node, on_node.get(name, ()))
+        reasons = node_failures(pod, request, node, usage.get(name, _NOTHING))
         if reasons:
             failures[name] = reasons
         else:
@@ -75,23 +77,13 @@ def decide(pod: Body, nodes: Iterable[Body], on_node: Mapping[str, Sequence[Body
     if feasible:
         # max() keeps the first of equal scores: the alphabetically first node wins ties.
         feasible.sort(key=_name)
-        best = max(feasible, key=lambda n: _score(pod, request, n, on_node.get(_name(n), ())))
+        best = max(feasible, key=lambda n: _score(pod, request, n, usage.get(_name(n), _NOTHING)))
         return Bind(_name(best))
     return Unschedulable(fit_error(failures))
 
 
-def by_node(pods: Iterable[Body]) -> dict[str, list[Body]]:
-    """Pods grouped by ``spec.nodeName`` (unbound pods left out)."""
-    grouped: dict[str, list[Body]] = {}
-    for pod in pods:
-        name = (pod.get("spec") or {}).get("nodeName")
-        if name:
-            grouped.setdefault(name, []).append(pod)
-    return grouped
-
-
 def node_failures(
-    pod: Body, request: podresources.Resources, node: Body, on_node: Iterable[Body]
+    pod: Body, request: podresources.Resources, node: Body, usage: podresources.Usage
 ) -> list[str]:
     """Why ``node`` cannot take ``pod`` (empty when it can); the first failing filter decides."""
     tolerations = taints.pod_tolerations(pod)
@@ -107,8 +99,7 @@ def node_failures(
     readiness = node_readiness_taint(node)
     if readiness is not None and not taints.tolerated(tolerations, readiness):
         return [NOT_READY]
-    used, count = podresources.requested_on(on_node)
-    return podresources.insufficient(request, podresources.allocatable(node), used, count)
+    return podresources.insufficient(request, podresources.allocatable(node), usage.requested, usage.pods)
 
 
 def node_readiness_taint(node: Body) -> dict[str, str] | None:
@@ -149,11 +140,11 @@ def _resolvable(reason: str) -> bool:
 
 
 def _score(
-    pod: Body, request: podresources.Resources, node: Body, on_node: Iterable[Body]
+    pod: Body, request: podresources.Resources, node: Body, usage: podresources.Usage
 ) -> tuple[int, int, float]:
     prefer_no = [t for t in taints.node_taints(node) if t.get("effect") == "PreferNoSchedule"]
     intolerable = sum(1 for t in prefer_no if not taints.tolerated(taints.pod_tolerations(pod), t))
-    used, _ = podresources.requested_on(on_node)
+    used = usage.requested
     free = podresources.allocatable(node)
     shares = [
         (free[r] - used.get(r, 0) - request.get(r, 0)) / free[r]

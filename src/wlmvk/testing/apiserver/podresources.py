@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from wlmvk.core.errors import InvalidInput
@@ -53,19 +54,38 @@ def pod_requests(pod: Body) -> Resources:
     return +total
 
 
-def requested_on(pods: Iterable[Body]) -> tuple[Resources, int]:
-    """What the non-terminated ``pods`` request together, and how many there are."""
-    total: Resources = Counter()
-    count = 0
-    for pod in pods:
+@dataclass
+class Usage:
+    """What the non-terminated pods bound to one node request together, and how many they are."""
+
+    requested: Resources = field(default_factory=Counter)
+    pods: int = 0
+
+    def add(self, pod: Body) -> None:
         if is_terminated(pod):
-            continue
-        count += 1
+            return
+        self.pods += 1
         try:
-            total.update(pod_requests(pod))
+            self.requested.update(pod_requests(pod))
         except InvalidInput:
-            continue
-    return total, count
+            return
+
+
+def requested_on(pods: Iterable[Body]) -> Usage:
+    usage = Usage()
+    for pod in pods:
+        usage.add(pod)
+    return usage
+
+
+def usage_by_node(pods: Iterable[Body]) -> dict[str, Usage]:
+    """:class:`Usage` of every node that has pods bound (unbound pods are left out)."""
+    usage: dict[str, Usage] = {}
+    for pod in pods:
+        name = (pod.get("spec") or {}).get("nodeName")
+        if name:
+            usage.setdefault(name, Usage()).add(pod)
+    return usage
 
 
 def allocatable(node: Body) -> Resources:

@@ -108,7 +108,7 @@ class _Scheduler:
 
     def schedule(self, keys: list[PodKey]) -> None:
         nodes = self.store.list(NODES, copy=False).items
-        on_node = placement.by_node(self.store.list(PODS, copy=False).items)
+        usage = podresources.usage_by_node(self.store.list(PODS, copy=False).items)
         for key in keys:
             try:
                 pod = self.store.get(PODS, key[1], key[0])
@@ -116,21 +116,20 @@ class _Scheduler:
                 continue
             if not is_pending_for_us(pod):
                 continue
-            decision = placement.decide(pod, nodes, on_node)
+            decision = placement.decide(pod, nodes, usage)
             if isinstance(decision, placement.Bind):
-                self._bind(pod, decision.node, on_node)
+                self._bind(pod, decision.node, usage)
             else:
                 self._mark_unschedulable(pod, decision.message)
 
-    def _bind(self, pod: Obj, node: str, on_node: dict[str, list[Obj]]) -> None:
+    def _bind(self, pod: Obj, node: str, usage: dict[str, podresources.Usage]) -> None:
         meta = pod["metadata"]
         try:
             bound = self.store.bind(meta["namespace"], meta["name"], node)
         except ApiError as exc:
             _log.info("binding failed", pod=meta["name"], node=node, error=exc.message)
             return
-        on_node.setdefault(node, []).append(bound)
-        _log.debug("bound", pod=f"{meta['namespace']}/{meta['name']}", node=node)
+        usage.setdefault(node, podresources.Usage()).add(bound)
         self.events.record(
             bound,
             "Normal",
