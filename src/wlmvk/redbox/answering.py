@@ -8,6 +8,7 @@ INTERNAL, so red-box keeps serving.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,10 +37,35 @@ def to_grpc(exc: errors.WlmvkError) -> GRPCError:
     return GRPCError(Status.INTERNAL, exc.message)
 
 
+class Inflight:
+    """Counts unary rpcs in progress, so that shutdown can let them finish."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.count += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def idle(self) -> None:
+        await self._idle.wait()
+
+
 @contextmanager
-def answering(rpc: str) -> Iterator[None]:
+def answering(rpc: str, inflight: Inflight | None = None, **bind: object) -> Iterator[None]:
+    """Map errors to gRPC statuses, bind ``rpc`` (and e.g. job_id, partition) to log lines."""
+    if inflight is not None:
+        inflight.enter()
     try:
-        yield
+        with structlog.contextvars.bound_contextvars(rpc=rpc, **bind):
+            yield
     except GRPCError:
         raise
     except errors.WlmvkError as exc:
@@ -48,3 +74,6 @@ def answering(rpc: str) -> Iterator[None]:
     except Exception as exc:
         _log.exception("rpc failed", rpc=rpc)
         raise GRPCError(Status.INTERNAL, f"{rpc}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if inflight is not None:
+            inflight.leave()

@@ -250,14 +250,18 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
     finally:
         _log.info("red-box stopping")
         health.set_serving(False)
+        # No new connections (the socket file goes), let unary calls in progress
+        # finish within the grace period, then cancel what is left (tails, stages).
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(settings.socket)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(service.inflight.idle(), SHUTDOWN_GRACE)
         for server in servers:
             server.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in servers)), SHUTDOWN_GRACE)
         await stop(*tasks)
         store.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(settings.socket)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         _log.info("red-box stopped")

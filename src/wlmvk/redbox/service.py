@@ -27,7 +27,7 @@ from wlmvk._proto import api
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
 from wlmvk.redbox import archives, files, scripts
-from wlmvk.redbox.answering import answering
+from wlmvk.redbox.answering import Inflight, answering
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import parsing
@@ -75,6 +75,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self.overrides = dict(overrides)
         self._version = ""
         self._cluster = ""
+        self.inflight = Inflight()
 
     # --- submitting ---
 
@@ -85,14 +86,14 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return spec
 
     async def submit_job(self, submit_job_request: api.SubmitJobRequest) -> api.SubmitJobResponse:
-        with answering("SubmitJob"):
+        with answering("SubmitJob", self.inflight, partition=submit_job_request.partition):
             job_id = await self.jobs.submit(self._spec(submit_job_request))
             return api.SubmitJobResponse(job_id=job_id)
 
     async def submit_job_container(
         self, submit_job_container_request: api.SubmitJobContainerRequest
     ) -> api.SubmitJobContainerResponse:
-        with answering("SubmitJobContainer"):
+        with answering("SubmitJobContainer", self.inflight, partition=submit_job_container_request.partition):
             spec = convert.container_spec_from_wire(submit_job_container_request)
             if not spec.image:
                 raise InvalidInput("imageName is required")
@@ -116,7 +117,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             return api.SubmitJobContainerResponse(job_id=job_id)
 
     async def cancel_job(self, cancel_job_request: api.CancelJobRequest) -> api.CancelJobResponse:
-        with answering("CancelJob"):
+        with answering("CancelJob", self.inflight, job_id=cancel_job_request.job_id):
             await self.jobs.cancel(JobId(cancel_job_request.job_id))
             return api.CancelJobResponse()
 
@@ -128,7 +129,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return status
 
     async def job_info(self, job_info_request: api.JobInfoRequest) -> api.JobInfoResponse:
-        with answering("JobInfo"):
+        with answering("JobInfo", self.inflight, job_id=job_info_request.job_id):
             job_id = JobId(job_info_request.job_id)
             try:
                 records = await self.slurm.show_job(job_id)
@@ -195,7 +196,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         )
 
     async def job_steps(self, job_steps_request: api.JobStepsRequest) -> api.JobStepsResponse:
-        with answering("JobSteps"):
+        with answering("JobSteps", self.inflight, job_id=job_steps_request.job_id):
             steps = await self.slurm.steps(JobId(job_steps_request.job_id))
             if steps is None:
                 raise FailedPrecondition("Slurm accounting is disabled: there is no record of job steps")
@@ -214,7 +215,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             )
 
     async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
-        with answering("JobStates"):
+        with answering("JobStates", self.inflight):
             ids = [JobId(i) for i in job_states_request.job_ids]
             states = await self.jobs.states(ids)
             return api.JobStatesResponse(
@@ -222,7 +223,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             )
 
     async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
-        with answering("FindJob"):
+        with answering("FindJob", self.inflight):
             if not find_job_request.idempotency_key:
                 raise InvalidInput("idempotency_key is required")
             state = await self.jobs.find(find_job_request.idempotency_key)
@@ -261,7 +262,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def create_file(
         self, create_file_request_iterator: AsyncIterator[api.CreateFileRequest]
     ) -> api.CreateFileResponse:
-        with answering("CreateFile"):
+        with answering("CreateFile", self.inflight):
             first = await anext(create_file_request_iterator, None)
             if first is None:
                 raise InvalidInput("CreateFile: the first message must name the path")
@@ -275,14 +276,14 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             return api.CreateFileResponse()
 
     async def zip(self, zip_request: api.ZipRequest) -> api.ZipResponse:
-        with answering("Zip"):
+        with answering("Zip", self.inflight):
             source = self.confinement.resolve(zip_request.path)
             target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
             await asyncio.to_thread(archives.zip_path, source, target)
             return api.ZipResponse()
 
     async def unzip(self, unzip_request: api.UnzipRequest) -> api.UnzipResponse:
-        with answering("Unzip"):
+        with answering("Unzip", self.inflight):
             source = self.confinement.resolve(unzip_request.source)
             dest = self.confinement.directory(unzip_request.path or ".", create=True)
             await asyncio.to_thread(archives.unzip_into, source, dest)
@@ -291,7 +292,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def stage_in(
         self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
     ) -> api.StageInResponse:
-        with answering("StageIn"):
+        with answering("StageIn", self.inflight):
             first = await anext(stage_in_request_iterator, None)
             if first is None or not first.path:
                 raise InvalidInput("StageIn: the first message must name the target directory")
@@ -320,7 +321,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     # --- the cluster ---
 
     async def resources(self, resources_request: api.ResourcesRequest) -> api.ResourcesResponse:
-        with answering("Resources"):
+        with answering("Resources", self.inflight, partition=resources_request.partition):
             res = await self.partition_resources(resources_request.partition)
             wire = convert.resources_to_wire(res)
             if self.original_only:
@@ -360,11 +361,11 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         )
 
     async def partitions(self, partitions_request: api.PartitionsRequest) -> api.PartitionsResponse:
-        with answering("Partitions"):
+        with answering("Partitions", self.inflight):
             return api.PartitionsResponse(partition=await self.slurm.partition_names())
 
     async def workload_info(self, workload_info_request: api.WorkloadInfoRequest) -> api.WorkloadInfoResponse:
-        with answering("WorkloadInfo"):
+        with answering("WorkloadInfo", self.inflight):
             if not self._version:
                 self._version = await self.slurm.version()
             if not self.original_only and not self._cluster:

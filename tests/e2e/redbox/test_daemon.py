@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import signal
+import socket
+import ssl
 import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import trustme
+from grpclib.client import Channel
 
 from tests.e2e.redbox.helpers import script, wait_for
 from tests.fixtures.redbox import RedBox
+from wlmvk._proto import api
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import Feature, JobSpec, JobStatus
 from wlmvk.wlm.client import RedBoxClient
@@ -193,5 +200,49 @@ async def test_red_box_running_as_the_job_owner(redbox_factory: Factory) -> None
         assert out.stat().st_uid == info.uid
         assert (box.work_dir / "made-here").stat().st_uid == info.uid
         assert b"".join([c async for c in client.open_file("whoami.out")]) == b"slurmuser\n"
+    finally:
+        await client.close()
+
+
+async def test_tcp_listener_with_tls(redbox_factory: Factory, tmp_path: Path) -> None:
+    authority = trustme.CA()
+    cert = authority.issue_cert("127.0.0.1", "localhost")
+    cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    box = redbox_factory(
+        "--tcp",
+        f"127.0.0.1:{port}",
+        "--tls-cert",
+        str(tmp_path / "cert.pem"),
+        "--tls-key",
+        str(tmp_path / "key.pem"),
+    )
+    context = ssl.create_default_context()
+    authority.configure_trust(context)
+    context.set_alpn_protocols(["h2"])
+    channel = Channel("127.0.0.1", port, ssl=context)
+    try:
+        reply = await api.WorkloadManagerStub(channel).partitions(api.PartitionsRequest())
+        assert "debug" in reply.partition
+    finally:
+        channel.close()
+    assert box.stop() == 0
+
+
+async def test_sigterm_with_an_open_tail_stream_stops_promptly(redbox: RedBox) -> None:
+    (redbox.work_dir / "forever.log").write_text("x\n")
+    client = RedBoxClient(redbox.socket)
+    tail = client.tail_file("forever.log")
+    try:
+        assert await anext(tail) == b"x\n"
+        started = time.monotonic()
+        code = await asyncio.to_thread(redbox.stop)
+        assert code == 0
+        assert time.monotonic() - started < 12
+        with pytest.raises(Unavailable):
+            await anext(tail)
     finally:
         await client.close()

@@ -1,0 +1,159 @@
+"""Jobs' bookkeeping against a scripted Slurm: call counts, merging of sources, per-key submits.
+
+The fake stands in for ``slurm.commands.Slurm`` only here, where the point
+is how many commands red-box runs and how it combines their answers; the
+real commands are exercised end to end in tests/e2e/redbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
+from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.jobs import LOST_REASON, Jobs
+from wlmvk.redbox.store import Store
+
+
+class ScriptedSlurm:
+    def __init__(self) -> None:
+        self.queued: dict[JobId, JobState] = {}
+        self.accounted: dict[JobId, JobState] | None = {}
+        self.calls: list[str] = []
+        self.next_id = 100
+        self.submitted: list[Sequence[str]] = []
+
+    async def submit(
+        self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> JobId:
+        self.calls.append("sbatch")
+        await asyncio.sleep(0.01)
+        self.next_id += 1
+        job = JobId(self.next_id)
+        key = next((o.split(":", 1)[1] for o in options if o.startswith("--comment=wlmvk:")), "")
+        self.queued[job] = JobState(job_id=job, status=JobStatus.PENDING, idempotency_key=key)
+        self.submitted.append(options)
+        return job
+
+    async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
+        self.calls.append("squeue")
+        return [s for j, s in self.queued.items() if job_ids is None or j in job_ids]
+
+    async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
+        self.calls.append("sacct")
+        if self.accounted is None:
+            return None
+        return [s for j, s in self.accounted.items() if j in job_ids]
+
+    async def accounting_recent(self) -> list[JobState] | None:
+        self.calls.append("sacct")
+        return None if self.accounted is None else list(self.accounted.values())
+
+
+@pytest.fixture
+def slurm() -> ScriptedSlurm:
+    return ScriptedSlurm()
+
+
+@pytest.fixture
+def jobs(slurm: ScriptedSlurm, tmp_path: Path) -> Jobs:
+    store = Store(tmp_path / "state")
+    store.open()
+    (tmp_path / "work").mkdir()
+    return Jobs(
+        slurm=slurm,  # type: ignore[arg-type]
+        store=store,
+        confinement=Confinement(tmp_path / "work", [tmp_path / "work"]),
+        max_script_bytes=1000,
+        base_env={},
+    )
+
+
+def done(job: int, status: JobStatus = JobStatus.COMPLETED, code: int = 0) -> JobState:
+    return JobState(job_id=JobId(job), status=status, exit_code=code)
+
+
+async def test_many_ids_one_squeue_and_at_most_one_sacct(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    slurm.queued = {JobId(i): JobState(job_id=JobId(i), status=JobStatus.RUNNING) for i in range(1, 501)}
+    slurm.accounted = {JobId(i): done(i) for i in range(501, 1001)}
+    states = await jobs.states([JobId(i) for i in range(1, 1101)])
+    assert slurm.calls == ["squeue", "sacct"]
+    assert states[JobId(1)].status is JobStatus.RUNNING
+    assert states[JobId(700)].status is JobStatus.COMPLETED
+    assert states[JobId(1100)].status is JobStatus.NOT_FOUND
+    slurm.calls.clear()
+    await jobs.states([JobId(i) for i in range(1, 501)])
+    assert slurm.calls == ["squeue"], "no sacct when squeue knows every job"
+
+
+async def test_recorded_ends_answer_without_sacct(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    slurm.queued = {JobId(5): done(5, JobStatus.FAILED, 3)}
+    await jobs.states([JobId(5)])
+    slurm.queued.clear()
+    slurm.calls.clear()
+    state = (await jobs.states([JobId(5)]))[JobId(5)]
+    assert (state.status, state.exit_code) == (JobStatus.FAILED, 3)
+    assert slurm.calls == ["squeue"]
+
+
+async def test_without_accounting_sacct_is_not_asked_again_soon(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    slurm.accounted = None
+    await jobs.states([JobId(1)])
+    await jobs.states([JobId(2)])
+    assert slurm.calls == ["squeue", "sacct", "squeue"]
+
+
+async def test_a_followed_job_that_vanished_unseen_is_unknown_not_pending(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    slurm.accounted = None
+    job = await jobs.submit(JobSpec(script="#!/bin/sh\n"))
+    slurm.queued.clear()
+    state = await jobs.state(job)
+    assert state.status is JobStatus.UNKNOWN
+    assert state.reason == LOST_REASON
+    assert await jobs.poll_unfinished() == 0, "the recorder stops asking about it"
+
+
+async def test_racing_submissions_with_one_key_make_one_job(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    spec = JobSpec(script="#!/bin/sh\n", idempotency_key="uid-1")
+    ids = await asyncio.gather(*(jobs.submit(spec) for _ in range(5)))
+    assert len(set(ids)) == 1
+    assert slurm.calls.count("sbatch") == 1
+    other = await jobs.submit(replace(spec, idempotency_key="uid-2"))
+    assert other != ids[0]
+
+
+async def test_concurrent_lookups_share_one_scan(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    specs = [JobSpec(script="#!/bin/sh\n", idempotency_key=f"k{i}") for i in range(8)]
+    await asyncio.gather(*(jobs.submit(s) for s in specs))
+    assert slurm.calls.count("squeue") == 1
+    assert slurm.calls.count("sacct") == 1
+    assert slurm.calls.count("sbatch") == 8
+
+
+async def test_a_key_from_a_lost_record_is_found_in_slurm(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    slurm.accounted = {JobId(42): replace(done(42), idempotency_key="old-uid")}
+    assert await jobs.submit(JobSpec(script="#!/bin/sh\n", idempotency_key="old-uid")) == 42
+    found = await jobs.find("old-uid")
+    assert found is not None
+    assert found.job_id == 42
+    assert "sbatch" not in slurm.calls
+
+
+async def test_submit_options_and_working_dir(jobs: Jobs, slurm: ScriptedSlurm, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="outside"):
+        await jobs.submit(JobSpec(script="#!/bin/sh\n", std_err="/etc/cron.d/evil"))
+    await jobs.submit(
+        JobSpec(script="#!/bin/sh\n", partition="p", name="n", working_dir="w/x", std_out="o.txt")
+    )
+    options = slurm.submitted[-1]
+    work = tmp_path / "work" / "w" / "x"
+    assert work.is_dir()
+    assert list(options) == ["--partition=p", "--job-name=n", f"--chdir={work}", f"--output={work / 'o.txt'}"]
