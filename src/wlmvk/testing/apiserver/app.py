@@ -10,6 +10,7 @@ import signal
 import structlog
 
 from wlmvk.core.logging import configure
+from wlmvk.testing.apiserver import hostkubelet
 from wlmvk.testing.apiserver.controllers import default_controllers, default_log_handler
 from wlmvk.testing.apiserver.server import ApiServer, Config
 
@@ -25,6 +26,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--history", type=int, default=10_000, help="watch events kept per resource type")
     p.add_argument("--no-controllers", action="store_true", help="do not run scheduler/gc/node lifecycle")
     p.add_argument("--log-level", default="info", help="debug, info, warning, error")
+    hostkubelet.add_arguments(p)
     return p.parse_args(argv)
 
 
@@ -44,7 +46,10 @@ async def serve(args: argparse.Namespace) -> None:
     )
     server = ApiServer(
         config,
-        controllers=[] if args.no_controllers else default_controllers(),
+        controllers=[
+            *([] if args.no_controllers else default_controllers()),
+            *hostkubelet.controllers_from(args),
+        ],
         log_handler=default_log_handler(),
     )
     stopping = asyncio.Event()

@@ -23,6 +23,7 @@ Its pods' logs are served by ``logproxy`` straight from the files it writes
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import functools
@@ -101,6 +102,35 @@ def serving(store: Store, node_name: str) -> HostKubelet | None:
 def controller(config: HostKubeletConfig | None = None, **overrides: Any) -> Controller:
     """A controller for ``ApiServer(controllers=[...])`` running a host kubelet."""
     return functools.partial(run, config=replace(config or HostKubeletConfig(), **overrides))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of ``wlmvk dev apiserver`` that start host kubelets."""
+    parser.add_argument(
+        "--host-node",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="register node NAME and run the pods bound to it as local processes (repeatable)",
+    )
+    parser.add_argument(
+        "--host-node-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra label of the host nodes (repeatable)",
+    )
+    parser.add_argument(
+        "--host-node-address", default="127.0.0.1", help="InternalIP of the host nodes (default 127.0.0.1)"
+    )
+
+
+def controllers_from(args: argparse.Namespace) -> list[Controller]:
+    """Host kubelet controllers for the options of :func:`add_arguments`."""
+    labels = dict(item.partition("=")[::2] for item in args.host_node_label)
+    return [
+        controller(node_name=name, labels=labels, address=args.host_node_address) for name in args.host_node
+    ]
 
 
 async def run(store: Store, *, config: HostKubeletConfig | None = None) -> None:
