@@ -47,7 +47,8 @@ def parse(argv: list[str]) -> Settings:
     add(
         "--cluster-name",
         default="",
-        help="the <cluster> in node names slurm-<cluster>-<partition> (default: host name)",
+        help="the <cluster> in node names slurm-<cluster>-<partition> (default: $NODE_NAME, $HOST_NAME,"
+        " else the host name: the original named nodes after the agent host)",
     )
     add(
         "--agent-host",
@@ -56,8 +57,9 @@ def parse(argv: list[str]) -> Settings:
     )
     add(
         "--node-ip",
-        default="127.0.0.1",
-        help="InternalIP of the nodes: where the API server reaches this kubelet",
+        default=os.environ.get("NODE_IP", "") or "127.0.0.1",
+        help="InternalIP of the nodes, where the API server reaches this kubelet"
+        " (default: $NODE_IP, else 127.0.0.1)",
     )
     add("--listen", default="0.0.0.0", help="address of the kubelet HTTPS API")
     add("--port", type=int, default=10250, help="port of the kubelet HTTPS API (0 = any free port)")
@@ -86,7 +88,7 @@ def parse(argv: list[str]) -> Settings:
     return Settings(
         red_box_socket=args.red_box_socket,
         kubeconfig=args.kubeconfig,
-        cluster_name=args.cluster_name or socket.gethostname().split(".")[0],
+        cluster_name=args.cluster_name or agent or socket.gethostname().split(".")[0],
         agent_host=agent,
         node_ip=args.node_ip,
         listen_host=args.listen,
