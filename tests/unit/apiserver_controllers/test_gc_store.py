@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -174,3 +176,29 @@ async def test_bound_pod_dependents_are_deleted_gracefully(
         lambda: (p := store.get(PODS, "p", "default"))["metadata"].get("deletionTimestamp") and p
     )
     assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+async def test_pods_of_a_deleted_node_are_force_deleted_after_the_quarantine(
+    store: Store, running: Any
+) -> None:
+    running(functools.partial(gc.run, orphaned_pod_quarantine=0.3))
+    store.create(NODES, {"metadata": {"name": "n1"}})
+    store.create(NODES, {"metadata": {"name": "n2"}})
+    for name, node_name in (("on-n1", "n1"), ("on-n2", "n2"), ("on-ghost", "ghost")):
+        store.create(
+            PODS, {"metadata": {"name": name}, "spec": {"nodeName": node_name, "containers": [{"name": "c"}]}}
+        )
+    store.delete(NODES, "n1")
+    await eventually(lambda: not exists(store, PODS, "on-n1"))
+    await eventually(lambda: not exists(store, PODS, "on-ghost"))
+    assert exists(store, PODS, "on-n2")
+
+
+async def test_a_node_back_within_the_quarantine_keeps_its_pods(store: Store, running: Any) -> None:
+    running(functools.partial(gc.run, orphaned_pod_quarantine=0.5))
+    store.create(NODES, {"metadata": {"name": "n1"}})
+    store.create(PODS, {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}})
+    store.delete(NODES, "n1")
+    store.create(NODES, {"metadata": {"name": "n1"}})
+    await asyncio.sleep(1.0)
+    assert exists(store, PODS, "p")

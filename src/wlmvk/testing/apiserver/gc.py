@@ -14,6 +14,9 @@ resources whose CRD appears later, and acts on what :mod:`ownership` decides:
 - an owner carrying the ``orphan`` finalizer has its references removed from
   its dependents, then the finalizer. (``propagationPolicy: Orphan`` on delete
   is done by the store itself.)
+
+It also runs the pod garbage collector (:mod:`podgc`): pods bound to a node
+that has been gone for ``orphaned_pod_quarantine`` seconds are force-deleted.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import Any
 
 import structlog
 
-from wlmvk.testing.apiserver import ownership
+from wlmvk.core.tasks import guarded, stop
+from wlmvk.testing.apiserver import ownership, podgc
 from wlmvk.testing.apiserver.errors import ApiError
 from wlmvk.testing.apiserver.resources import GVR, Obj
 from wlmvk.testing.apiserver.store import ChangeCallback, Store
@@ -34,17 +38,19 @@ Where = tuple[GVR, str, str]
 """resource type, namespace ("" when cluster-scoped), name"""
 
 
-async def run(store: Store) -> None:
-    """Collect garbage until cancelled."""
+async def run(store: Store, *, orphaned_pod_quarantine: float = podgc.DEFAULT_QUARANTINE) -> None:
+    """Collect garbage until cancelled (orphaned pods too: see :mod:`podgc`)."""
     collector = _Collector(store)
     collector.attach()
     store.on_registry_change(collector.attach)
+    pods = guarded(podgc.run(store, quarantine=orphaned_pod_quarantine), name="apiserver-podgc")
     try:
         while True:
             for uid in await collector.queue.take():
                 collector.process(uid)
     finally:
         collector.queue.close()
+        await stop(pods)
 
 
 class _Collector:
