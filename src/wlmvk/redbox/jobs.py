@@ -181,8 +181,12 @@ class Jobs:
 
     async def states(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
         """The state of every job asked for: one squeue call, at most one sacct call."""
-        wanted = sorted(set(job_ids))
-        result: dict[JobId, JobState] = {}
+        wanted = sorted({j for j in job_ids if j > 0})
+        result: dict[JobId, JobState] = {
+            j: JobState(job_id=j, status=JobStatus.NOT_FOUND, reason="not a job id")
+            for j in job_ids
+            if j <= 0
+        }
         for state in await self.slurm.queue(wanted):
             if state.job_id in result:
                 continue  # array tasks share the job id's prefix; the first row stands for them

@@ -47,6 +47,8 @@ EXTENSIONS = (
     "grpc.health.v1",
 )
 RUNTIMES = ("apptainer", "singularity")
+FIND_INDEX_AGE = 2.0
+"""FindJob trusts an index of Slurm's keys this young: a burst of lookups shares one scan."""
 
 
 def container_runtime() -> str | None:
@@ -226,7 +228,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         with answering("FindJob", self.inflight):
             if not find_job_request.idempotency_key:
                 raise InvalidInput("idempotency_key is required")
-            state = await self.jobs.find(find_job_request.idempotency_key)
+            state = await self.jobs.find(find_job_request.idempotency_key, max_age=FIND_INDEX_AGE)
             if state is None:
                 return api.FindJobResponse(found=False)
             return api.FindJobResponse(found=True, job_id=state.job_id, state=convert.state_to_wire(state))

@@ -157,3 +157,9 @@ async def test_submit_options_and_working_dir(jobs: Jobs, slurm: ScriptedSlurm, 
     work = tmp_path / "work" / "w" / "x"
     assert work.is_dir()
     assert list(options) == ["--partition=p", "--job-name=n", f"--chdir={work}", f"--output={work / 'o.txt'}"]
+
+
+async def test_ids_that_cannot_exist_are_not_found_without_asking(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    states = await jobs.states([JobId(0), JobId(-4)])
+    assert {s.status for s in states.values()} == {JobStatus.NOT_FOUND}
+    assert "sacct" not in slurm.calls

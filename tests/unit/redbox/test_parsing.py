@@ -190,3 +190,8 @@ def test_idempotency_key_only_from_wlmvk_comments() -> None:
     assert parsing.idempotency_key("wlmvk:abc") == "abc"
     assert parsing.idempotency_key("(null)") == ""
     assert parsing.idempotency_key("somebody else's note") == ""
+
+
+@pytest.mark.parametrize(("text", "job"), [("12", 12), ("12_3", 12), ("12_[1-3]", 12), ("12+0", 12)])
+def test_leading_job_ids(text: str, job: int) -> None:
+    assert parsing.leading_id(text) == job

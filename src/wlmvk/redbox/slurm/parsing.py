@@ -126,6 +126,14 @@ def idempotency_key(comment: str) -> str:
     return comment[len(COMMENT_PREFIX) :] if comment.startswith(COMMENT_PREFIX) else ""
 
 
+def leading_id(text: str) -> int:
+    """``12``, ``12_3`` (array task), ``12_[1-3]``, ``12+0`` (het job) -> 12."""
+    match = re.match(r"\s*(\d+)", text)
+    if not match:
+        raise ValueError(f"not a job id: {text!r}")
+    return int(match.group(1))
+
+
 def _text(value: str) -> str:
     value = value.strip()
     return "" if value in _EMPTY else value
@@ -160,7 +168,7 @@ def squeue_states(output: str) -> list[JobState]:
             exit_code, signal = wait_status(row["exit_code"])
         states.append(
             JobState(
-                job_id=JobId(int(row["JobID"].split("_")[0])),
+                job_id=JobId(leading_id(row["JobID"])),
                 status=status,
                 reason=_text(row["Reason"]),
                 exit_code=exit_code,
