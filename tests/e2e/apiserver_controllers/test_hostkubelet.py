@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import KUBECTL, RunningApiServer
 from wlmvk.testing.apiserver import hostkubelet
 from wlmvk.testing.apiserver.controllers import default_controllers
 
@@ -71,6 +71,10 @@ def scratch_dir(mode: int) -> Path:
     path = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
     path.chmod(mode)
     return path
+
+
+def touch(path: Path) -> None:
+    path.write_text("")
 
 
 def exists(path: str) -> bool:
@@ -185,6 +189,26 @@ async def test_missing_host_path_directory_fails_the_mount_visibly(apiserver: Ru
         await asyncio.sleep(0.2)
     assert f"hostPath type check failed: {missing} is not a directory" in described.stdout
     assert "ContainerCreating" in (await apiserver.kubectl("get", "pod", "nomount")).stdout
+    logs = await apiserver.kubectl("logs", "nomount")
+    assert logs.returncode != 0
+    assert 'container "main" in pod "nomount" is waiting to start: ContainerCreating' in logs.stderr
+
+
+async def test_logs_follow_a_running_container_until_it_exits(apiserver: RunningApiServer) -> None:
+    gate = scratch_dir(0o777)
+    script = f"echo first; while [ ! -e {gate}/go ]; do sleep 0.05; done; echo second"
+    await apply(apiserver, pod("chatty", ["sh", "-c", script], restartPolicy="Never"))
+    await phase_becomes(apiserver, "chatty", "Running")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env.update(KUBECONFIG=str(apiserver.kubeconfig), HOME=str(apiserver.home))
+    follower = await asyncio.create_subprocess_exec(
+        KUBECTL, "logs", "-f", "chatty", stdout=asyncio.subprocess.PIPE, env=env
+    )
+    assert follower.stdout is not None
+    assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"first\n"
+    touch(gate / "go")
+    assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"second\n"
+    assert await asyncio.wait_for(follower.wait(), 30) == 0, "the stream ends when the container exits"
 
 
 async def test_exit_codes_restarts_and_no_command(apiserver: RunningApiServer) -> None:
