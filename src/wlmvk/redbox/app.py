@@ -276,6 +276,9 @@ def main(argv: list[str]) -> int:
     except WlmvkError as exc:
         print(f"red-box: {exc.message}", file=sys.stderr)
         return 2 if isinstance(exc, InvalidInput) else 1
+    except OSError as exc:
+        print(f"red-box: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0
