@@ -1,0 +1,126 @@
+"""RedBoxClient against in-process servers: fallbacks, capability detection, reconnects.
+
+The servers here are small stand-ins on a real Unix socket; the real
+red-box is exercised in tests/e2e/redbox.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from grpclib import GRPCError
+from grpclib.const import Status
+from grpclib.server import Server
+
+from wlmvk._proto import api
+from wlmvk.core.errors import InvalidInput, NotFound, Unavailable, Unsupported
+from wlmvk.core.jobs import JobId, JobSpec, JobStatus
+from wlmvk.wlm.client import RedBoxClient
+
+
+class OriginalRedBox(api.WorkloadManagerBase):  # type: ignore[misc]
+    """Answers like the original red-box: no extensions, JobInfo only, UNKNOWN errors."""
+
+    def __init__(self, extensions: tuple[str, ...] = ()) -> None:
+        self.extensions = extensions
+        self.job_info_calls = 0
+
+    async def workload_info(self, request: api.WorkloadInfoRequest) -> api.WorkloadInfoResponse:
+        return api.WorkloadInfoResponse(
+            name="slurm", version="22.05.8\n", uid=0, extensions=list(self.extensions)
+        )
+
+    async def job_info(self, request: api.JobInfoRequest) -> api.JobInfoResponse:
+        self.job_info_calls += 1
+        if request.job_id == 404:
+            raise GRPCError(Status.UNKNOWN, "slurm_load_jobs error: Invalid job id specified")
+        status = api.JobStatus.COMPLETED if request.job_id == 1 else api.JobStatus.UNKNOWN
+        return api.JobInfoResponse(info=[api.JobInfo(id=str(request.job_id), exit_code="0:0", status=status)])
+
+    async def submit_job(self, request: api.SubmitJobRequest) -> api.SubmitJobResponse:
+        raise GRPCError(Status.UNKNOWN, "sbatch: error: Batch job submission failed: Invalid partition name")
+
+
+@pytest.fixture
+def socket_path() -> Iterator[str]:
+    home = tempfile.mkdtemp(dir="/tmp")
+    yield f"{home}/s.sock"
+    shutil.rmtree(home, ignore_errors=True)
+
+
+async def serve(handler: api.WorkloadManagerBase, path: str) -> Server:
+    server = Server([handler])
+    await server.start(path=path)
+    return server
+
+
+async def stop(server: Server) -> None:
+    server.close()
+    await server.wait_closed()
+
+
+async def test_states_fall_back_to_job_info_per_job(socket_path: str) -> None:
+    server = await serve(OriginalRedBox(), socket_path)
+    client = RedBoxClient(socket_path)
+    try:
+        states = await client.states([JobId(1), JobId(2), JobId(404), JobId(1)])
+        assert list(states) == [1, 2, 404]
+        assert states[JobId(1)].status is JobStatus.COMPLETED
+        assert states[JobId(1)].exit_code == 0
+        assert states[JobId(2)].status is JobStatus.UNKNOWN
+        assert states[JobId(404)].status is JobStatus.NOT_FOUND
+        with pytest.raises(Unsupported):
+            await client.find("key")
+        with pytest.raises(InvalidInput, match="Invalid partition"):
+            await client.submit(JobSpec(script="#!/bin/sh\n", partition="nope"))
+        assert (await client.info()).version == "22.05.8"
+    finally:
+        await client.close()
+        await stop(server)
+
+
+async def test_a_server_that_claims_more_than_it_serves_is_detected(socket_path: str) -> None:
+    handler = OriginalRedBox(extensions=("JobStates", "FindJob"))
+    server = await serve(handler, socket_path)
+    client = RedBoxClient(socket_path)
+    try:
+        states = await client.states([JobId(1)])
+        assert states[JobId(1)].status is JobStatus.COMPLETED
+        await client.states([JobId(1)])
+        assert handler.job_info_calls == 2, "after one UNIMPLEMENTED the client goes straight to JobInfo"
+        with pytest.raises(Unsupported):
+            await client.find("key")
+    finally:
+        await client.close()
+        await stop(server)
+
+
+async def test_unavailable_until_the_socket_appears(socket_path: str) -> None:
+    """(Restarts of a real red-box process are in tests/e2e/redbox/test_daemon.py.)"""
+    client = RedBoxClient(socket_path, timeout=5)
+    try:
+        with pytest.raises(Unavailable, match="does not exist"):
+            await client.info()
+        server = await serve(OriginalRedBox(), socket_path)
+        assert (await client.info()).name == "slurm"
+        await stop(server)
+    finally:
+        await client.close()
+
+
+async def test_not_found_from_a_new_server(socket_path: str) -> None:
+    class Modern(OriginalRedBox):
+        async def cancel_job(self, request: api.CancelJobRequest) -> api.CancelJobResponse:
+            raise GRPCError(Status.NOT_FOUND, f"job {request.job_id}: unknown")
+
+    server = await serve(Modern(), socket_path)
+    client = RedBoxClient(socket_path)
+    try:
+        with pytest.raises(NotFound, match="CancelJob: job 9: unknown"):
+            await client.cancel(JobId(9))
+    finally:
+        await client.close()
+        await stop(server)
