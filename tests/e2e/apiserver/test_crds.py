@@ -173,3 +173,15 @@ async def test_deleting_the_crd_stops_serving_its_resources(apiserver: RunningAp
     assert apiserver.store.find("demo.wlmvk.io", "v1alpha1", "gadgets") is None
     gone = await apiserver.kubectl("get", "gadgets")
     assert gone.returncode == 1
+
+
+async def test_describe_and_delete_a_custom_resource(apiserver: RunningApiServer) -> None:
+    await install(apiserver)
+    await apiserver.kubectl("apply", "-f", "-", input=gadget(batch="echo hi", size=3))
+    described = await apiserver.kubectl("describe", "gadget", "g1")
+    assert described.returncode == 0, described.stderr
+    assert "Kind:         Gadget" in described.stdout
+    assert "Size:   3" in described.stdout
+    deleted = await apiserver.kubectl("delete", "gd", "g1")
+    assert deleted.stdout.strip() == 'gadget.demo.wlmvk.io "g1" deleted'
+    assert apiserver.store.list(GADGETS).items == []

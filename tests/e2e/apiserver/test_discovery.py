@@ -93,3 +93,11 @@ async def test_legacy_discovery_answers_plain_json(kube_api: object) -> None:
     assert {"pods", "pods/status", "pods/log", "pods/binding"} <= {r.name for r in resources.resources}
     code = await client.VersionApi(kube_api).get_code()
     assert code.minor == "32"
+
+
+async def test_explain_builtin_kind(apiserver: RunningApiServer) -> None:
+    result = await apiserver.kubectl("explain", "pods")
+    assert result.returncode == 0, result.stderr
+    assert "KIND:       Pod" in result.stdout
+    for field in ("apiVersion", "kind", "metadata", "spec", "status"):
+        assert f"  {field}\t<" in result.stdout

@@ -85,7 +85,7 @@ def build_app(store: Store, settings: Settings) -> web.Application:
     r.add_get("/apis/", _apis)
     r.add_get("/openapi/v3", _openapi_root)
     r.add_get("/openapi/v3/{path:.+}", _openapi_doc)
-    r.add_get("/openapi/v2", _not_found)
+    r.add_get("/openapi/v2", _openapi_v2)
     r.add_get("/api/v1", _core_resources)
     r.add_get("/api/v1/", _core_resources)
     r.add_get("/apis/{group}/", _group)
@@ -171,6 +171,13 @@ async def _group_resources(request: web.Request) -> web.Response:
     if body is None:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     return _json(body)
+
+
+async def _openapi_v2(request: web.Request) -> web.Response:
+    """An empty OpenAPI v2 document (protobuf: zero bytes), so older kubectl (Debian's 1.20)
+    can apply: it validates only kinds the document describes, and builds patches from its
+    own types when the document has none. kubectl 1.32 reads the v3 documents instead."""
+    return web.Response(body=b"", headers={"Content-Type": "application/octet-stream"})
 
 
 async def _openapi_root(request: web.Request) -> web.Response:
