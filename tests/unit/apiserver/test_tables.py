@@ -208,3 +208,17 @@ def test_custom_printer_columns() -> None:
     assert t["rows"][0]["cells"] == ["sj", "Running", 2, "True", "a,b", "60s", None]
     plain = ResourceInfo(GVR("x.io", "v1", "things"), "Thing", True, "thing")
     assert table(plain, [obj], "3", now=NOW)["rows"][0]["cells"] == ["sj", "60s"]
+
+
+def test_workloads_show_replica_counts_even_though_nothing_runs_them() -> None:
+    from wlmvk.testing.apiserver.resources import DAEMONSETS, DEPLOYMENTS
+
+    deploy = {
+        "metadata": {"name": "op", "creationTimestamp": "2026-12-02T11:00:00Z"},
+        "spec": {"replicas": 2},
+    }
+    t = table(info(DEPLOYMENTS), [deploy], "1", now=NOW)
+    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    assert t["rows"][0]["cells"] == ["op", "0/2", 0, 0, "60m"]
+    ds = {"metadata": {"name": "cfg"}, "spec": {"template": {"spec": {"nodeSelector": {"b": "2", "a": "1"}}}}}
+    assert table(info(DAEMONSETS), [ds], "1", now=NOW)["rows"][0]["cells"][-2] == "a=1,b=2"

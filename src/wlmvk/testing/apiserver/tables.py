@@ -17,12 +17,15 @@ from wlmvk.testing.apiserver import jsonpath
 from wlmvk.testing.apiserver.resources import (
     CONFIGMAPS,
     CRDS,
+    DAEMONSETS,
+    DEPLOYMENTS,
     EVENTS,
     GVR,
     LEASES,
     NAMESPACES,
     NODES,
     PODS,
+    REPLICASETS,
     SECRETS,
     SERVICEACCOUNTS,
     Obj,
@@ -349,11 +352,43 @@ _PRINTERS: dict[GVR, tuple[list[Column], Row]] = {
     ),
     SERVICEACCOUNTS: _simple((("Secrets", "integer", "", 0), lambda o: len(o.get("secrets") or []))),
     LEASES: _simple((_string("Holder"), lambda o: (o.get("spec") or {}).get("holderIdentity", ""))),
+    DEPLOYMENTS: _simple(
+        (_string("Ready"), lambda o: f"{_status(o, 'readyReplicas')}/{_spec(o, 'replicas', 1)}"),
+        (("Up-to-date", "integer", "", 0), lambda o: _status(o, "updatedReplicas")),
+        (("Available", "integer", "", 0), lambda o: _status(o, "availableReplicas")),
+    ),
+    REPLICASETS: _simple(
+        (("Desired", "integer", "", 0), lambda o: _spec(o, "replicas", 1)),
+        (("Current", "integer", "", 0), lambda o: _status(o, "replicas")),
+        (("Ready", "integer", "", 0), lambda o: _status(o, "readyReplicas")),
+    ),
+    DAEMONSETS: _simple(
+        (("Desired", "integer", "", 0), lambda o: _status(o, "desiredNumberScheduled")),
+        (("Current", "integer", "", 0), lambda o: _status(o, "currentNumberScheduled")),
+        (("Ready", "integer", "", 0), lambda o: _status(o, "numberReady")),
+        (("Up-to-date", "integer", "", 0), lambda o: _status(o, "updatedNumberScheduled")),
+        (("Available", "integer", "", 0), lambda o: _status(o, "numberAvailable")),
+        (_string("Node Selector"), lambda o: _selector(o)),
+    ),
     CRDS: (
         [_NAME, ("Created At", "date", "", 0)],
         lambda o, now: [_name(o), o.get("metadata", {}).get("creationTimestamp", "")],
     ),
 }
+
+
+def _status(obj: Obj, field: str) -> int:
+    return int((obj.get("status") or {}).get(field) or 0)
+
+
+def _spec(obj: Obj, field: str, default: int) -> int:
+    value = (obj.get("spec") or {}).get(field)
+    return default if value is None else int(value)
+
+
+def _selector(obj: Obj) -> str:
+    selector = ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
 
 
 def _custom(columns: Iterable[Mapping[str, Any]]) -> tuple[list[Column], Row]:
