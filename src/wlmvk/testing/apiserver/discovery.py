@@ -6,6 +6,7 @@ as soon as the CRD exists.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,11 +35,24 @@ def aggregated_version(accept: str) -> str | None:
     return None
 
 
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key of Kubernetes version priority: v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other."""
+    m = _VERSION.match(version)
+    if m is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0), version)
+
+
 def _groups(infos: Iterable[ResourceInfo]) -> dict[str, dict[str, list[ResourceInfo]]]:
+    """Group -> version (preferred first) -> resource types."""
     groups: dict[str, dict[str, list[ResourceInfo]]] = {}
     for info in infos:
         groups.setdefault(info.group, {}).setdefault(info.gvr.version, []).append(info)
-    return groups
+    return {g: dict(sorted(vs.items(), key=lambda kv: version_priority(kv[0]))) for g, vs in groups.items()}
 
 
 def aggregated(infos: Iterable[ResourceInfo], *, core: bool, version: str) -> Obj:
