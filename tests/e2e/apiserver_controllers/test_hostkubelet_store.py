@@ -1,0 +1,198 @@
+"""The host kubelet straight on a Store (no HTTP): security contexts, symlink fallback, init containers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.apiserver_controllers.conftest import eventually
+from wlmvk.testing.apiserver import hostkubelet
+from wlmvk.testing.apiserver.resources import CONFIGMAPS, EVENTS, PODS
+from wlmvk.testing.apiserver.store import Store
+
+NODE = "store-host"
+
+
+async def start(store: Store, **config: Any) -> asyncio.Task[None]:
+    settings = hostkubelet.HostKubeletConfig(node_name=NODE, restart_backoff=0.1, **config)
+    task = asyncio.ensure_future(hostkubelet.run(store, config=settings))
+    await eventually(lambda: hostkubelet.serving(store, NODE))
+    return task
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store()
+
+
+@pytest.fixture
+async def kubelet(store: Store) -> AsyncIterator[None]:
+    task = await start(store)
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def run_pod(store: Store, name: str, script: str, **spec: Any) -> None:
+    container = {"name": "main", "image": "busybox", "command": ["sh", "-c", script]}
+    container.update(spec.pop("container", {}))
+    store.create(
+        PODS,
+        {
+            "metadata": {"name": name},
+            "spec": {"nodeName": NODE, "restartPolicy": "Never", "containers": [container], **spec},
+        },
+    )
+
+
+async def finished(store: Store, name: str) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        pod = store.get(PODS, name, "default")
+        return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
+
+    result: dict[str, Any] = await eventually(done, timeout=30)
+    return result
+
+
+def output(store: Store, name: str, container: str = "main") -> str:
+    kubelet = hostkubelet.serving(store, NODE)
+    assert kubelet is not None
+    worker = kubelet.worker_for(store.get(PODS, name, "default"))
+    assert worker is not None
+    path, _ = worker.log_file(container)
+    return "".join(line.split(" ", 3)[3] + "\n" for line in path.read_text().splitlines())
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_container_security_context_overrides_the_pods(store: Store) -> None:
+    run_pod(
+        store,
+        "ids",
+        "id -u; id -g; id -G; echo $HOME",
+        securityContext={
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "supplementalGroups": [4242],
+            "fsGroup": 4343,
+        },
+        container={"securityContext": {"runAsUser": 1001}},
+    )
+    pod = await finished(store, "ids")
+    assert pod["status"]["phase"] == "Succeeded"
+    uid, gid, groups, home = output(store, "ids").splitlines()
+    assert (uid, gid, home) == ("1001", "1000", home_of(1001))
+    assert {"1000", "4242", "4343"} <= set(groups.split())
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_run_as_non_root_refuses_root(store: Store) -> None:
+    run_pod(store, "root", "id -u", securityContext={"runAsNonRoot": True})
+
+    def refused() -> dict[str, Any] | None:
+        statuses = store.get(PODS, "root", "default")["status"].get("containerStatuses") or [{}]
+        waiting: dict[str, Any] | None = statuses[0].get("state", {}).get("waiting")
+        return waiting if waiting and waiting["reason"] == "CreateContainerConfigError" else None
+
+    waiting = await eventually(refused)
+    assert "runAsNonRoot" in waiting["message"]
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_init_containers_run_first_and_config_maps_reach_env_and_volumes(store: Store) -> None:
+    store.create(CONFIGMAPS, {"metadata": {"name": "settings"}, "data": {"greeting": "hello"}})
+    shared = {"name": "shared", "mountPath": "/work-e2e"}
+    store.create(
+        PODS,
+        {
+            "metadata": {"name": "staged"},
+            "spec": {
+                "nodeName": NODE,
+                "restartPolicy": "Never",
+                "volumes": [
+                    {"name": "shared", "emptyDir": {}},
+                    {"name": "cfg", "configMap": {"name": "settings"}},
+                ],
+                "initContainers": [
+                    {
+                        "name": "prepare",
+                        "image": "busybox",
+                        "command": ["sh", "-c", "echo from-init > /work-e2e/note"],
+                        "volumeMounts": [shared],
+                    }
+                ],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox",
+                        "command": [
+                            "sh",
+                            "-c",
+                            "cat /work-e2e/note; cat /cfg-e2e/greeting; echo; echo $GREETING",
+                        ],
+                        "env": [
+                            {
+                                "name": "GREETING",
+                                "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "greeting"}},
+                            }
+                        ],
+                        "volumeMounts": [shared, {"name": "cfg", "mountPath": "/cfg-e2e", "readOnly": True}],
+                    }
+                ],
+            },
+        },
+    )
+    pod = await finished(store, "staged")
+    assert pod["status"]["phase"] == "Succeeded"
+    assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert output(store, "staged") == "from-init\nhello\nhello\n"
+    reasons = [
+        e["reason"] for e in store.list(EVENTS, "default").items if e["involvedObject"]["name"] == "staged"
+    ]
+    assert {"Created", "Started"} <= set(reasons)
+
+
+async def test_symlink_fallback_maps_host_paths(store: Store) -> None:
+    task = await start(store, isolation="symlink")
+    try:
+        data = make_dir("payload\n")
+        target = f"/tmp/hk-link-{os.getpid()}"
+        run_pod(
+            store,
+            "linked",
+            f"cat {target}/file",
+            volumes=[{"name": "d", "hostPath": {"path": str(data), "type": "Directory"}}],
+            container={"volumeMounts": [{"name": "d", "mountPath": target}]},
+        )
+        pod = await finished(store, "linked")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert output(store, "linked") == "payload\n"
+        assert not lexists(target), "the link goes when no container uses it"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def home_of(uid: int) -> str:
+    """HOME as a container runtime sets it: from the user database, else "/"."""
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return "/"
+
+
+def lexists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def make_dir(content: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
+    path.chmod(0o755)
+    (path / "file").write_text(content)
+    return path
