@@ -4,9 +4,10 @@ The server runs as ``wlmvk dev apiserver`` in its own process (as the demo runs 
 process creates the pods over HTTP, lists them, opens the watchers from the list's
 resourceVersion, then patches pods and waits until every watcher has seen every change.
 Prints creates/s, list time, patches/s and delivered watch events/s, and the fan-out
-ratio (delivered events per second / writes per second). Usage:
+ratio (delivered events per second / writes per second). ``--in-process`` measures the
+same through ``Store.watch`` (what the in-process controllers use) without HTTP. Usage:
 
-    .venv/bin/python bench/apiserver_watch.py [--pods 10000] [--watchers 100] [--updates 2000]
+    .venv/bin/python bench/apiserver_watch.py [--pods 10000] [--watchers 100] [--updates 2000] [--in-process]
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import time
 from pathlib import Path
 
 import aiohttp
+
+from wlmvk.testing.apiserver.resources import PODS
+from wlmvk.testing.apiserver.store import Store, Watch
 
 
 def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -75,12 +79,79 @@ async def watcher(http: aiohttp.ClientSession, url: str, rv: str, want: int, don
     done.append(time.perf_counter())
 
 
+async def in_process(args: argparse.Namespace) -> None:
+    store = Store(history=50_000)
+    t0 = time.perf_counter()
+    for i in range(args.pods):
+        store.create(
+            PODS,
+            {
+                "metadata": {"name": f"p{i:05d}", "labels": {"app": "bench"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        )
+    t_create = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    listed = store.list(PODS, "default")
+    t_list = time.perf_counter() - t0
+
+    async def consume(w: Watch, done: list[float]) -> None:
+        seen = 0
+        async for _ in w:
+            seen += 1
+            if seen == args.updates:
+                break
+        done.append(time.perf_counter())
+
+    done: list[float] = []
+    watches = [
+        store.watch(PODS, "default", resource_version=listed.resource_version) for _ in range(args.watchers)
+    ]
+    tasks = [asyncio.create_task(consume(w, done)) for w in watches]
+    t0 = time.perf_counter()
+    for i in range(args.updates):
+        store.patch(PODS, f"p{i % args.pods:05d}", {"metadata": {"labels": {"round": str(i)}}})
+        if i % 100 == 0:
+            await asyncio.sleep(0)
+    t_writes = time.perf_counter() - t0
+    await asyncio.gather(*tasks)
+    t_all = max(done) - t0
+    report(args, t_create, t_list, len(json.dumps(listed.items)), t_writes, t_all, "in-process Store.watch")
+
+
+def report(
+    args: argparse.Namespace,
+    t_create: float,
+    t_list: float,
+    size: int,
+    t_writes: float,
+    t_all: float,
+    how: str,
+) -> None:
+    delivered = args.updates * args.watchers
+    writes_per_s = args.updates / t_writes
+    events_per_s = delivered / t_all
+    print(f"[{how}]")
+    print(f"pods created:        {args.pods} in {t_create:.2f}s  ({args.pods / t_create:,.0f} creates/s)")
+    print(f"list of {args.pods} pods:  {t_list * 1000:.0f} ms ({size / 1e6:.1f} MB)")
+    print(f"patches:             {args.updates} in {t_writes:.2f}s  ({writes_per_s:,.0f} writes/s)")
+    print(
+        f"watch events:        {delivered:,} to {args.watchers} watchers in {t_all:.2f}s  "
+        f"({events_per_s:,.0f} events/s)"
+    )
+    print(f"fan-out ratio:       {events_per_s / writes_per_s:.1f} delivered events per write per second")
+
+
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pods", type=int, default=10_000)
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--updates", type=int, default=2_000)
+    p.add_argument("--in-process", action="store_true", help="measure Store.watch without HTTP")
     args = p.parse_args()
+    if args.in_process:
+        await in_process(args)
+        return
     workdir = Path(tempfile.mkdtemp(prefix="apis-bench-", dir="/tmp"))
     proc, url = await asyncio.to_thread(start_server, workdir)
     try:
@@ -131,17 +202,9 @@ async def main() -> None:
         proc.terminate()
         proc.wait()
 
-    delivered = args.updates * args.watchers
-    writes_per_s = args.updates / t_writes
-    events_per_s = delivered / t_all
-    print(f"pods created:        {args.pods} in {t_create:.2f}s  ({args.pods / t_create:,.0f} creates/s)")
-    print(f"list of {args.pods} pods:  {t_list * 1000:.0f} ms ({len(json.dumps(listed)) / 1e6:.1f} MB)")
-    print(f"patches:             {args.updates} in {t_writes:.2f}s  ({writes_per_s:,.0f} writes/s)")
-    print(
-        f"watch events:        {delivered:,} to {args.watchers} watchers in {t_all:.2f}s  "
-        f"({events_per_s:,.0f} events/s)"
+    report(
+        args, t_create, t_list, len(json.dumps(listed)), t_writes, t_all, "HTTP, server in its own process"
     )
-    print(f"fan-out ratio:       {events_per_s / writes_per_s:.1f} delivered events per write per second")
 
 
 if __name__ == "__main__":
