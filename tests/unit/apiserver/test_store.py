@@ -333,3 +333,14 @@ def test_server_side_apply_removes_what_the_manager_stopped_applying(store: Stor
     assert after["metadata"]["labels"] == {"a": "1", "other": "x", "mine": "y"}
     assert after["spec"]["containers"][0]["env"] == [{"name": "Y", "value": "3"}]
     assert after["spec"]["restartPolicy"] == "Always"
+
+
+async def test_an_update_that_changes_nothing_is_not_an_event(store: Store) -> None:
+    made = store.create(CONFIGMAPS, {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    with store.watch(CONFIGMAPS, resource_version=made["metadata"]["resourceVersion"]) as w:
+        body = {"metadata": {"name": "c"}, "data": {"a": "1"}}
+        same = store.update(CONFIGMAPS, body, "default")
+        assert same["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+        store.patch(CONFIGMAPS, "c", {"data": {"a": "2"}})
+        (event,) = await drain(w, 1)
+    assert event.object["data"] == {"a": "2"}

@@ -591,6 +591,8 @@ class Store:
                     )
         new["metadata"]["generation"] = old_meta.get("generation", 1) + (1 if _spec_changed(old, new) else 0)
         self._validate(info, new)
+        new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        new["apiVersion"], new["kind"] = info.api_version, info.kind
         if new == old:
             return old
         if (
