@@ -55,7 +55,7 @@ class PodRecord:
     job_id: JobId | None = None
     state: JobState | None = None
     written_state: JobState | None = None
-    written_key: str = ""
+    written_key: int = 0
     final: bool = False
     gone: bool = False
     looked_up: bool = True
@@ -87,6 +87,23 @@ class PodRecord:
             host_ip=host_ip,
             created=str(meta(self.pod).get("creationTimestamp", "")),
         )
+
+
+def slim(pod: Body) -> Body:
+    """What the kubelet keeps of a pod: all but managedFields and the status it writes itself.
+
+    Thousands of pods are held at once; the status the kubelet wrote is known from
+    the job state, so only the phase is kept (to know a pod finished before a restart).
+    """
+    metadata = {key: value for key, value in (pod.get("metadata") or {}).items() if key != "managedFields"}
+    phase = (pod.get("status") or {}).get("phase")
+    return {
+        "apiVersion": pod.get("apiVersion", "v1"),
+        "kind": pod.get("kind", "Pod"),
+        "metadata": metadata,
+        "spec": pod.get("spec") or {},
+        "status": {"phase": phase} if phase else {},
+    }
 
 
 def job_id_of(pod: Body) -> JobId | None:
@@ -125,6 +142,7 @@ class PodController:
         self._find_supported = True
         self._first_listing = True
         self._synced = asyncio.Event()
+        self._posting: set[asyncio.Task[None]] = set()
 
     # -- public views --------------------------------------------------------------------------------------
 
@@ -193,7 +211,7 @@ class PodController:
         if event.type == "DELETED":
             known = self._records.get(uid)
             if known is not None:
-                known.pod = event.object
+                known.pod = slim(event.object)
                 known.gone = True
                 self._queue.add(uid)
             return
@@ -205,11 +223,11 @@ class PodController:
         uid = str(meta(pod).get("uid", ""))
         record = self._records.get(uid)
         if record is None:
-            record = PodRecord(uid=uid, pod=pod, job_id=job_id_of(pod), looked_up=not lookup)
+            record = PodRecord(uid=uid, pod=slim(pod), job_id=job_id_of(pod), looked_up=not lookup)
             self._records[uid] = record
             self._by_name[(record.namespace, record.name)] = uid
         else:
-            record.pod = pod
+            record.pod = slim(pod)
             if record.job_id is None:
                 record.job_id = job_id_of(pod)
         self._queue.add(uid)
@@ -316,7 +334,7 @@ class PodController:
                 record.job_id, record.state = found.job_id, found
                 log.info("adopted job submitted before a restart", job_id=found.job_id)
                 await self._annotate(record)
-                await self._events.post(
+                self._post(
                     record.pod, type=NORMAL, reason="Adopted", message=f"Adopted Slurm job {found.job_id}"
                 )
                 self._queue.add(record.uid)
@@ -335,19 +353,27 @@ class PodController:
         record.job_id = job_id
         log.info("submitted", job_id=job_id, partition=spec.partition)
         await self._annotate(record)
-        await self._events.post(
+        self._post(
             record.pod,
             type=NORMAL,
             reason="Submitted",
             message=f"Submitted Slurm job {job_id} to partition {spec.partition}",
         )
 
+    def _post(self, pod: Body, *, type: str, reason: str, message: str) -> None:
+        """Post an Event off the worker's path: Events are best effort and must not slow submission."""
+        task = asyncio.create_task(self._events.post(pod, type=type, reason=reason, message=message))
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
+
     async def _annotate(self, record: PodRecord) -> None:
         patch = {"metadata": {"annotations": {names.ANNOTATION_JOB_ID: str(record.job_id)}}}
         delay = 0.2
         while True:
             try:
-                record.pod = await self._client.patch(PODS, record.name, patch, namespace=record.namespace)
+                record.pod = slim(
+                    await self._client.patch(PODS, record.name, patch, namespace=record.namespace)
+                )
                 return
             except NotFound:
                 record.gone = True  # deleted meanwhile: the job is cancelled by _forget
@@ -363,7 +389,7 @@ class PodController:
         await self._patch_status(record, body)
         record.final = True
         record.ended.set()
-        await self._events.post(record.pod, type=WARNING, reason=reason, message=message)
+        self._post(record.pod, type=WARNING, reason=reason, message=message)
 
     async def _write_status(self, record: PodRecord) -> None:
         state = record.state
@@ -372,14 +398,12 @@ class PodController:
         body = pod_status.pod_status(state, record.facts(self._settings.host_ip))
         if body is None:
             return
-        key = json.dumps(body, sort_keys=True)
+        key = hash(json.dumps(body, sort_keys=True))
         if key == record.written_key:
             return
         await self._patch_status(record, body)
         for transition in pod_status.transitions(record.written_state, state):
-            await self._events.post(
-                record.pod, type=transition.type, reason=transition.reason, message=transition.message
-            )
+            self._post(record.pod, type=transition.type, reason=transition.reason, message=transition.message)
         record.written_state, record.written_key = state, key
         if body["phase"] in pod_status.TERMINAL_PHASES:
             record.final = True
@@ -395,7 +419,7 @@ class PodController:
             return
         self._metrics.status_writes.inc()
         if str(meta(updated).get("uid", "")) == record.uid:
-            record.pod = updated
+            record.pod = slim(updated)
 
     async def _cancel(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> bool:
         """Cancel the pod's job; True once Slurm reports it ended (or there is none)."""
