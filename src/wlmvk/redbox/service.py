@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
@@ -47,6 +48,8 @@ EXTENSIONS = (
     "grpc.health.v1",
 )
 RUNTIMES = ("apptainer", "singularity")
+PARTITIONS_TTL = 2.0
+"""Seconds one look at Slurm's partitions answers Resources calls."""
 FIND_INDEX_AGE = 2.0
 """FindJob trusts an index of Slurm's keys this young: a burst of lookups shares one scan."""
 
@@ -78,6 +81,8 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self._version = ""
         self._cluster = ""
         self.inflight = Inflight()
+        self._partitions_task: asyncio.Future[list[parsing.PartitionRecord]] | None = None
+        self._partitions_at = 0.0
 
     # --- submitting ---
 
@@ -336,8 +341,22 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                 )
             return wire
 
+    async def _partition_records(self) -> dict[str, parsing.PartitionRecord]:
+        """Slurm's partitions, shared for PARTITIONS_TTL seconds (one kubelet asks for each)."""
+        if self._partitions_task is None or time.monotonic() - self._partitions_at > PARTITIONS_TTL:
+            self._partitions_at = time.monotonic()
+            self._partitions_task = asyncio.ensure_future(self.slurm.partitions())
+        task = self._partitions_task
+        try:
+            records = await asyncio.shield(task)
+        except BaseException:
+            if task.done() and self._partitions_task is task:
+                self._partitions_task = None  # a failed look is not kept
+            raise
+        return {r.name: r for r in records}
+
     async def partition_resources(self, name: str) -> PartitionResources:
-        records = {r.name: r for r in await self.slurm.partitions()}
+        records = await self._partition_records()
         if not name:
             defaults = [r for r in records.values() if r.default]
             if not defaults:

@@ -1,6 +1,7 @@
 """Spawning Slurm commands: argv lists, stdin, a timeout, nothing else.
 
-This is the only place in wlmvk that starts a Slurm process. A command
+This is the only place in wlmvk that starts a Slurm process. At most
+``concurrency`` commands run at once; the rest wait their turn. A command
 that hangs (a slurmctld that stopped answering) is killed with its process
 group after ``timeout`` seconds and reported as ``Unavailable``, so red-box
 keeps serving. A command that is not installed is ``Unavailable`` too.
@@ -44,12 +45,25 @@ class Completed:
 class Runner:
     """Runs commands with a default timeout and counts what it spawned (for benchmarks)."""
 
-    def __init__(self, *, timeout: float = 30.0, cwd: str | None = None) -> None:
+    def __init__(self, *, timeout: float = 30.0, cwd: str | None = None, concurrency: int = 16) -> None:
         self.timeout = timeout
         self.cwd = cwd
         self.spawned = 0
+        # Bounds the commands in flight, so a burst of rpcs cannot flood slurmctld.
+        self._slots = asyncio.Semaphore(concurrency)
 
     async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completed:
+        async with self._slots:
+            return await self._run(argv, stdin=stdin, env=env, timeout=timeout)
+
+    async def _run(
         self,
         argv: Sequence[str],
         *,
