@@ -196,3 +196,20 @@ def make_dir(content: str) -> Path:
     path.chmod(0o755)
     (path / "file").write_text(content)
     return path
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_active_deadline_fails_the_pod_and_stops_it(store: Store) -> None:
+    run_pod(store, "slow", "exec sleep 60", activeDeadlineSeconds=1, terminationGracePeriodSeconds=1)
+    pod = await finished(store, "slow")
+    status = pod["status"]
+    assert (status["phase"], status["reason"]) == ("Failed", "DeadlineExceeded")
+    assert status["message"] == "Pod was active on the node longer than the specified deadline"
+
+    def stopped() -> dict[str, Any] | None:
+        state = store.get(PODS, "slow", "default")["status"]["containerStatuses"][0]["state"]
+        terminated: dict[str, Any] | None = state.get("terminated")
+        return terminated
+
+    terminated = await eventually(stopped)
+    assert terminated["exitCode"] == 143, "SIGTERM"

@@ -91,6 +91,7 @@ class PodWorker:
             ContainerState(c["name"], c.get("image", "")) for c in spec.get("containers") or []
         ]
         self.sandbox_ready = False
+        self.failure: tuple[str, str] | None = None
         self.start_time = ctx.store.now()
         self.processes: dict[str, hostcontainers.Process] = {}
         self.starts: Counter[str] = Counter()
@@ -110,6 +111,28 @@ class PodWorker:
     @property
     def deleting(self) -> bool:
         return self.removed or bool(self.pod["metadata"].get("deletionTimestamp"))
+
+    @property
+    def stopping(self) -> bool:
+        """Deleted, or failed as a whole (deadline exceeded): no container starts any more."""
+        return self.deleting or self.failure is not None
+
+    def _deadline_timer(self) -> asyncio.TimerHandle | None:
+        seconds = self.pod["spec"].get("activeDeadlineSeconds")
+        if seconds is None:
+            return None
+        elapsed = (self.ctx.store.now() - self.start_time).total_seconds()
+        return asyncio.get_running_loop().call_later(
+            max(0.0, float(seconds) - elapsed), self._deadline_exceeded
+        )
+
+    def _deadline_exceeded(self) -> None:
+        if self.stopping:
+            return
+        message = "Pod was active on the node longer than the specified deadline"
+        self.failure = ("DeadlineExceeded", message)
+        self.ctx.events.record(self.pod, "Normal", "DeadlineExceeded", message)
+        self.changed.set()
 
     @property
     def label(self) -> str:
@@ -140,8 +163,15 @@ class PodWorker:
     async def run(self) -> None:
         self.report()
         life = asyncio.ensure_future(self._live())
+        deadline = self._deadline_timer()
         try:
-            await self._until_deleted()
+            await self._until(lambda: self.stopping)
+            if not self.deleting:
+                # activeDeadlineSeconds passed: the pod fails, its containers are stopped.
+                await self._stop_all(float(self.pod["spec"].get("terminationGracePeriodSeconds") or 0))
+                await asyncio.wait([life], timeout=5)
+                self.report()
+                await self._until(lambda: self.deleting)
             await self._stop_all(self._grace())
             while not life.done():
                 # A container that was starting when the deletion came: stop it too.
@@ -150,6 +180,8 @@ class PodWorker:
             self.report()
             self._finalize()
         finally:
+            if deadline is not None:
+                deadline.cancel()
             life.cancel()
             await asyncio.gather(life, return_exceptions=True)
             await self._stop_all(0)
@@ -166,7 +198,7 @@ class PodWorker:
     async def _set_up(self) -> bool:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o755)
-        while not self.deleting:
+        while not self.stopping:
             try:
                 self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup)
             except hostvolumes.MountFailed as exc:
@@ -182,7 +214,7 @@ class PodWorker:
         specs = {c["name"]: c for c in self.pod["spec"].get("initContainers") or []}
         for state in self.init:
             await self._container_life(specs[state.name], state, init=True)
-            if self.deleting or state.exit_code != 0:
+            if self.stopping or state.exit_code != 0:
                 return False
         return True
 
@@ -201,7 +233,7 @@ class PodWorker:
         """Start the container, wait for it, restart it as the policy says, until done or deleted."""
         policy = self.pod["spec"].get("restartPolicy") or "Always"
         backoff = self.ctx.restart_backoff
-        while not self.deleting:
+        while not self.stopping:
             try:
                 launch: hostcontainers.LaunchSpec | hostcontainers.StartFailed = self._launch_spec(spec)
             except hostcontainers.StartFailed as exc:
@@ -216,7 +248,7 @@ class PodWorker:
             restart = policy == "Always" or (policy == "OnFailure" and state.exit_code != 0)
             if init:
                 restart = policy != "Never" and state.exit_code != 0
-            if not restart or self.deleting:
+            if not restart or self.stopping:
                 return
             state.will_restart = True
             state.last_terminated = state.terminated_state()
@@ -232,7 +264,7 @@ class PodWorker:
                 f"Back-off restarting failed container {state.name} in pod {self.label}",
             )
             self.report()
-            await self._wait_change(backoff, until_deleted=True)
+            await self._wait_change(backoff, until_stopped=True)
             backoff = min(backoff * 2, self.ctx.max_restart_backoff)
             state.restart_count += 1
             state.will_restart = False
@@ -296,12 +328,12 @@ class PodWorker:
             self.ctx.in_use.subtract(targets)
             self.ctx.sweep()
 
-    async def _until_deleted(self) -> None:
-        while not self.deleting:
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        while not condition():
             await self._wait_change(None)
 
-    async def _wait_change(self, timeout: float | None, *, until_deleted: bool = False) -> None:
-        """Wait for a change of the pod (or ``timeout``); with ``until_deleted``, ignore other changes."""
+    async def _wait_change(self, timeout: float | None, *, until_stopped: bool = False) -> None:
+        """Wait for a change of the pod (or ``timeout``); with ``until_stopped``, ignore other changes."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
@@ -312,7 +344,7 @@ class PodWorker:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(remaining):
                     await self.changed.wait()
-            if not until_deleted or self.deleting:
+            if not until_stopped or self.stopping:
                 return
 
     def _grace(self) -> float:
@@ -367,6 +399,7 @@ class PodWorker:
             host_ip=self.ctx.host_ip,
             start_time=self.start_time,
             now=self.ctx.store.now(),
+            failure=self.failure,
         )
         merged = {**(current.get("status") or {}), **status}
         if merged == current.get("status"):

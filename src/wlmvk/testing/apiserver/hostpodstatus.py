@@ -177,11 +177,12 @@ def pod_status(
     host_ip: str,
     start_time: datetime,
     now: datetime,
+    failure: tuple[str, str] | None = None,
 ) -> Body:
-    """The whole ``status`` the kubelet writes for ``pod``."""
+    """The whole ``status`` the kubelet writes for ``pod``; ``failure`` (reason, message) fails it."""
     restart_policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
     old = pod.get("status") or {}
-    pod_phase = phase(init, containers, restart_policy)
+    pod_phase = "Failed" if failure is not None else phase(init, containers, restart_policy)
     status: Body = {
         "phase": pod_phase,
         "conditions": conditions(
@@ -202,6 +203,8 @@ def pod_status(
     }
     if init:
         status["initContainerStatuses"] = [s.status() for s in init]
+    if failure is not None:
+        status["reason"], status["message"] = failure
     return status
 
 
