@@ -144,7 +144,7 @@ class Controller:
             where = (str(md.get("namespace", "")), str(md.get("name", "")))
             if type_ == "DELETED":
                 self.mirror.pods.pop(where, None)
-            else:
+            elif not _older(body, self.mirror.pods.get(where)):
                 self.mirror.pods[where] = body
             for ref in md.get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") in RESOURCES:
@@ -241,7 +241,8 @@ class Controller:
             await self._patch_status(key, owner, failed, log)
             await self.events.post(_reference(owner), type="Warning", reason="PodRejected", message=message)
             return False
-        self.mirror.pods[where] = created
+        if not _older(created, self.mirror.pods.get(where)):
+            self.mirror.pods[where] = created  # unless the watch already brought a newer version
         log.info("created pod", pod=where[1])
         await self.events.post(_reference(owner), type="Normal", reason=action.reason, message=action.message)
         return True
@@ -259,7 +260,8 @@ class Controller:
             self.mirror.jobs.pop(key, None)
             return
         updated.setdefault("kind", key[0])
-        self.mirror.jobs[key] = updated
+        if not _older(updated, self.mirror.jobs.get(key)):
+            self.mirror.jobs[key] = updated
         if status.get("status") != old.get("status"):
             log.info("status", status=status.get("status"), reason=status.get("reason"))
 

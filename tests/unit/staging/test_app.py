@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, Unavailable
@@ -43,6 +44,13 @@ class Remote:
 
     async def close(self) -> None:
         self.closed = True
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """main() configures structlog on the captured stderr; later tests must not log into it."""
+    yield
+    structlog.reset_defaults()
 
 
 def run(argv: list[str], remote: Remote) -> int:
