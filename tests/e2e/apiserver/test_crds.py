@@ -185,3 +185,41 @@ async def test_describe_and_delete_a_custom_resource(apiserver: RunningApiServer
     deleted = await apiserver.kubectl("delete", "gd", "g1")
     assert deleted.stdout.strip() == 'gadget.demo.wlmvk.io "g1" deleted'
     assert apiserver.store.list(GADGETS).items == []
+
+
+async def test_custom_objects_through_kubernetes_asyncio(
+    apiserver: RunningApiServer, kube_api: object
+) -> None:
+    from kubernetes_asyncio import client, watch
+
+    await install(apiserver)
+    api = client.CustomObjectsApi(kube_api)
+    args = ("demo.wlmvk.io", "v1alpha1", "default", "gadgets")
+    body = {
+        "apiVersion": "demo.wlmvk.io/v1alpha1",
+        "kind": "Gadget",
+        "metadata": {"name": "g2"},
+        "spec": {"batch": "x"},
+    }
+    created = await api.create_namespaced_custom_object(*args, body)
+    assert created["metadata"]["uid"]
+    listed = await api.list_namespaced_custom_object(*args)
+    rv = listed["metadata"]["resourceVersion"]
+    merge = "application/merge-patch+json"  # kubernetes_asyncio would send the dict as a JSON patch
+    await api.patch_namespaced_custom_object_status(
+        *args, "g2", {"status": {"status": "Running"}}, _content_type=merge
+    )
+    await api.patch_namespaced_custom_object(*args, "g2", {"spec": {"size": 2}}, _content_type=merge)
+    got = await api.get_namespaced_custom_object(*args, "g2")
+    assert got["status"] == {"status": "Running"}
+    assert got["spec"] == {"batch": "x", "size": 2}
+    assert got["metadata"]["generation"] == 2
+    seen = []
+    async with watch.Watch() as w:
+        async for event in w.stream(
+            api.list_namespaced_custom_object, *args, resource_version=rv, timeout_seconds=5
+        ):
+            seen.append((event["type"], event["object"].get("status")))
+            if len(seen) == 2:
+                break
+    assert seen == [("MODIFIED", {"status": "Running"}), ("MODIFIED", {"status": "Running"})]
