@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "manifests"
@@ -81,3 +82,53 @@ async def test_examples_are_valid_resources(apiserver) -> None:  # type: ignore[
     for path in sorted((ROOT / "examples").glob("*.yaml")):
         applied = await apiserver.kubectl("apply", "--dry-run=server", "-f", str(path))
         assert applied.returncode == 0, f"{path.name}: {applied.stderr}"
+
+
+def rendered() -> dict[tuple[str, str], dict]:  # type: ignore[type-arg]
+    docs = []
+    for name in ("namespace.yaml", "rbac.yaml", "operator.yaml", "configurator.yaml"):
+        docs += [d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d]
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+def test_configurator_runs_the_kubelet_as_the_original_did() -> None:
+    ds = rendered()[("DaemonSet", "wlmvk-configurator")]
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == 1000
+    assert pod["securityContext"]["runAsGroup"] == 1000
+    container = pod["containers"][0]
+    assert container["args"][0] == "kubelet"
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env["NODE_NAME"] == "spec.nodeName"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["syslurm"] == "/var/run/syslurm"
+    assert volumes["syslurm"]["hostPath"] == {"path": "/var/run/syslurm", "type": "Directory"}
+    assert pod["serviceAccountName"] == "wlmvk-kubelet"
+
+
+def test_operator_deployment_has_two_replicas_and_a_leader_lease() -> None:
+    objects = rendered()
+    deployment = objects[("Deployment", "wlmvk-operator")]
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "wlmvk-operator"
+    assert pod["containers"][0]["args"][0] == "operator"
+    leases = objects[("Role", "wlmvk-operator-leader")]["rules"]
+    assert leases == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+
+
+def test_rbac_is_least_privilege() -> None:
+    objects = rendered()
+    for kind, name in objects:
+        if kind not in ("ClusterRole", "Role"):
+            continue
+        for rule in objects[(kind, name)]["rules"]:
+            assert "*" not in rule["verbs"], (name, rule)
+            assert "*" not in rule["resources"], (name, rule)
+    operator = objects[("ClusterRole", "wlmvk-operator")]["rules"]
+    pods = next(r for r in operator if r["resources"] == ["pods"])
+    assert "delete" not in pods["verbs"]  # owned pods go with their owner (garbage collection)
+    assert not any("secrets" in r["resources"] for r in operator)
