@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.apiserver_controllers.conftest import needs_root
 from tests.fixtures.apiserver import KUBECTL
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [needs_root, pytest.mark.kubectl]
 
 POD = """
 apiVersion: v1

@@ -6,13 +6,13 @@ import asyncio
 import json
 import os
 import socket
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
 from tests.fixtures.apiserver import KUBECTL, RunningApiServer
 from wlmvk.testing.apiserver import hostkubelet
 from wlmvk.testing.apiserver.controllers import default_controllers
@@ -20,6 +20,7 @@ from wlmvk.testing.apiserver.controllers import default_controllers
 HOST = "agent-host"
 
 pytestmark = [
+    needs_root,
     pytest.mark.kubectl,
     pytest.mark.apiserver(
         controllers=[*default_controllers(), hostkubelet.controller(node_name=HOST, restart_backoff=0.2)]
@@ -58,19 +59,13 @@ async def phase_becomes(
         await asyncio.sleep(0.2)
 
 
-def host_dirs() -> tuple[Path, Path, str]:
+def host_dirs(scratch: Scratch) -> tuple[Path, Path, str]:
     """An input directory with a file, an output directory owned by uid 1000, a socket directory."""
-    data = scratch_dir(0o755)
+    data = scratch(0o755)
     (data / "input.txt").write_text("staged content\n")
-    results = scratch_dir(0o755)
+    results = scratch(0o755)
     os.chown(results, 1000, 1000)
-    return data, results, str(scratch_dir(0o755))
-
-
-def scratch_dir(mode: int) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
-    path.chmod(mode)
-    return path
+    return data, results, str(scratch(0o755))
 
 
 def touch(path: Path) -> None:
@@ -122,9 +117,9 @@ async def test_pod_runs_as_its_user_and_kubectl_logs_prints_its_output(apiserver
 
 
 async def test_host_path_volumes_and_socket_are_visible_at_their_mount_paths(
-    apiserver: RunningApiServer,
+    apiserver: RunningApiServer, scratch: Scratch
 ) -> None:
-    data, results, sock_dir = host_dirs()
+    data, results, sock_dir = host_dirs(scratch)
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(os.path.join(sock_dir, "red-box.sock"))
     try:
@@ -194,8 +189,10 @@ async def test_missing_host_path_directory_fails_the_mount_visibly(apiserver: Ru
     assert 'container "main" in pod "nomount" is waiting to start: ContainerCreating' in logs.stderr
 
 
-async def test_logs_follow_a_running_container_until_it_exits(apiserver: RunningApiServer) -> None:
-    gate = scratch_dir(0o777)
+async def test_logs_follow_a_running_container_until_it_exits(
+    apiserver: RunningApiServer, scratch: Scratch
+) -> None:
+    gate = scratch(0o777)
     script = f"echo first; while [ ! -e {gate}/go ]; do sleep 0.05; done; echo second"
     await apply(apiserver, pod("chatty", ["sh", "-c", script], restartPolicy="Never"))
     await phase_becomes(apiserver, "chatty", "Running")
@@ -243,8 +240,10 @@ async def test_exit_codes_restarts_and_no_command(apiserver: RunningApiServer) -
     assert "set the container's command" in terminated["message"]
 
 
-async def test_deleting_a_running_pod_stops_its_process(apiserver: RunningApiServer) -> None:
-    marker = scratch_dir(0o777)
+async def test_deleting_a_running_pod_stops_its_process(
+    apiserver: RunningApiServer, scratch: Scratch
+) -> None:
+    marker = scratch(0o777)
     # "$$$$": Kubernetes expands "$$" in commands to "$".
     script = (
         f"trap 'echo terminated > {marker}/got; exit 0' TERM; echo $$$$ > {marker}/pid; "

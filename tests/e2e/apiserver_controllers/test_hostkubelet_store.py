@@ -5,19 +5,20 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
-import tempfile
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
 from tests.unit.apiserver_controllers.conftest import eventually
 from wlmvk.testing.apiserver import hostkubelet
 from wlmvk.testing.apiserver.resources import CONFIGMAPS, EVENTS, PODS
 from wlmvk.testing.apiserver.store import Store
 
 NODE = "store-host"
+
+pytestmark = needs_root
 
 
 async def start(store: Store, **config: Any) -> asyncio.Task[None]:
@@ -158,10 +159,11 @@ async def test_init_containers_run_first_and_config_maps_reach_env_and_volumes(s
     assert {"Created", "Started"} <= set(reasons)
 
 
-async def test_symlink_fallback_maps_host_paths(store: Store) -> None:
+async def test_symlink_fallback_maps_host_paths(store: Store, scratch: Scratch) -> None:
     task = await start(store, isolation="symlink")
     try:
-        data = make_dir("payload\n")
+        data = scratch(0o755)
+        (data / "file").write_text("payload\n")
         target = f"/tmp/hk-link-{os.getpid()}"
         run_pod(
             store,
@@ -189,13 +191,6 @@ def home_of(uid: int) -> str:
 
 def lexists(path: str) -> bool:
     return os.path.lexists(path)
-
-
-def make_dir(content: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
-    path.chmod(0o755)
-    (path / "file").write_text(content)
-    return path
 
 
 @pytest.mark.usefixtures("kubelet")
