@@ -164,3 +164,14 @@ async def test_a_symlink_out_of_the_working_directory_is_not_collected(stack: St
     assert status["reason"] == "CollectFailed"
     assert list(outputs.rglob("*")) == []
     assert "bar: outside the allowed roots" in status["message"]
+
+
+async def test_a_job_cancelled_in_slurm_is_cancelled(stack: Stack) -> None:
+    await create(stack, slurmjob("scancelled", "#!/bin/sh\n#SBATCH --time=2\nsleep 120\n"))
+    status = await wait_status(stack.apiserver, "scancelled", {"Running"}, timeout=90)
+    await asyncio.to_thread(subprocess.run, ["scancel", status["jobId"]], check=True)
+    status = await wait_status(
+        stack.apiserver, "scancelled", {"Cancelled", "Failed", "Succeeded"}, timeout=60
+    )
+    assert status["status"] == "Cancelled"
+    assert status["message"] == f"job {status['jobId']} was cancelled"
