@@ -62,11 +62,20 @@ class HostContext:
     created: set[str] = field(default_factory=set)
 
     def sweep(self) -> None:
-        """Remove the mount points launchers created that no running container uses any more."""
+        """Remove the mount points launchers created that no running container uses any more.
+
+        A path still mounted in some mount namespace (a container of another host
+        kubelet, maybe in another process) is kept: removing it would detach that mount.
+        """
+        mounted: set[str] | None = None
         for path in sorted(self.created, key=len, reverse=True):
             if any(
                 t == path or t.startswith(path.rstrip("/") + "/") for t, n in self.in_use.items() if n > 0
             ):
+                continue
+            mounted = mount_points() if mounted is None else mounted
+            inside = path.rstrip("/") + "/"
+            if any(m == path or m.startswith(inside) for m in mounted):
                 continue
             self.created.discard(path)
             with contextlib.suppress(OSError):
@@ -74,6 +83,28 @@ class HostContext:
                     os.unlink(path)
                 elif os.path.isdir(path):
                     os.rmdir(path)
+
+
+def mount_points() -> set[str]:
+    """Every mount point of every mount namespace on this machine (as seen from its root)."""
+    seen_namespaces: set[str] = set()
+    points: set[str] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            namespace = os.readlink(f"/proc/{entry.name}/ns/mnt")
+            if namespace in seen_namespaces:
+                continue
+            seen_namespaces.add(namespace)
+            with open(f"/proc/{entry.name}/mountinfo") as f:
+                for line in f:
+                    fields = line.split(" ")
+                    if len(fields) > 4:
+                        points.add(fields[4].replace("\\040", " "))
+        except OSError:
+            continue
+    return points
 
 
 class PodWorker:
