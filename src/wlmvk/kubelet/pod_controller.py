@@ -30,7 +30,7 @@ import structlog
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
-from wlmvk.core.jobs import JobId, JobState
+from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState
 from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster
@@ -341,7 +341,10 @@ class PodController:
                 return
         log.debug("submitting")
         try:
-            job_id = await self._backend.submit(spec)
+            if isinstance(spec, ContainerJobSpec):
+                job_id = await self._backend.submit_container(spec)
+            else:
+                job_id = await self._backend.submit(spec)
         except Unavailable:
             self._metrics.submissions.inc(result="unavailable")
             raise

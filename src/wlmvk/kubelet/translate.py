@@ -4,7 +4,9 @@ Two kinds of pod reach a virtual node:
 
 - the operator's job pods carry the batch script in the
   ``wlm.sylabs.io/batch`` annotation (and their working directory in
-  ``wlm.sylabs.io/working-dir``): that script runs as written;
+  ``wlm.sylabs.io/working-dir``): that script runs as written; a WlmJob's
+  pod carries a container-job request instead (``core.containerjob``),
+  which becomes a ``ContainerJobSpec`` for red-box's SubmitJobContainer;
 - any other pod becomes a ``/bin/sh`` script built from its one container's
   command, args, env and workingDir. When the partition has a container
   runtime the image runs through Apptainer/Singularity; otherwise the command
@@ -23,12 +25,12 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from wlmvk.core import names
+from wlmvk.core import containerjob, names
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import JobSpec
+from wlmvk.core.jobs import ContainerJobSpec, JobSpec
 from wlmvk.kubelet import directives, quantities
 
 Body = dict[str, Any]
@@ -65,7 +67,7 @@ class Target:
     jobs_root: str = ""
 
 
-def pod_to_job(pod: Body, target: Target) -> JobSpec | Rejection:
+def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Rejection:
     """The job that runs ``pod`` on ``target``, or why it cannot run."""
     metadata: Body = pod.get("metadata") or {}
     spec: Body = pod.get("spec") or {}
@@ -73,6 +75,9 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | Rejection:
     problem = _unsupported(spec)
     if problem is not None:
         return problem
+    container_request = annotations.get(names.ANNOTATION_CONTAINER_JOB)
+    if container_request is not None:
+        return _container_job(pod, container_request, target)
     container: Body = spec["containers"][0]
     try:
         options = _derived_options(pod, container, spec)
@@ -98,6 +103,23 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | Rejection:
         idempotency_key=str(metadata.get("uid", "")),
         name=job_name(pod),
         working_dir=working_dir,
+    )
+
+
+def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec | Rejection:
+    """A WlmJob's pod: the operator's container-job request, run by red-box's SubmitJobContainer."""
+    try:
+        decoded = containerjob.decode(request)
+    except InvalidInput as exc:
+        return Rejection("InvalidContainerJob", exc.message)
+    metadata: Body = pod.get("metadata") or {}
+    annotations: Mapping[str, str] = metadata.get("annotations") or {}
+    return replace(
+        decoded,
+        partition=target.partition,
+        idempotency_key=str(metadata.get("uid", "")),
+        name=job_name(pod),
+        working_dir=annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target),
     )
 
 

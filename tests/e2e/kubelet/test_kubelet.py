@@ -77,7 +77,7 @@ async def test_pod_with_node_selector_runs_as_a_slurm_job_and_succeeds(stack: St
     assert slurm_jobs_named(name) == {name: {job_id}}
     assert slurm_state(job_id) == "COMPLETED"
     listing = await stack.kubectl("get", "pod", name)
-    assert "Job finished" in listing.stdout or "Completed" in listing.stdout, listing.stdout
+    assert "Job finished" in listing.stdout, listing.stdout
     logs = await stack.kubectl("logs", name)
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout == "hello from slurm\n"
@@ -215,3 +215,49 @@ async def test_original_red_box_runs_pods_through_the_original_rpcs(stack: Stack
     assert slurm_jobs_named(name).keys() == {name} or len(next(iter(slurm_jobs_named("old-").values()))) >= 1
     logs = await stack.kubectl("logs", name)
     assert logs.stdout == "from the original api\n"
+
+
+async def test_pod_deleted_while_red_box_is_down_is_cancelled_when_it_returns(stack: Stack) -> None:
+    name = unique("orph")
+    await stack.kube.create(PODS, job_pod(name, "sleep 300"), namespace="default")
+
+    async def annotated() -> Body | None:
+        current = await pod_json(stack, name)
+        return current if names.ANNOTATION_JOB_ID in current["metadata"].get("annotations", {}) else None
+
+    job_id = job_id_of(await eventually(annotated))
+    stack.redbox.stop()
+    try:
+        result = await stack.kubectl("delete", "pod", name, "--wait=false")
+        assert result.returncode == 0, result.stderr
+        await asyncio.sleep(2)
+        assert not slurm_state(job_id).startswith("CANCELLED")
+        assert (await pod_json(stack, name))["metadata"].get("deletionTimestamp")
+    finally:
+        stack.redbox.start()
+
+    async def cancelled() -> bool:
+        return slurm_state(job_id).startswith("CANCELLED")
+
+    await eventually(cancelled, timeout=60)
+
+    async def gone() -> bool:
+        result = await stack.kubectl("get", "pod", name)
+        return "NotFound" in result.stderr
+
+    await eventually(gone, timeout=60)
+
+
+async def test_events_tell_the_story_of_a_pod(stack: Stack) -> None:
+    name = unique("story")
+    await stack.kube.create(PODS, job_pod(name, "sleep 1"), namespace="default")
+    await wait_phase(stack, name, "Succeeded")
+
+    async def reasons() -> set[str] | None:
+        result = await stack.kubectl(
+            "get", "events", "-o", "json", "--field-selector", f"involvedObject.name={name}"
+        )
+        found = {event["reason"] for event in json_of(result.stdout)["items"]}
+        return found if {"Submitted", "Completed"} <= found else None
+
+    assert {"Submitted", "Completed"} <= await eventually(reasons, timeout=30)

@@ -204,3 +204,37 @@ def test_empty_batch_annotation_is_rejected() -> None:
 def test_ignored_volumes_pass() -> None:
     body = pod(spec={"volumes": [{"name": "scratch", "emptyDir": {}}, {"name": "info", "downwardAPI": {}}]})
     assert isinstance(pod_to_job(body, DEBUG), JobSpec)
+
+
+def test_wlmjob_pod_becomes_a_container_job() -> None:
+    from wlmvk.core import containerjob
+    from wlmvk.core.jobs import ContainerJobSpec, ContainerOptions
+
+    request = ContainerJobSpec(
+        image="library://sylabsed/examples/lolcow",
+        nodes=1,
+        cpu_per_node=1,
+        mem_per_node=256,
+        wall_time=300,
+        options=ContainerOptions(clear_env=True),
+    )
+    body = pod(
+        metadata={
+            "annotations": {
+                names.ANNOTATION_CONTAINER_JOB: containerjob.encode(request),
+                names.ANNOTATION_WORKING_DIR: "/w/cow",
+            }
+        }
+    )
+    result = pod_to_job(body, Target("debug"))
+    assert isinstance(result, ContainerJobSpec)
+    assert result.image == request.image
+    assert (result.cpu_per_node, result.mem_per_node, result.wall_time) == (1, 256, 300)
+    assert result.options.clear_env
+    assert (result.partition, result.name, result.working_dir) == ("debug", "cow", "/w/cow")
+    assert result.idempotency_key == "0b5c1a9e-6f1d-4f3b-9c1e-2a7d3c4b5e6f"
+
+
+def test_broken_container_job_annotation_is_rejected() -> None:
+    body = pod(metadata={"annotations": {names.ANNOTATION_CONTAINER_JOB: "{not json"}})
+    assert rejection(body).reason == "InvalidContainerJob"
