@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import structlog
 
-from wlmvk.core.errors import NotFound
+from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
 from wlmvk.redbox.files import Confinement
@@ -196,14 +196,24 @@ class Jobs:
         missing = [j for j in wanted if j not in result]
         ask = [j for j in missing if not self._recorded_end(j)]
         accounted: dict[JobId, JobState] = {}
+        trouble = ""
         if ask and self._accounting_maybe():
-            rows = await self.slurm.accounting(ask)
+            try:
+                rows = await self.slurm.accounting(ask)
+            except Unavailable as exc:
+                # squeue answered; one sick slurmdbd must not hide those answers.
+                _log.warning("accounting unavailable", error=exc.message)
+                rows, trouble = [], exc.message
             if rows is None:
                 self._accounting_off()
             else:
                 accounted = {r.job_id: r for r in rows}
         for job_id in missing:
-            result[job_id] = self._settle(job_id, accounted.get(job_id))
+            row = accounted.get(job_id)
+            if trouble and row is None and not self._recorded_end(job_id):
+                result[job_id] = JobState(job_id=job_id, status=JobStatus.UNKNOWN, reason=trouble)
+            else:
+                result[job_id] = self._settle(job_id, row)
         return result
 
     def _recorded_end(self, job_id: JobId) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.core.errors import InvalidInput
+from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.jobs import LOST_REASON, Jobs
@@ -163,3 +163,21 @@ async def test_ids_that_cannot_exist_are_not_found_without_asking(jobs: Jobs, sl
     states = await jobs.states([JobId(0), JobId(-4)])
     assert {s.status for s in states.values()} == {JobStatus.NOT_FOUND}
     assert "sacct" not in slurm.calls
+
+
+async def test_a_sick_accounting_database_does_not_hide_squeue_answers(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    async def broken(job_ids: Sequence[JobId]) -> list[JobState] | None:
+        raise Unavailable("sacct: error: Problem talking to the database: Connection refused")
+
+    slurm.accounting = broken  # type: ignore[method-assign]
+    slurm.queued = {JobId(1): JobState(job_id=JobId(1), status=JobStatus.RUNNING)}
+    followed = await jobs.submit(JobSpec(script="#!/bin/sh\n"))
+    slurm.queued.pop(followed)
+    states = await jobs.states([JobId(1), JobId(2), followed])
+    assert states[JobId(1)].status is JobStatus.RUNNING
+    assert states[JobId(2)].status is JobStatus.UNKNOWN
+    assert "database" in states[JobId(2)].reason
+    assert states[followed].status is JobStatus.UNKNOWN
+    assert await jobs.poll_unfinished() == 1, "a job is not written off while accounting is down"
