@@ -124,13 +124,18 @@ def _add_tree(archive: tarfile.TarFile, source: Path) -> None:
         _add(archive, source, base)
         return
     _add(archive, source, base)
-    for directory, subdirs, files in os.walk(source, followlinks=False):
+    for directory, subdirs, files in os.walk(source, followlinks=False, onerror=_unreadable):
         subdirs.sort()
         relative = os.path.relpath(directory, source)
         for name in [*sorted(subdirs), *sorted(files)]:
             path = Path(directory, name)
             arcname = posixpath.normpath(posixpath.join(base, relative, name))
             _add(archive, path, arcname)
+
+
+def _unreadable(error: OSError) -> None:
+    """A directory that cannot be listed fails the upload: silently leaving it out would lose data."""
+    raise error
 
 
 def _add(archive: tarfile.TarFile, path: Path, arcname: str) -> None:

@@ -175,3 +175,31 @@ async def test_a_job_cancelled_in_slurm_is_cancelled(stack: Stack) -> None:
     )
     assert status["status"] == "Cancelled"
     assert status["message"] == f"job {status['jobId']} was cancelled"
+
+
+async def test_a_single_result_file_lands_under_its_base_name(stack: Stack, tmp_path: Any) -> None:
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    outputs.chmod(0o777)
+    batch = "#!/bin/sh\nmkdir -p deep/er\necho 42 > deep/er/answer.txt\n"
+    await create(stack, slurmjob("one-file", batch, results=results_into(outputs, "deep/er/answer.txt")))
+    status = await wait_status(stack.apiserver, "one-file", {"Succeeded", "Failed"}, timeout=90)
+    assert status["status"] == "Succeeded", status
+    assert [p.name for p in outputs.iterdir()] == ["answer.txt"]
+    assert (outputs / "answer.txt").read_text() == "42\n"
+
+
+async def test_a_failed_upload_fails_the_slurmjob_before_submitting(stack: Stack, tmp_path: Any) -> None:
+    inputs = tmp_path / "private"
+    inputs.mkdir()
+    (inputs / "secret.txt").write_text("root only")
+    inputs.chmod(0o700)  # the staging pod runs as UID 1000: it cannot read this volume
+    mount = {"name": "private", "hostPath": {"path": str(inputs), "type": "Directory"}}
+    prepare = {"to": "in", "mount": mount}
+    await create(stack, slurmjob("no-upload", "#!/bin/sh\nls in\n", nodeSelector={}, prepare=prepare))
+    status = await wait_status(stack.apiserver, "no-upload", {"Succeeded", "Failed"}, timeout=90)
+    assert status["status"] == "Failed"
+    assert status["reason"] == "PrepareFailed"
+    assert "Permission denied" in status["message"] or "permission" in status["message"].lower()
+    assert "jobId" not in status
+    assert not await get_json(stack.apiserver, "pod", "no-upload-job")

@@ -7,6 +7,7 @@ import os
 import tarfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,3 +164,22 @@ async def test_a_failing_source_stops_extraction(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match="connection lost"):
         await unpack(broken(), tmp_path)
+
+
+async def test_an_unreadable_directory_fails_the_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "f").write_text("x")
+    real_scandir = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    # (as root, a mode of 0 would not stop the walk: deny the listing itself)
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(InvalidInput, match="Permission denied"):
+        await collect(pack(src))
