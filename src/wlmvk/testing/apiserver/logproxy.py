@@ -119,6 +119,7 @@ async def _proxy(
     request: web.Request, url: str, context: ssl.SSLContext, connect_timeout: float
 ) -> web.StreamResponse:
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, connect=connect_timeout)
+    response: web.StreamResponse | None = None
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
@@ -135,6 +136,10 @@ async def _proxy(
             await response.write_eof()
             return response
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        if response is not None and response.prepared:
+            # The stream had begun: the client went away or the kubelet broke off; nothing to answer.
+            _log.debug("log stream ended", url=url, error=str(exc))
+            return response
         _log.info("kubelet unreachable", url=url, error=str(exc))
         raise ApiError(500, "InternalError", f'Get "{url}": {exc}') from exc
 
@@ -156,7 +161,10 @@ async def _serve_local(
     response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
     response.enable_chunked_encoding()
     await response.prepare(request)
-    async for chunk in hostlogs.read(path, options, running=running):
-        await response.write(chunk)
-    await response.write_eof()
+    try:
+        async for chunk in hostlogs.read(path, options, running=running):
+            await response.write(chunk)
+        await response.write_eof()
+    except ConnectionError as exc:
+        _log.debug("log reader went away", path=str(path), error=str(exc))
     return response
