@@ -89,7 +89,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 
-from wlmvk.testing.apiserver import patching, strategies
+from wlmvk.testing.apiserver import patching, strategies, validation
 from wlmvk.testing.apiserver.errors import (
     STALE,
     ApiError,
@@ -874,10 +874,11 @@ class Store:
             )
 
     def _validate(self, info: ResourceInfo, obj: Obj) -> None:
+        causes = validation.validate(info, obj)
         if info.validate is not None:
-            causes = info.validate(obj)
-            if causes:
-                raise invalid(info.kind, obj["metadata"].get("name", ""), causes, group=info.group)
+            causes += info.validate(obj)
+        if causes:
+            raise invalid(info.kind, obj["metadata"].get("name", ""), causes, group=info.group)
 
     def _generate(self, bucket: _Bucket, namespace: str, prefix: str) -> str:
         for _ in range(100):

@@ -1,0 +1,116 @@
+"""Validation the real API server applies to every object of the built-in rules we rely on.
+
+Names (DNS-1123 subdomain for most kinds, DNS-1123 label for namespaces, path segments
+for RBAC), label keys and values, and the pod fields a pod cannot exist without
+(``spec.containers``, each with a DNS-label ``name``). Messages are the real server's, so
+a bug that a cluster would refuse is refused here too. (A real server also requires each
+container's ``image``; this one does not, so tests may omit it.)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wlmvk.testing.apiserver.errors import Cause
+from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, Obj, ResourceInfo
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+_DNS_LABEL = re.compile(rf"^{_LABEL}$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+    "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+DNS_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+LABEL_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def _quote(value: Any) -> str:
+    return '"' + str(value).replace('"', '\\"') + '"'
+
+
+def validate(info: ResourceInfo, obj: Obj) -> list[Cause]:
+    """Every violation of the built-in rules by ``obj``."""
+    causes = _name(info, (obj.get("metadata") or {}).get("name", ""))
+    causes += _labels((obj.get("metadata") or {}).get("labels"))
+    if info.gvr == PODS:
+        causes += _pod(obj.get("spec") or {})
+    return causes
+
+
+def _name(info: ResourceInfo, name: str) -> list[Cause]:
+    if info.group == "rbac.authorization.k8s.io":
+        bad = name in (".", "..") or "/" in name or "%" in name
+        return (
+            [Cause("metadata.name", f"Invalid value: {_quote(name)}: may not contain '/' or '%'")]
+            if bad
+            else []
+        )
+    if info.gvr == NAMESPACES:
+        if len(name) > 63 or not _DNS_LABEL.match(name):
+            return [Cause("metadata.name", f"Invalid value: {_quote(name)}: {DNS_LABEL_MSG}")]
+        return []
+    if len(name) > 253:
+        return [Cause("metadata.name", f"Invalid value: {_quote(name)}: must be no more than 253 characters")]
+    if not _SUBDOMAIN.match(name):
+        return [Cause("metadata.name", f"Invalid value: {_quote(name)}: {SUBDOMAIN_MSG}")]
+    return []
+
+
+def _labels(labels: Any) -> list[Cause]:
+    if not isinstance(labels, dict):
+        return []
+    causes = []
+    for key, value in labels.items():
+        prefix, _, name = str(key).rpartition("/")
+        if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+            causes.append(
+                Cause("metadata.labels", f"Invalid value: {_quote(key)}: prefix part {SUBDOMAIN_MSG}")
+            )
+        elif len(name) > 63 or not _LABEL_NAME.match(name):
+            causes.append(Cause("metadata.labels", f"Invalid value: {_quote(key)}: {LABEL_NAME_MSG}"))
+        if not isinstance(value, str):
+            causes.append(Cause("metadata.labels", f"Invalid value: {_quote(value)}: must be a string"))
+        elif len(value) > 63:
+            causes.append(
+                Cause(
+                    "metadata.labels", f"Invalid value: {_quote(value)}: must be no more than 63 characters"
+                )
+            )
+        elif not _LABEL_VALUE.match(value):
+            causes.append(Cause("metadata.labels", f"Invalid value: {_quote(value)}: {LABEL_VALUE_MSG}"))
+    return causes
+
+
+def _pod(spec: dict[str, Any]) -> list[Cause]:
+    containers = spec.get("containers")
+    if not containers:
+        return [Cause("spec.containers", "Required value", "FieldValueRequired")]
+    causes = []
+    for kind in ("initContainers", "containers"):
+        for n, container in enumerate(spec.get(kind) or []):
+            path = f"spec.{kind}[{n}]"
+            name = container.get("name") if isinstance(container, dict) else None
+            if not name:
+                causes.append(Cause(f"{path}.name", "Required value", "FieldValueRequired"))
+            elif len(name) > 63 or not _DNS_LABEL.match(name):
+                causes.append(Cause(f"{path}.name", f"Invalid value: {_quote(name)}: {DNS_LABEL_MSG}"))
+    return causes
