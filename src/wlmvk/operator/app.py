@@ -174,6 +174,8 @@ async def serve(
             if not acquiring.done():
                 await tasks.stop(acquiring)
                 return 0
+            if acquiring.cancelled() or acquiring.exception() is not None:
+                return 1  # the election itself broke (logged by the guarded task)
             running.append(tasks.guarded(elector.hold(), name="hold"))
         log.info("operator running", namespace=settings.namespace or "(all)", work_root=settings.work_root)
         running.append(tasks.guarded(Controller(client, settings).run(), name="controller"))
