@@ -14,6 +14,7 @@ resource deletes them (and the kubelet cancels the job).
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from typing import Any
 
@@ -39,11 +40,19 @@ SOCKET_VOLUME = "wlmvk-red-box-socket"
 COLLECT_MOUNT = "/collect"
 
 
+def label_value(name: str) -> str:
+    """A label value for a resource name (names may be longer than the 63 characters a label holds)."""
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-.')}-{digest}"
+
+
 def _metadata(job: Job, name: str, role: str, annotations: dict[str, str] | None = None) -> Body:
     metadata: Body = {
         "name": name,
         "namespace": job.namespace,
-        "labels": {MANAGED_BY: OPERATOR, LABEL_JOB: job.name, LABEL_ROLE: role},
+        "labels": {MANAGED_BY: OPERATOR, LABEL_JOB: label_value(job.name), LABEL_ROLE: role},
         "ownerReferences": [job.owner_reference()],
     }
     if annotations:

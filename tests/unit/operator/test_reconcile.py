@@ -417,3 +417,15 @@ def test_prepare_without_any_virtual_node() -> None:
     world.nodes = []
     world.step()
     assert world.status["message"] == "no virtual node (partition) is registered"
+
+
+def test_long_names_still_make_valid_labels() -> None:
+    from wlmvk.operator.pods import LABEL_JOB, label_value
+
+    name = "a" * 60 + "-" + "b" * 60
+    world = World(slurmjob(name), [])
+    world.step()
+    value = world.pods[f"{name}-job"]["metadata"]["labels"][LABEL_JOB]
+    assert len(value) <= 63
+    assert value == label_value(name) != label_value(name[:-1] + "c")
+    assert label_value("short") == "short"
