@@ -30,8 +30,9 @@ async def test_kill_9_while_submitting_then_restart_gives_exactly_one_job_per_po
     box = redbox_factory()
     kube = await KubeClient.connect(str(apiserver.kubeconfig))
     try:
+        # One worker: submissions are sequential, so the kill lands in the middle of them.
         first = await kubelet_process_factory(
-            kubeconfig=apiserver.kubeconfig, red_box_socket=box.socket, status_interval=1, workers=4
+            kubeconfig=apiserver.kubeconfig, red_box_socket=box.socket, status_interval=1, workers=1
         )
 
         async def node_ready() -> bool:
