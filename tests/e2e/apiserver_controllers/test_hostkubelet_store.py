@@ -208,3 +208,23 @@ async def test_active_deadline_fails_the_pod_and_stops_it(store: Store) -> None:
 
     terminated = await eventually(stopped)
     assert terminated["exitCode"] == 143, "SIGTERM"
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_env_from_the_pods_own_fields(store: Store) -> None:
+    fields = {
+        "NAME": "metadata.name",
+        "NAMESPACE": "metadata.namespace",
+        "UID": "metadata.uid",
+        "NODE": "spec.nodeName",
+        "POD_IP": "status.podIP",
+        "HOST_IP": "status.hostIP",
+    }
+    env = [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in fields.items()]
+    env.append({"name": "PLAIN", "value": "x-$(NAME)"})
+    run_pod(
+        store, "fields", "echo $NAME $NAMESPACE $UID $NODE $POD_IP $HOST_IP $PLAIN", container={"env": env}
+    )
+    pod = await finished(store, "fields")
+    uid = pod["metadata"]["uid"]
+    assert output(store, "fields") == f"fields default {uid} {NODE} 127.0.0.1 127.0.0.1 x-fields\n"

@@ -482,7 +482,9 @@ class PodWorker:
             "HOME": home,
         }
         node = self._node_allocatable()
-        env = podenv.container_env(self.pod, spec, self._lookup, base=base, node_allocatable=node)
+        # The stored pod carries the status just written (podIP, hostIP) for fieldRefs.
+        pod = self._stored() or self.pod
+        env = podenv.container_env(pod, spec, self._lookup, base=base, node_allocatable=node)
         try:
             argv = podenv.command_line(spec, env)
         except InvalidInput as exc:
@@ -498,6 +500,13 @@ class PodWorker:
             mounts=mounts,
             isolation=self.ctx.isolation,
         )
+
+    def _stored(self) -> Obj | None:
+        try:
+            pod = self.ctx.store.get(PODS, self.name, self.namespace)
+        except ApiError:
+            return None
+        return pod if pod["metadata"].get("uid") == self.uid else None
 
     def _node_allocatable(self) -> dict[str, Any]:
         try:
