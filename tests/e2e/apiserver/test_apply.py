@@ -16,32 +16,65 @@ pytestmark = pytest.mark.kubectl
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def pod(env_value: str, *, extra_env: bool = True) -> str:
+def deployment(env_value: str, *, extra_env: bool = True) -> str:
     env = [{"name": "A", "value": env_value}] + ([{"name": "B", "value": "b"}] if extra_env else [])
     return yaml.safe_dump(
         {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "p1", "labels": {"app": "demo"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"], "env": env}]},
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d1", "labels": {"app": "demo"}},
+            "spec": {
+                "selector": {"matchLabels": {"app": "demo"}},
+                "template": {
+                    "metadata": {"labels": {"app": "demo"}},
+                    "spec": {
+                        "containers": [
+                            {"name": "c", "image": "busybox", "command": ["true"], "env": env},
+                            {"name": "side", "image": "busybox"},
+                        ]
+                    },
+                },
+            },
         }
     )
 
 
 async def test_apply_twice_patches_with_strategic_merge(apiserver: RunningApiServer) -> None:
-    created = await apiserver.kubectl("apply", "-f", "-", input=pod("1"))
+    created = await apiserver.kubectl("apply", "-f", "-", input=deployment("1"))
     assert created.returncode == 0, created.stderr
-    assert created.stdout.strip() == "pod/p1 created"
-    again = await apiserver.kubectl("apply", "-f", "-", input=pod("2", extra_env=False))
+    assert created.stdout.strip() == "deployment.apps/d1 created"
+    again = await apiserver.kubectl("apply", "-f", "-", input=deployment("2", extra_env=False))
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == "pod/p1 configured"
-    stored = apiserver.store.get(PODS, "p1", "default")
-    assert stored["spec"]["containers"][0]["env"] == [{"name": "A", "value": "2"}]
-    assert json.loads(stored["metadata"]["annotations"][LAST_APPLIED])["spec"]["containers"][0]["env"] == [
-        {"name": "A", "value": "2"}
-    ]
-    unchanged = await apiserver.kubectl("apply", "-f", "-", input=pod("2", extra_env=False))
-    assert unchanged.stdout.strip() == "pod/p1 unchanged"
+    assert again.stdout.strip() == "deployment.apps/d1 configured"
+    stored = apiserver.store.get(DEPLOYMENTS, "d1", "default")
+    containers = stored["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["c", "side"]
+    assert containers[0]["env"] == [{"name": "A", "value": "2"}]
+    assert json.loads(stored["metadata"]["annotations"][LAST_APPLIED])["spec"]["template"]["spec"][
+        "containers"
+    ][0]["env"] == [{"name": "A", "value": "2"}]
+    unchanged = await apiserver.kubectl("apply", "-f", "-", input=deployment("2", extra_env=False))
+    assert unchanged.stdout.strip() == "deployment.apps/d1 unchanged"
+
+
+async def test_pod_spec_is_immutable_but_for_images(apiserver: RunningApiServer) -> None:
+    def pod(image: str, command: str) -> str:
+        return yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p1"},
+                "spec": {"containers": [{"name": "c", "image": image, "command": [command]}]},
+            }
+        )
+
+    assert (await apiserver.kubectl("apply", "-f", "-", input=pod("busybox", "true"))).returncode == 0
+    new_image = await apiserver.kubectl("apply", "-f", "-", input=pod("alpine", "true"))
+    assert new_image.stdout.strip() == "pod/p1 configured"
+    new_command = await apiserver.kubectl("apply", "-f", "-", input=pod("alpine", "false"))
+    assert new_command.returncode == 1
+    assert "pod updates may not change fields other than `spec.containers[*].image`" in new_command.stderr
+    assert apiserver.store.get(PODS, "p1", "default")["spec"]["containers"][0]["image"] == "alpine"
 
 
 async def test_server_side_apply_creates_then_updates(apiserver: RunningApiServer) -> None:

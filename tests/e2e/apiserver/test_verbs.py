@@ -11,7 +11,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk.testing.apiserver.resources import CONFIGMAPS, PODS
+from wlmvk.testing.apiserver.resources import CONFIGMAPS, DEPLOYMENTS, PODS
 
 pytestmark = pytest.mark.apiserver(controllers=False)
 
@@ -85,34 +85,45 @@ async def test_bad_bodies_and_methods(apiserver: RunningApiServer) -> None:
 
 
 async def test_patch_types(apiserver: RunningApiServer, kube_api: Any) -> None:
-    v1 = client.CoreV1Api(kube_api)
+    apps = client.AppsV1Api(kube_api)
+    template = {
+        "metadata": {"labels": {"app": "a"}},
+        "spec": {
+            "containers": [
+                {"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}]},
+                {"name": "b", "image": "i"},
+            ]
+        },
+    }
     apiserver.store.create(
-        PODS,
+        DEPLOYMENTS,
         {
-            "metadata": {"name": "p"},
-            "spec": {
-                "containers": [
-                    {"name": "a", "image": "i", "env": [{"name": "X", "value": "1"}]},
-                    {"name": "b", "image": "i"},
-                ]
-            },
+            "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template},
         },
     )
-    strategic = {"spec": {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]}}
-    patched = await v1.patch_namespaced_pod("p", "default", strategic)
-    assert [c.name for c in patched.spec.containers] == ["a", "b"]
-    assert [(e.name, e.value) for e in patched.spec.containers[0].env] == [("X", "1"), ("Y", "2")]
-    ops = [{"op": "replace", "path": "/spec/containers/1/image", "value": "j"}]
-    patched = await v1.patch_namespaced_pod("p", "default", ops, _content_type="application/json-patch+json")
-    assert patched.spec.containers[1].image == "j"
+    strategic = {
+        "spec": {"template": {"spec": {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]}}}
+    }
+    patched = await apps.patch_namespaced_deployment("d", "default", strategic)
+    containers = patched.spec.template.spec.containers
+    assert [c.name for c in containers] == ["a", "b"]
+    assert [(e.name, e.value) for e in containers[0].env] == [("X", "1"), ("Y", "2")]
+    ops = [{"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "j"}]
+    patched = await apps.patch_namespaced_deployment(
+        "d", "default", ops, _content_type="application/json-patch+json"
+    )
+    assert patched.spec.template.spec.containers[1].image == "j"
     merge = {"metadata": {"labels": {"k": "v"}}}
-    patched = await v1.patch_namespaced_pod(
-        "p", "default", merge, _content_type="application/merge-patch+json"
+    patched = await apps.patch_namespaced_deployment(
+        "d", "default", merge, _content_type="application/merge-patch+json"
     )
     assert patched.metadata.labels == {"k": "v"}
-    bad = [{"op": "test", "path": "/spec/containers/0/image", "value": "nope"}]
+    bad = [{"op": "test", "path": "/spec/replicas", "value": 7}]
     with pytest.raises(ApiException) as raised:
-        await v1.patch_namespaced_pod("p", "default", bad, _content_type="application/json-patch+json")
+        await apps.patch_namespaced_deployment(
+            "d", "default", bad, _content_type="application/json-patch+json"
+        )
     assert raised.value.status == 422
 
 

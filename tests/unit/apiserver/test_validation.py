@@ -70,3 +70,30 @@ def test_store_answers_422_with_the_real_message() -> None:
         'ConfigMap "My_Config" is invalid: metadata.name: Invalid value: "My_Config": '
         "a lowercase RFC 1123 subdomain"
     )
+
+
+def test_client_updates_of_pod_specs_are_limited() -> None:
+    store = Store()
+    made = store.create(
+        PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    )
+    tolerations = made["spec"]["tolerations"]
+    allowed = {
+        "spec": {
+            "containers": [{"name": "c", "image": "j"}],
+            "activeDeadlineSeconds": 60,
+            "tolerations": [*tolerations, {"key": "k", "operator": "Exists"}],
+        }
+    }
+    store.patch(PODS, "p", allowed, patch_type="strategic", client=True)
+    for forbidden in (
+        {"spec": {"nodeName": "n1"}},
+        {"spec": {"tolerations": []}},
+        {"spec": {"containers": [{"name": "c", "command": ["x"]}]}},
+    ):
+        with pytest.raises(ApiError) as raised:
+            store.patch(PODS, "p", forbidden, patch_type="strategic", client=True)
+        assert raised.value.code == 422
+        assert "pod updates may not change fields" in raised.value.message
+    store.patch(PODS, "p", {"spec": {"tolerations": []}}, patch_type="merge")
+    assert store.get(PODS, "p")["spec"]["tolerations"] == []

@@ -262,7 +262,7 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
         _name_matches(body, t.name)
         if t.info.gvr == NAMESPACES and t.subresource == "finalize":
             return _json(store.get(NAMESPACES, t.name))
-        return _json(store.update(t.info.gvr, body, t.namespace, subresource=t.subresource))
+        return _json(store.update(t.info.gvr, body, t.namespace, subresource=t.subresource, client=True))
     if method == "PATCH":
         return await _patch(request, t)
     if method == "DELETE":
@@ -381,6 +381,7 @@ async def _patch(request: web.Request, t: Target) -> web.Response:
         subresource=t.subresource,
         field_manager=request.query.get("fieldManager"),
         force=truthy(request.query.get("force")),
+        client=True,
     )
     return _json(obj)
 

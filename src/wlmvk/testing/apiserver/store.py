@@ -52,6 +52,10 @@ Semantics, as the real API server:
   ``"Orphan"`` strips the owner's ownerReferences from its dependents; ``"Background"``
   (default) leaves dependents to the garbage collector. Deleting a namespace deletes its
   contents. Returns the object as last stored (deleted objects carry the deleting RV).
+- ``client=True`` on ``update``/``patch`` adds the checks kube-apiserver makes on client
+  updates (a pod's spec is immutable but for images, activeDeadlineSeconds, added
+  tolerations); the HTTP layer passes it, in-process controllers and tests may set up any
+  state they need without it.
 - Read results and in-process watch events are deep copies: mutate them freely.
 
 Watches: ``store.watch(...)`` registers at once (no event can be missed between a ``list``
@@ -518,7 +522,13 @@ class Store:
         return clone(new)
 
     def update(
-        self, gvr: GVR, obj: Obj, namespace: str | None = None, *, subresource: str | None = None
+        self,
+        gvr: GVR,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        client: bool = False,
     ) -> Obj:
         bucket = self._bucket(gvr)
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
@@ -529,9 +539,11 @@ class Store:
         old = self._raw(
             bucket, name, namespace if namespace is not None else obj["metadata"].get("namespace")
         )
-        return clone(self._replace(bucket, old, clone(obj), subresource=subresource))
+        return clone(self._replace(bucket, old, clone(obj), subresource=subresource, client=client))
 
-    def _replace(self, bucket: _Bucket, old: Obj, new: Obj, *, subresource: str | None) -> Obj:
+    def _replace(
+        self, bucket: _Bucket, old: Obj, new: Obj, *, subresource: str | None, client: bool = False
+    ) -> Obj:
         info = bucket.info
         self._check_type(info, new)
         old_meta, meta = old["metadata"], new.setdefault("metadata", {})
@@ -590,7 +602,7 @@ class Store:
                         group=info.group,
                     )
         new["metadata"]["generation"] = old_meta.get("generation", 1) + (1 if _spec_changed(old, new) else 0)
-        self._validate(info, new)
+        self._validate(info, new, old if client else None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         new["apiVersion"], new["kind"] = info.api_version, info.kind
         if new == old:
@@ -621,6 +633,7 @@ class Store:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
+        client: bool = False,
     ) -> Obj:
         """Patch an object. ``patch_type``: merge, strategic, json, apply (server-side apply).
 
@@ -659,7 +672,7 @@ class Store:
         if patch_type == "apply" or not pinned:
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         meta.setdefault("name", name)
-        return clone(self._replace(bucket, old, new, subresource=subresource))
+        return clone(self._replace(bucket, old, new, subresource=subresource, client=client))
 
     def bind(self, namespace: str, pod_name: str, node_name: str) -> Obj:
         """Bind a pod to a node (``pods/binding``): 409 if it already has one."""
@@ -873,8 +886,10 @@ class Store:
                 f"the expected {info.api_version} {info.kind}"
             )
 
-    def _validate(self, info: ResourceInfo, obj: Obj) -> None:
+    def _validate(self, info: ResourceInfo, obj: Obj, old: Obj | None = None) -> None:
         causes = validation.validate(info, obj)
+        if old is not None:
+            causes += validation.validate_update(info, old, obj)
         if info.validate is not None:
             causes += info.validate(obj)
         if causes:

@@ -114,3 +114,42 @@ def _pod(spec: dict[str, Any]) -> list[Cause]:
             elif len(name) > 63 or not _DNS_LABEL.match(name):
                 causes.append(Cause(f"{path}.name", f"Invalid value: {_quote(name)}: {DNS_LABEL_MSG}"))
     return causes
+
+
+POD_UPDATE_MSG = (
+    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)"
+)
+
+
+def validate_update(info: ResourceInfo, old: Obj, new: Obj) -> list[Cause]:
+    """Rules about changes: a pod's spec is immutable but for a few fields."""
+    if info.gvr != PODS:
+        return []
+    before, after = _mutable_removed(old.get("spec") or {}), _mutable_removed(new.get("spec") or {})
+    if before != after:
+        return [Cause("spec", POD_UPDATE_MSG, "FieldValueForbidden")]
+    kept = [
+        t
+        for t in (old.get("spec") or {}).get("tolerations") or []
+        if t not in ((new.get("spec") or {}).get("tolerations") or [])
+    ]
+    if kept:
+        return [Cause("spec.tolerations", POD_UPDATE_MSG, "FieldValueForbidden")]
+    return []
+
+
+def _mutable_removed(spec: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        k: v
+        for k, v in spec.items()
+        if k not in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+    }
+    for kind in ("containers", "initContainers"):
+        if isinstance(out.get(kind), list):
+            out[kind] = [
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in out[kind]
+            ]
+    return out
