@@ -6,8 +6,8 @@ places the job pod only on a partition that can run it. The original parser
 crashed on valueless flags (``--exclusive``) and on comments after a
 directive; this one follows sbatch's own rules:
 
-- directives are lines starting with ``#SBATCH``; blank lines and other
-  comments are skipped; reading stops at the first command line;
+- directives are lines starting with ``#SBATCH`` in the first column; blank
+  lines and other comments are skipped; reading stops at the first command;
 - ``--key=value``, ``--key value``, ``-N 2``, ``-N2``, ``-N=2``;
 - options that take no value (``--exclusive``, ``--requeue``...) never
   swallow the next token, and an unquoted ``#`` ends the directive;
@@ -170,14 +170,14 @@ def requirements(script: str) -> Requirements:
 
 
 def _directive_lines(script: str) -> Iterator[tuple[int, str]]:
-    for number, raw in enumerate(script.splitlines(), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        if not line.startswith("#"):
-            return  # sbatch stops at the first command
+    for number, line in enumerate(script.splitlines(), start=1):
         if line.startswith(PREFIX) and (len(line) == len(PREFIX) or line[len(PREFIX)].isspace()):
             yield number, line[len(PREFIX) :]
+            continue
+        text = line.strip()
+        if text and not text.startswith("#"):
+            return  # sbatch stops at the first command
+        # blank lines and comments (also an indented "#SBATCH", which sbatch ignores) are skipped
 
 
 def _tokens(text: str, number: int) -> list[str]:

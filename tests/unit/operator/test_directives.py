@@ -204,3 +204,11 @@ def test_unreadable_directive_is_a_clear_error(line: str, message: str) -> None:
     with pytest.raises(InvalidInput, match=message) as caught:
         requirements(script(line))
     assert "line 2" in caught.value.message
+
+
+def test_an_indented_directive_is_a_comment_as_for_sbatch() -> None:
+    assert requirements(script("  #SBATCH -N 4", "#SBATCH -N 2")).nodes == 2
+
+
+def test_an_indented_command_stops_reading() -> None:
+    assert requirements("#!/bin/sh\n  echo hi\n#SBATCH -N 3\n").nodes == 0
