@@ -182,3 +182,15 @@ async def test_imperative_create_commands_send_protobuf_we_decode(apiserver: Run
     refused = await apiserver.kubectl("create", "deployment", "d", "--image=x")
     assert refused.returncode != 0
     assert "not Deployment: send JSON (kubectl apply -f / create -f)" in refused.stderr
+
+
+async def test_diff_uses_dry_run_and_changes_nothing(apiserver: RunningApiServer) -> None:
+    await apiserver.kubectl("apply", "-f", "-", input=deployment("1"))
+    before = apiserver.store.get(DEPLOYMENTS, "d1", "default")
+    diff = await apiserver.kubectl("diff", "-f", "-", input=deployment("2"))
+    assert diff.returncode == 1, diff.stderr
+    assert '-          value: "1"' in diff.stdout
+    assert '+          value: "2"' in diff.stdout
+    assert apiserver.store.get(DEPLOYMENTS, "d1", "default") == before
+    same = await apiserver.kubectl("diff", "-f", "-", input=deployment("1"))
+    assert same.returncode == 0, same.stdout + same.stderr

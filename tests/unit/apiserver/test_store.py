@@ -344,3 +344,18 @@ async def test_an_update_that_changes_nothing_is_not_an_event(store: Store) -> N
         store.patch(CONFIGMAPS, "c", {"data": {"a": "2"}})
         (event,) = await drain(w, 1)
     assert event.object["data"] == {"a": "2"}
+
+
+def test_dry_runs_store_nothing(store: Store) -> None:
+    made = store.create(CONFIGMAPS, {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    rv = store.resource_version
+    assert store.create(CONFIGMAPS, {"metadata": {"name": "d"}}, dry_run=True)["metadata"]["name"] == "d"
+    assert store.patch(CONFIGMAPS, "c", {"data": {"a": "2"}}, dry_run=True)["data"] == {"a": "2"}
+    assert store.update(CONFIGMAPS, {**made, "data": {"a": "3"}}, dry_run=True)["data"] == {"a": "3"}
+    applied = {"metadata": {"name": "c"}, "data": {"b": "4"}}
+    assert store.patch(CONFIGMAPS, "c", applied, patch_type="apply", field_manager="m", dry_run=True)[
+        "data"
+    ] == {"a": "1", "b": "4"}
+    assert store.delete(CONFIGMAPS, "c", dry_run=True)["metadata"]["name"] == "c"
+    assert store.resource_version == rv
+    assert [c["data"] for c in store.list(CONFIGMAPS).items] == [{"a": "1"}]

@@ -262,12 +262,21 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
         _name_matches(body, t.name)
         if t.info.gvr == NAMESPACES and t.subresource == "finalize":
             return _json(store.get(NAMESPACES, t.name))
-        return _json(store.update(t.info.gvr, body, t.namespace, subresource=t.subresource, client=True))
+        return _json(
+            store.update(
+                t.info.gvr, body, t.namespace, subresource=t.subresource, client=True, dry_run=_dry(request)
+            )
+        )
     if method == "PATCH":
         return await _patch(request, t)
     if method == "DELETE":
         return await _delete(request, t)
     raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+def _dry(request: web.Request) -> bool:
+    """``dryRun=All``: answer as if the write happened, store nothing."""
+    return request.query.get("dryRun") == "All"
 
 
 def _wants_table(request: web.Request) -> bool:
@@ -352,8 +361,7 @@ async def _create(request: web.Request, t: Target) -> web.Response:
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
     _strict_fields(request, t.info, body)
-    dry = request.query.get("dryRun") == "All"
-    return _json(store.create(t.info.gvr, body, t.namespace, dry_run=dry), status=201)
+    return _json(store.create(t.info.gvr, body, t.namespace, dry_run=_dry(request)), status=201)
 
 
 async def _patch(request: web.Request, t: Target) -> web.Response:
@@ -382,6 +390,7 @@ async def _patch(request: web.Request, t: Target) -> web.Response:
         field_manager=request.query.get("fieldManager"),
         force=truthy(request.query.get("force")),
         client=True,
+        dry_run=_dry(request),
     )
     return _json(obj)
 
@@ -421,6 +430,7 @@ async def _delete(request: web.Request, t: Target) -> web.Response:
         grace_period_seconds=options.get("gracePeriodSeconds"),
         propagation_policy=options.get("propagationPolicy"),
         preconditions=options.get("preconditions"),
+        dry_run=_dry(request) or options.get("dryRun") == ["All"],
     )
     return _json(obj)
 

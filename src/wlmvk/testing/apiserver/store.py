@@ -529,6 +529,7 @@ class Store:
         *,
         subresource: str | None = None,
         client: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         bucket = self._bucket(gvr)
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
@@ -539,10 +540,19 @@ class Store:
         old = self._raw(
             bucket, name, namespace if namespace is not None else obj["metadata"].get("namespace")
         )
-        return clone(self._replace(bucket, old, clone(obj), subresource=subresource, client=client))
+        return clone(
+            self._replace(bucket, old, clone(obj), subresource=subresource, client=client, dry_run=dry_run)
+        )
 
     def _replace(
-        self, bucket: _Bucket, old: Obj, new: Obj, *, subresource: str | None, client: bool = False
+        self,
+        bucket: _Bucket,
+        old: Obj,
+        new: Obj,
+        *,
+        subresource: str | None,
+        client: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         info = bucket.info
         self._check_type(info, new)
@@ -605,8 +615,8 @@ class Store:
         self._validate(info, new, old if client else None)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         new["apiVersion"], new["kind"] = info.api_version, info.kind
-        if new == old:
-            return old
+        if new == old or dry_run:
+            return new
         if (
             "deletionTimestamp" in old_meta
             and not new["metadata"].get("finalizers")
@@ -634,10 +644,12 @@ class Store:
         field_manager: str | None = None,
         force: bool = False,
         client: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         """Patch an object. ``patch_type``: merge, strategic, json, apply (server-side apply).
 
-        A server-side apply of a missing object creates it.
+        A server-side apply of a missing object creates it. ``dry_run`` computes the result
+        without storing it (``kubectl diff``).
         """
         bucket = self._bucket(gvr)
         info = bucket.info
@@ -651,19 +663,23 @@ class Store:
                     raise
                 body = clone(patch)
                 body.setdefault("metadata", {})["name"] = name
-                made = self.create(gvr, body, namespace)
-                self._applied[made["metadata"]["uid"]] = {field_manager or "": clone(patch)}
+                made = self.create(gvr, body, namespace, dry_run=dry_run)
+                if not dry_run:
+                    self._applied[made["metadata"]["uid"]] = {field_manager or "": clone(patch)}
                 return made
         else:
             old = self._raw(bucket, name, namespace)
         base = old
         if patch_type == "apply" and subresource is None:
-            managers = self._applied.setdefault(old["metadata"]["uid"], {})
+            managers = self._applied.get(old["metadata"]["uid"], {})
+            if not dry_run:
+                self._applied[old["metadata"]["uid"]] = managers
             previous = managers.get(field_manager or "")
             if previous is not None:
                 builtin = info.group in patching.BUILTIN_GROUPS
                 base = patching.forget_unapplied(old, previous, patch, builtin=builtin)
-            managers[field_manager or ""] = clone(patch)
+            if not dry_run:
+                managers[field_manager or ""] = clone(patch)
         new = clone(patching.apply_patch(base, patch, patch_type, info))
         meta = new.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -672,7 +688,7 @@ class Store:
         if patch_type == "apply" or not pinned:
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         meta.setdefault("name", name)
-        return clone(self._replace(bucket, old, new, subresource=subresource, client=client))
+        return clone(self._replace(bucket, old, new, subresource=subresource, client=client, dry_run=dry_run))
 
     def bind(self, namespace: str, pod_name: str, node_name: str) -> Obj:
         """Bind a pod to a node (``pods/binding``): 409 if it already has one."""
@@ -703,10 +719,13 @@ class Store:
         grace_period_seconds: int | None = None,
         propagation_policy: str | None = None,
         preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
     ) -> Obj:
         bucket = self._bucket(gvr)
         info = bucket.info
         old = self._raw(bucket, name, namespace)
+        if dry_run:
+            return clone(old)
         meta = old["metadata"]
         for key in ("uid", "resourceVersion"):
             want = (preconditions or {}).get(key)
