@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer
+from wlmvk.testing.apiserver.resources import PODS
 
 pytestmark = pytest.mark.kubectl
 
@@ -140,3 +141,36 @@ async def test_tolerations_and_node_affinity_operators(apiserver: RunningApiServ
     described = await wait_for(apiserver, "describe", "pod", "other", expect="FailedScheduling")
     assert "1 node(s) had untolerated taint {virtual-kubelet.io/provider: wlm}" in described
     assert "2 node(s) didn't match Pod's node affinity/selector" in described
+
+
+async def test_requests_against_allocatable_including_gpus(apiserver: RunningApiServer) -> None:
+    gpu_node = node("gpu", {"zone": "g"})
+    gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "2"
+    await apiserver.kubectl("apply", "-f", "-", input=manifest(node("cpu", {"zone": "c"}), gpu_node))
+
+    def wants(name: str, **requests: str) -> dict[str, Any]:
+        body = pod(name)
+        body["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": requests}
+        return body
+
+    await apiserver.kubectl(
+        "apply", "-f", "-", input=manifest(wants("train", **{"nvidia.com/gpu": "2", "cpu": "500m"}))
+    )
+    await wait_for(apiserver, "get", "pod", "train", "-o", "jsonpath={.spec.nodeName}", expect="gpu")
+    await apiserver.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=manifest(wants("more", **{"nvidia.com/gpu": "1"}), wants("huge", memory="5Gi")),
+    )
+    more = await wait_for(apiserver, "describe", "pod", "more", expect="FailedScheduling")
+    assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." in more
+    huge = await wait_for(apiserver, "describe", "pod", "huge", expect="FailedScheduling")
+    assert "0/2 nodes are available: 2 Insufficient memory." in huge
+    assert "2 No preemption victims found for incoming pod." in huge
+
+    # The GPU pod finishes: its GPUs are free again and the waiting pod is bound.
+    finished = apiserver.store.get(PODS, "train", "default")
+    finished["status"]["phase"] = "Succeeded"
+    apiserver.store.update(PODS, finished, subresource="status")
+    await wait_for(apiserver, "get", "pod", "more", "-o", "jsonpath={.spec.nodeName}", expect="gpu")
