@@ -96,3 +96,40 @@ async def test_prepare_and_results(stack: Stack, node_dirs: Any, tmp_path: Path)
     workdir = stack.redbox.work_dir / status["workingDir"]
     assert (workdir / "inputs" / "foo.txt").read_text() == "foo\n"
     assert (workdir / "bar" / "output.txt").read_text() == "foo\nslurm\n"
+
+
+def twins(stack: Stack, tmp_path: Path) -> tuple[Path, list[str]]:
+    """Two copies of the README example, named left and right, each with its own foo.txt."""
+    base = Path(tempfile.mkdtemp(prefix="twins-", dir="/tmp"))
+    base.chmod(0o755)
+    docs = []
+    for twin in ("left", "right"):
+        inputs, outputs = base / twin / "inputs", base / twin / "outputs"
+        inputs.mkdir(parents=True)
+        outputs.mkdir()
+        (inputs / "foo.txt").write_text(f"{twin}\n")
+        for path in (base / twin, inputs, inputs / "foo.txt", outputs):
+            os.chown(path, STAGING_UID, STAGING_UID)
+        doc = yaml.safe_load(example_for(stack, inputs, outputs, tmp_path).read_text())
+        doc["metadata"]["name"] = twin
+        doc["spec"]["batch"] = doc["spec"]["batch"].replace("echo Hello", "echo Hello; sleep 2")
+        docs.append(yaml.safe_dump(doc))
+    return base, docs
+
+
+def result(base: Path, twin: str) -> str:
+    return (base / twin / "outputs" / "bar" / "output.txt").read_text()
+
+
+async def test_two_jobs_writing_the_same_names_do_not_collide(stack: Stack, tmp_path: Path) -> None:
+    """The original ran every job in red-box's directory: two jobs writing bar/ overwrote each other."""
+    base, docs = twins(stack, tmp_path)
+    applied = await stack.kubectl("apply", "-f", "-", input="---\n".join(docs))
+    assert applied.returncode == 0, applied.stderr
+    try:
+        for twin in ("left", "right"):
+            status = await wait_status(stack.apiserver, twin, {"Succeeded", "Failed"}, timeout=120)
+            assert status["status"] == "Succeeded", status
+            assert result(base, twin) == f"{twin}\nslurm\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
