@@ -101,3 +101,12 @@ async def test_explain_builtin_kind(apiserver: RunningApiServer) -> None:
     assert "KIND:       Pod" in result.stdout
     for field in ("apiVersion", "kind", "metadata", "spec", "status"):
         assert f"  {field}\t<" in result.stdout
+
+
+async def test_auth_can_i_says_yes_because_rbac_is_not_enforced(apiserver: RunningApiServer) -> None:
+    result = await apiserver.kubectl("auth", "can-i", "delete", "pods")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "yes"
+    listed = await apiserver.kubectl("get", "selfsubjectaccessreviews")
+    assert listed.returncode == 1
+    assert "MethodNotAllowed" in listed.stderr

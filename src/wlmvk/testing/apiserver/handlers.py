@@ -23,7 +23,7 @@ from wlmvk.testing.apiserver import discovery, openapi, protobuf, schema, tables
 from wlmvk.testing.apiserver.controllers import LogHandler
 from wlmvk.testing.apiserver.errors import ApiError, bad_request, method_not_allowed
 from wlmvk.testing.apiserver.patching import PATCH_TYPES
-from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, ResourceInfo
+from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, SELF_SUBJECT_ACCESS_REVIEWS, ResourceInfo
 from wlmvk.testing.apiserver.store import Store, WatchEvent
 
 _log = structlog.get_logger(__name__)
@@ -231,6 +231,9 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
     t = _target(store, group, version, rest)
     method = request.method
     q = request.query
+    verb = _verb(method, t, truthy(q.get("watch")))
+    if t.subresource is None and verb not in t.info.verbs:
+        raise method_not_allowed(f"the server does not allow this method on the requested resource ({verb})")
     if t.name is None:
         if method == "GET":
             if truthy(q.get("watch")):
@@ -272,6 +275,13 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
     if method == "DELETE":
         return await _delete(request, t)
     raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+def _verb(method: str, t: Target, watch: bool) -> str:
+    if t.name is None:
+        collection = {"GET": "watch" if watch else "list", "POST": "create", "DELETE": "deletecollection"}
+        return collection.get(method, method.lower())
+    return {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
 
 
 def _dry(request: web.Request) -> bool:
@@ -360,6 +370,9 @@ async def _create(request: web.Request, t: Target) -> web.Response:
     body = await _body(request)
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
+    if t.info.gvr == SELF_SUBJECT_ACCESS_REVIEWS:
+        reason = "the wlmvk in-memory API server does not enforce RBAC"
+        return _json({**body, "status": {"allowed": True, "reason": reason}}, status=201)
     _strict_fields(request, t.info, body)
     return _json(store.create(t.info.gvr, body, t.namespace, dry_run=_dry(request)), status=201)
 

@@ -1,6 +1,6 @@
 """Decoding of the protobuf request bodies kubectl's imperative commands send.
 
-``kubectl create namespace|configmap|secret|serviceaccount`` post
+``kubectl create namespace|configmap|secret|serviceaccount`` (and ``kubectl auth can-i``) post
 ``application/vnd.kubernetes.protobuf``: the ``k8s\\x00`` magic, then a ``runtime.Unknown``
 envelope (type meta, raw object bytes). This module knows the field numbers of those few
 kinds (from Kubernetes' ``generated.proto``) and turns them into the JSON the store keeps;
@@ -65,6 +65,7 @@ KINDS: dict[tuple[str, str], Schema] = {
         4: ("stringData", "ms"),
         5: ("immutable", "?"),
     },
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {1: ("metadata", "m", OBJECT_META)},
     ("v1", "ServiceAccount"): {
         1: ("metadata", "m", OBJECT_META),
         2: ("secrets", "rm", OBJECT_REFERENCE),

@@ -98,6 +98,7 @@ CLUSTERROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
 CLUSTERROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
 ROLES = GVR("rbac.authorization.k8s.io", "v1", "roles")
 ROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "rolebindings")
+SELF_SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 
 _STATUS = ("status",)
 
@@ -132,5 +133,12 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     ResourceInfo(CLUSTERROLEBINDINGS, "ClusterRoleBinding", False, "clusterrolebinding"),
     ResourceInfo(ROLES, "Role", True, "role"),
     ResourceInfo(ROLEBINDINGS, "RoleBinding", True, "rolebinding"),
+    ResourceInfo(
+        SELF_SUBJECT_ACCESS_REVIEWS,
+        "SelfSubjectAccessReview",
+        False,
+        "selfsubjectaccessreview",
+        verbs=("create",),
+    ),
 )
 """Served from the start. apps/batch/rbac objects are stored and served, never run."""
