@@ -86,6 +86,33 @@ class Stack:
                 subprocess.Popen(argv, stdout=sink, stderr=sink, env=env, cwd=ROOT, start_new_session=True)
             )
 
+    def kubelet(
+        self, *, cluster: str, submissions: int = 16, status_interval: float = 5.0
+    ) -> subprocess.Popen[bytes]:
+        """``wlmvk kubelet`` as a subprocess against this stack."""
+        argv = [
+            sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
+            "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
+            "--cluster-name", cluster, "--listen", "127.0.0.1", "--port", str(free_port()),
+            "--metrics-port", "-1", "--submissions", str(submissions),
+            "--status-interval", str(status_interval),
+            "--log-level", "warning",
+        ]  # fmt: skip
+        self._spawn(argv, "kubelet.log")
+        return self.processes[-1]
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by each process of the stack (from /proc)."""
+        names = ["apiserver", "red-box", "kubelet"]
+        out: dict[str, float] = {}
+        for name, proc in zip(names, self.processes, strict=False):
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return out
+
     def slurm_commands(self) -> list[str]:
         return self.counter.read_text().split()
 

@@ -79,7 +79,11 @@ class Kubelet:
             directory=self.directory,
             metrics=self.metrics,
             settings=PodSettings(
-                host_ip=s.node_ip, jobs_root=s.jobs_root, status_interval=s.status_interval, workers=s.workers
+                host_ip=s.node_ip,
+                jobs_root=s.jobs_root,
+                status_interval=s.status_interval,
+                workers=s.workers,
+                submissions=s.submissions,
             ),
         )
         await self._serve_http()

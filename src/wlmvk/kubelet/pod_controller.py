@@ -116,7 +116,10 @@ class PodSettings:
     host_ip: str = "127.0.0.1"
     jobs_root: str = ""
     status_interval: float = 5.0
-    workers: int = 16
+    workers: int = 32
+    # Submissions in flight at once: red-box's concurrency. More workers than this keep
+    # red-box busy while others write annotations and statuses.
+    submissions: int = 16
 
 
 class PodController:
@@ -143,6 +146,7 @@ class PodController:
         self._first_listing = True
         self._synced = asyncio.Event()
         self._posting: set[asyncio.Task[None]] = set()
+        self._submitting = asyncio.Semaphore(max(1, settings.submissions))
 
     # -- public views --------------------------------------------------------------------------------------
 
@@ -169,6 +173,8 @@ class PodController:
             await asyncio.gather(self._watcher(), self._ticker(), *workers)
         finally:
             self._queue.close()
+            for task in list(self._posting):
+                task.cancel()
 
     async def _probe_lookup(self) -> None:
         try:
@@ -341,10 +347,11 @@ class PodController:
                 return
         log.debug("submitting")
         try:
-            if isinstance(spec, ContainerJobSpec):
-                job_id = await self._backend.submit_container(spec)
-            else:
-                job_id = await self._backend.submit(spec)
+            async with self._submitting:
+                if isinstance(spec, ContainerJobSpec):
+                    job_id = await self._backend.submit_container(spec)
+                else:
+                    job_id = await self._backend.submit(spec)
         except Unavailable:
             self._metrics.submissions.inc(result="unavailable")
             raise

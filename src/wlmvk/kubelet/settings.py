@@ -31,7 +31,8 @@ class Settings:
     lease_renew_interval: float = 10.0
     max_pods: int = 1000
     jobs_root: str = "pods"
-    workers: int = 16
+    workers: int = 32
+    submissions: int = 16
     wlm_timeout: float = 30.0
     log_level: str = "info"
 
@@ -80,7 +81,8 @@ def parse(argv: list[str]) -> Settings:
         help="per-pod working dirs go under <jobs-root>/<namespace>/<pod>-<uid>: relative to red-box's"
         " working root, or absolute inside a root red-box allows",
     )
-    add("--workers", type=int, default=16, help="pods reconciled concurrently")
+    add("--workers", type=int, default=32, help="pods reconciled concurrently")
+    add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
     add("--log-level", default="info", help="debug, info, warning or error")
     args = parser.parse_args(argv)
@@ -106,6 +108,7 @@ def parse(argv: list[str]) -> Settings:
         max_pods=args.max_pods,
         jobs_root=args.jobs_root,
         workers=args.workers,
+        submissions=args.submissions,
         wlm_timeout=args.wlm_timeout,
         log_level=args.log_level,
     )
