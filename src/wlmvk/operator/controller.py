@@ -27,6 +27,7 @@ import structlog
 from wlmvk.core import names, tasks
 from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
 from wlmvk.kube import times
+from wlmvk.kube.backoff import Backoff
 from wlmvk.kube.bodies import NODES, PODS, Body, Resource, meta
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
@@ -76,15 +77,20 @@ class Controller:
         self._queued: set[Key] = set()
         self._synced: set[str] = set()
         self._ready = asyncio.Event()
+        self._expected = 4
 
     async def run(self) -> None:
         """Watch, and reconcile until cancelled."""
         namespace = self.settings.namespace or None
         managed = f"{pods.MANAGED_BY}={pods.OPERATOR}"
         virtual = f"{names.LABEL_TYPE}={names.TYPE_VIRTUAL_KUBELET}"
+        served = await self._served()
+        self._expected = len(served) + 2
         watchers = [
-            tasks.guarded(self._mirror("SlurmJob", SLURMJOBS, WatchOptions(namespace=namespace)), name="sj"),
-            tasks.guarded(self._mirror("WlmJob", WLMJOBS, WatchOptions(namespace=namespace)), name="wj"),
+            tasks.guarded(self._mirror(kind, RESOURCES[kind], WatchOptions(namespace=namespace)), name=kind)
+            for kind in served
+        ]
+        watchers += [
             tasks.guarded(
                 self._mirror("Pod", PODS, WatchOptions(namespace=namespace, label_selector=managed)),
                 name="pods",
@@ -100,6 +106,26 @@ class Controller:
         finally:
             await tasks.stop(*watchers, resync)
 
+    async def _served(self) -> list[str]:
+        """The kinds whose CRD is installed (waiting until at least one is)."""
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        while True:
+            try:
+                listing = await self.client.request("GET", f"/apis/{names.GROUP}/{names.VERSION}")
+            except WlmvkError as exc:
+                _log.warning(
+                    "the wlm.sylabs.io CRDs are not served yet (apply manifests/crds)", error=str(exc)
+                )
+                await backoff.sleep()
+                continue
+            plurals = {str(r.get("name", "")) for r in listing.get("resources") or []}
+            served = [kind for kind, resource in RESOURCES.items() if resource.plural in plurals]
+            for kind in set(RESOURCES) - set(served):
+                _log.warning("CRD not installed: these resources are ignored until a restart", kind=kind)
+            if served:
+                return served
+            await backoff.sleep()
+
     # -- mirrors ------------------------------------------------------------------------------------------
 
     async def _mirror(self, kind: str, resource: Resource, options: WatchOptions) -> None:
@@ -107,7 +133,7 @@ class Controller:
             if isinstance(event, Listed):
                 self._replace(kind, event.items)
                 self._synced.add(kind)
-                if len(self._synced) == 4:
+                if len(self._synced) == self._expected:
                     self._ready.set()
             elif isinstance(event, Changed):
                 self._apply(kind, event.type, event.object)

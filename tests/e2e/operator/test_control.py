@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.operator.support import (
+    ROOT,
     OperatorProcess,
     apply_crds,
     eventually,
@@ -78,12 +79,12 @@ async def cluster(apiserver: Any) -> Any:
 
 
 @pytest.fixture
-async def operators(cluster: Any) -> AsyncIterator[list[OperatorProcess]]:
+async def operators(apiserver: Any) -> AsyncIterator[list[OperatorProcess]]:
     started: list[OperatorProcess] = []
     log_dir = Path(tempfile.mkdtemp(prefix="op-", dir="/tmp"))
 
     async def start(identity: str) -> OperatorProcess:
-        process = await OperatorProcess(cluster.kubeconfig, identity, log_dir=log_dir).start()
+        process = await OperatorProcess(apiserver.kubeconfig, identity, log_dir=log_dir).start()
         started.append(process)
         return process
 
@@ -188,3 +189,18 @@ async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operator
         return await holder() == "second"
 
     await eventually(second_leads, timeout=10, what="immediate takeover")
+
+
+async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
+    apiserver: Any, operators: Any
+) -> None:
+    operator = await operators("early")  # before any CRD exists
+    await asyncio.sleep(1.5)
+    assert "are not served yet" in operator.output()
+    slurmjobs = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmjobs.yaml"))
+    assert slurmjobs.returncode == 0, slurmjobs.stderr
+    assert (
+        await apiserver.kubectl("create", "-f", "-", input=slurmjob("solo", "#!/bin/sh\n"))
+    ).returncode == 0
+    await wait_status(apiserver, "solo", {"Pending"}, timeout=60)
+    assert "CRD not installed" in operator.output()
