@@ -132,3 +132,20 @@ def test_rbac_is_least_privilege() -> None:
     pods = next(r for r in operator if r["resources"] == ["pods"])
     assert "delete" not in pods["verbs"]  # owned pods go with their owner (garbage collection)
     assert not any("secrets" in r["resources"] for r in operator)
+
+
+async def test_short_names_and_printer_columns(apiserver) -> None:  # type: ignore[no-untyped-def]
+    await crds(apiserver)
+    doc = {
+        "apiVersion": "wlm.sylabs.io/v1alpha1",
+        "kind": "SlurmJob",
+        "metadata": {"name": "cols"},
+        "spec": {"batch": "#!/bin/sh\n"},
+    }
+    assert (await apiserver.kubectl("create", "-f", "-", input=json.dumps(doc))).returncode == 0
+    listed = await apiserver.kubectl("get", "sj", "-o", "wide")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split("\n")[0].split() == ["NAME", "STATUS", "JOB", "ID", "PARTITION", "NODE", "AGE"]
+    empty = await apiserver.kubectl("get", "wj")
+    assert empty.returncode == 0, empty.stderr
+    assert "No resources found" in empty.stderr
