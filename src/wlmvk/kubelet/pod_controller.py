@@ -321,7 +321,11 @@ class PodController:
     async def _submit(self, record: PodRecord, log: structlog.typing.FilteringBoundLogger) -> None:
         resources = self._directory.partition_of(record.node)
         if resources is None:
-            self._retry(record.uid)  # the node's partition is not known yet (red-box down at start)
+            if self._directory.partitions:
+                message = f"node {record.node} has no Slurm partition any more"
+                await self._reject(record, "PartitionGone", message)
+            else:
+                self._retry(record.uid)  # no partition known yet (red-box unreachable since start)
             return
         target = Target(resources.name, resources.container_runtime, self._settings.jobs_root)
         spec = pod_to_job(record.pod, target)

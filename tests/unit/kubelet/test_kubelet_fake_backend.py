@@ -362,3 +362,23 @@ async def test_logs_follow_over_https(
         text = await r.text()
     assert "wlmvk_kubelet_job_submissions_total" in text
     assert 'wlmvk_kubelet_pods{phase="Succeeded"}' in text or 'wlmvk_kubelet_pods{phase="Running"}' in text
+
+
+async def test_pod_on_a_vanished_partition_fails(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    await start(kubelet_factory, apiserver, fake, discovery_interval=0.2)
+    del fake.partition_table["long"]
+
+    async def dropped() -> bool:
+        return "slurm-test-long" not in (await kube.list(NODES))["items"].__repr__()
+
+    await eventually(dropped)
+    await kube.create(PODS, pod_body("late", node="slurm-test-long"), namespace="default")
+
+    async def failed() -> Body | None:
+        pod = await get_pod(kube, "late")
+        return pod if pod.get("status", {}).get("phase") == "Failed" else None
+
+    assert (await eventually(failed))["status"]["reason"] == "PartitionGone"
+    assert fake.calls["submit"] == 0
