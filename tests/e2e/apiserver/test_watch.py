@@ -142,3 +142,21 @@ async def test_kubectl_get_watch_prints_changes(apiserver: RunningApiServer) -> 
     apiserver.store.create(CONFIGMAPS, cm("w2"))
     result = await task
     assert result.stdout.split() == ["configmap/w", "configmap/w2"]
+
+
+async def test_a_watch_ends_when_its_client_goes_away(apiserver: RunningApiServer) -> None:
+    import aiohttp
+
+    url = f"{apiserver.url}/api/v1/namespaces/default/configmaps?watch=true"
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        assert response.status == 200
+        for _ in range(100):
+            if apiserver.store.watcher_count(CONFIGMAPS):
+                break
+            await asyncio.sleep(0.02)
+        assert apiserver.store.watcher_count(CONFIGMAPS) == 1
+    for _ in range(100):
+        if not apiserver.store.watcher_count(CONFIGMAPS):
+            break
+        await asyncio.sleep(0.02)
+    assert apiserver.store.watcher_count(CONFIGMAPS) == 0

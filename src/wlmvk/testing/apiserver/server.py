@@ -75,7 +75,8 @@ class ApiServer:
     async def start(self) -> None:
         settings = Settings(bookmark_interval=self.config.bookmark_interval, log_handler=self._log_handler)
         app = build_app(self.store, settings)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # handler_cancellation: a watch whose client went away ends at once (no leaked watcher).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port)
         await site.start()
