@@ -26,6 +26,7 @@ from wlmvk.core.errors import WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector
+from wlmvk.operator import health
 from wlmvk.operator.controller import Controller
 from wlmvk.operator.settings import DEFAULT_WORK_ROOT, OperatorSettings, StagingSettings
 
@@ -93,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("POD_NAME", f"{socket.gethostname()}-{os.getpid()}"),
         help="this replica's name in the Lease (env POD_NAME)",
     )
+    p.add_argument(
+        "--health-port", type=int, default=0, help="port of /healthz and /readyz (0: no probe server)"
+    )
     p.add_argument("--resync", type=float, default=60.0, help="seconds between full re-examinations")
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
     return p
@@ -124,6 +128,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         renew_interval=args.renew_interval,
         identity=args.identity,
         resync_interval=args.resync,
+        health_port=args.health_port,
     )
 
 
@@ -155,6 +160,10 @@ async def serve(
     log = _log.bind(identity=settings.identity)
     elector: Elector | None = None
     running: list[asyncio.Task[Any]] = []
+    state = health.Health()
+    probes = (
+        await health.serve(state, host="0.0.0.0", port=settings.health_port) if settings.health_port else None
+    )
     try:
         stopping = tasks.guarded(stop.wait(), name="signals")
         running.append(stopping)
@@ -169,6 +178,7 @@ async def serve(
                     renew_interval=settings.renew_interval,
                 ),
             )
+            state.role = "candidate"
             acquiring = tasks.guarded(elector.acquire(), name="acquire")
             await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if not acquiring.done():
@@ -177,6 +187,7 @@ async def serve(
             if acquiring.cancelled() or acquiring.exception() is not None:
                 return 1  # the election itself broke (logged by the guarded task)
             running.append(tasks.guarded(elector.hold(), name="hold"))
+        state.role = "leader"
         log.info("operator running", namespace=settings.namespace or "(all)", work_root=settings.work_root)
         running.append(tasks.guarded(Controller(client, settings).run(), name="controller"))
         done, _ = await asyncio.wait(set(running), return_when=asyncio.FIRST_COMPLETED)
@@ -189,4 +200,6 @@ async def serve(
         await tasks.stop(*running)
         if elector is not None:
             await elector.release()
+        if probes is not None:
+            await probes.cleanup()
         await client.close()

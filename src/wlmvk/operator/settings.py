@@ -43,3 +43,5 @@ class OperatorSettings:
     identity: str = ""
     # Re-examine every resource this often even without events (seconds).
     resync_interval: float = 60.0
+    # Port of /healthz and /readyz; 0 serves no probes.
+    health_port: int = 0

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from tests.e2e.operator.support import (
@@ -29,6 +31,12 @@ from tests.e2e.operator.support import (
 from wlmvk.core import names
 
 pytestmark = pytest.mark.kubectl
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def virtual_node(partition: str, *, cpus: int = 2, nodes: int = 1) -> dict[str, Any]:
@@ -204,3 +212,30 @@ async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
     ).returncode == 0
     await wait_status(apiserver, "solo", {"Pending"}, timeout=60)
     assert "CRD not installed" in operator.output()
+
+
+async def test_probes(cluster: Any) -> None:
+    port = free_port()
+    process = await OperatorProcess(
+        cluster.kubeconfig, "probed", "--health-port", str(port), log_dir=Path(tempfile.mkdtemp(dir="/tmp"))
+    ).start()
+    try:
+
+        async def ready() -> str:
+            try:
+                async with (
+                    aiohttp.ClientSession() as session,
+                    session.get(f"http://127.0.0.1:{port}/readyz") as response,
+                ):
+                    return (await response.text()).strip() if response.status == 200 else ""
+            except aiohttp.ClientError:
+                return ""
+
+        assert await eventually(ready, timeout=30, what="/readyz") == "leader"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}/healthz") as response,
+        ):
+            assert response.status == 200
+    finally:
+        await process.stop()
