@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from wlmvk.core import names
 from wlmvk.testing.demo.processes import Processes
 from wlmvk.testing.demo.progress import Progress, StepFailed
@@ -38,20 +40,20 @@ class Cluster:
 
     name: str
     socket: Path
+    # 0: any free port (the node's daemonEndpoints say which).
     kubelet_port: int
     metrics_port: int
     config: str
 
 
 CLUSTERS = (
-    Cluster("minikube", SOCKET_DIR / "red-box.sock", 10250, 10255, ""),
+    Cluster("minikube", SOCKET_DIR / "red-box.sock", 0, 0, ""),
     Cluster(
         "second",
         SOCKET_DIR / "red-box-second.sock",
-        10260,
-        10265,
-        "cpu:\n  nodes: 4\n  cpu_per_node: 8\n"
-        "  additional_features:\n    - name: singularity\n      version: 3.2.0\n",
+        0,
+        0,
+        "cpu:\n  wall_time: 30m\n  additional_features:\n    - name: singularity\n      version: 3.2.0\n",
     ),
 )
 
@@ -86,6 +88,32 @@ class Demo:
 
     def wlmvk(self) -> str:
         return str(self.bin / "wlmvk")
+
+    def wlmvk_for(self, user: str) -> str:
+        """A ``wlmvk`` that ``user`` can run.
+
+        The virtualenv's interpreter may live where only root can reach it
+        (pyenv under /root): then a small wrapper runs the same checkout and
+        packages with the system's Python of the same minor version.
+        """
+        probe = subprocess.run(
+            ["runuser", "-u", user, "--", self.wlmvk(), "--version"], capture_output=True, check=False
+        )
+        if probe.returncode == 0:
+            return self.wlmvk()
+        python = _system_python()
+        paths = [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
+        wrapper = self.state / "bin" / "wlmvk"
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(
+            "#!/bin/sh\n# Written by wlmvk dev up: the checkout's wlmvk for users who cannot reach .venv.\n"
+            f"PYTHONPATH={':'.join(paths)} exec {python} -c "
+            "'import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))' \"$@\"\n"
+        )
+        wrapper.chmod(0o755)
+        for directory in (self.state, wrapper.parent):
+            directory.chmod(0o755)
+        return str(wrapper)
 
     def kubectl(self, *args: str, show: bool = False, check: bool = True) -> str:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -140,7 +168,7 @@ class Demo:
             log = self.procs.logs / f"{name}.log"
             title = f"red-box for {cluster.name} on {cluster.socket} as {user}"
             with self.progress.step(title, log=str(log)):
-                argv = ["runuser", "-u", user, "--", str(self.bin / "red-box")]
+                argv = ["runuser", "-u", user, "--", self.wlmvk_for(user), "red-box"]
                 argv += ["--socket", str(cluster.socket)]
                 argv += ["--work-dir", str(JOBS_ROOT / cluster.name)]
                 argv += ["--state-dir", str(JOBS_ROOT / cluster.name / ".red-box")]
@@ -157,6 +185,7 @@ class Demo:
         with self.progress.step(f"API server on 127.0.0.1:{self.args.port}", log=str(log)):
             argv = [self.wlmvk(), "dev", "apiserver", "--port", str(self.args.port)]
             argv += ["--kubeconfig", str(self.kubeconfig), "--host-node", CLUSTERS[0].name]
+            argv += ["--host-node-label", "node-role.kubernetes.io/control-plane="]
             self.procs.start("apiserver", argv)
             ready = lambda: "Ready" in self.kubectl("get", "nodes", check=False)  # noqa: E731
             self.wait("API server", ready, 30, str(log))
@@ -178,11 +207,13 @@ class Demo:
         with self.progress.step("kubectl apply -k manifests/"):
             self.kubectl("apply", "-k", str(ROOT / "manifests"), show=True)
 
-    def operator(self) -> None:
+    def operator(self, user: str) -> None:
         log = self.procs.logs / "operator.log"
         with self.progress.step("operator", log=str(log)):
             argv = [self.wlmvk(), "operator", "--kubeconfig", str(self.kubeconfig)]
-            argv += ["--work-root", str(JOBS_ROOT / CLUSTERS[0].name)]
+            # Staging pods run as the job owner on the agent host (the host kubelet stand-in).
+            argv += ["--stage-command", self.wlmvk_for(user)]
+            argv += ["--run-as-user", str(JOB_UID), "--run-as-group", str(JOB_UID)]
             self.procs.start("operator", argv)
             self.wait("operator", lambda: self.procs.alive("operator"), 5, str(log))
 
@@ -195,22 +226,43 @@ class Demo:
         for path in sorted(Path(self.args.examples).glob("*.yaml")):
             doc = path.read_text()
             expect = "Failed" if "wlmvk-demo-expect: Failed" in doc else "Succeeded"
-            name = _metadata_name(doc)
-            if name is None:
+            found = _metadata_name(doc)
+            if found is None:
                 continue
+            kind, name = found
             with self.progress.step(f"example {path.name}"):
                 _prepare_inputs(doc)
                 self.kubectl("apply", "-f", str(path), show=True)
-                status = self._wait_status(path.stem, name, self.args.timeout)
+                status = self._wait_status(name, self.args.timeout)
                 self.kubectl("get", "slurmjob", show=True, check=False)
                 self.kubectl("get", "pod", show=True, check=False)
-                self.kubectl("logs", f"{name}-job", show=True, check=False)
+                pod = f"{name}-job" if kind == "SlurmJob" else f"{name}-wlm-job"
+                self.kubectl("logs", pod, show=True, check=False)
                 _show_results(self.progress, doc)
                 if status != expect:
                     failures.append(f"{path.name}: ended {status!r}, expected {expect!r}")
         return failures
 
-    def _wait_status(self, kind_hint: str, name: str, timeout: float) -> str:
+    def multi_cluster(self) -> list[str]:
+        """One SlurmJob per cluster: the same script, sent to each cluster's cpu partition."""
+        failures = []
+        for cluster in CLUSTERS:
+            name = f"hello-{cluster.name}"
+            node = names.node_name(cluster.name, "cpu")
+            with self.progress.step(f"multi-cluster: {name} on {node}"):
+                manifest = _HELLO.format(name=name, node=node)
+                path = self.state / f"{name}.yaml"
+                path.write_text(manifest)
+                self.kubectl("apply", "-f", str(path), show=True)
+                status = self._wait_status(name, self.args.timeout)
+                if status != "Succeeded":
+                    failures.append(f"{name}: ended {status!r}, expected 'Succeeded'")
+        self.kubectl("get", "slurmjob", "-o", "wide", show=True, check=False)
+        self.kubectl("logs", "hello-second-job", show=True, check=False)
+        self.kubectl("get", "node", names.node_name(CLUSTERS[1].name, "cpu"), "--show-labels", show=True)
+        return failures
+
+    def _wait_status(self, name: str, timeout: float) -> str:
         deadline = time.monotonic() + timeout
         status = ""
         while time.monotonic() < deadline:
@@ -240,9 +292,10 @@ class Demo:
             self.apiserver()
             self.kubelets()
             self.manifests()
-            self.operator()
+            self.operator(user)
             self.show_cluster()
             failures = self.examples()
+            failures += self.multi_cluster()
         except StepFailed as exc:
             print(f"demo failed at {exc}", file=sys.stderr)
             if not self.args.keep:
@@ -263,19 +316,37 @@ class Demo:
         return 1 if failures else 0
 
 
-def _metadata_name(doc: str) -> str | None:
-    import yaml
+_HELLO = """apiVersion: wlm.sylabs.io/v1alpha1
+kind: SlurmJob
+metadata:
+  name: {name}
+spec:
+  batch: |
+    #!/bin/sh
+    echo "Hello from Slurm job $SLURM_JOB_ID on partition $SLURM_JOB_PARTITION"
+  nodeSelector:
+    kubernetes.io/hostname: {node}
+"""
 
+
+def _system_python() -> str:
+    want = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (f"/usr/bin/{want}", f"/usr/local/bin/{want}"):
+        if Path(candidate).exists():
+            return candidate
+    raise RuntimeError(f"the job owner cannot run {sys.executable} and there is no /usr/bin/{want}")
+
+
+def _metadata_name(doc: str) -> tuple[str, str] | None:
+    """(kind, name) of the SlurmJob or WlmJob in an example."""
     for obj in yaml.safe_load_all(doc):
         if isinstance(obj, dict) and obj.get("kind") in {"SlurmJob", "WlmJob"}:
             name = obj.get("metadata", {}).get("name")
-            return str(name) if name else None
+            return (str(obj["kind"]), str(name)) if name else None
     return None
 
 
 def _volumes(doc: str) -> list[tuple[str, Path]]:
-    import yaml
-
     found = []
     for obj in yaml.safe_load_all(doc):
         if not isinstance(obj, dict):
@@ -317,5 +388,4 @@ def main(argv: list[str]) -> int:
     if shutil.which("kubectl") is None and not (ROOT / "scripts" / "install-kubectl").exists():
         print("wlmvk dev up: kubectl is missing", file=sys.stderr)
         return 2
-    _ = names  # the node names the examples target come from core.names
     return demo.up()

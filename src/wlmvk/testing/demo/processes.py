@@ -51,16 +51,21 @@ class Processes:
         return pid is not None and _alive(pid)
 
     def stop_all(self, *, timeout: float = 15.0) -> list[str]:
-        """Stop every recorded process (newest first): SIGTERM, then SIGKILL after ``timeout``."""
-        stopped = []
-        files = sorted(self.pids.glob("*.pid"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for pidfile in files:
+        """Stop every recorded process at once: SIGTERM, then SIGKILL what is left after ``timeout``."""
+        running: dict[str, int] = {}
+        for pidfile in self.pids.glob("*.pid"):
             pid = self._pid(pidfile.stem)
             if pid is not None and _alive(pid):
-                _terminate(pid, timeout)
-                stopped.append(pidfile.stem)
+                running[pidfile.stem] = pid
+                _signal(pid, signal.SIGTERM)
             pidfile.unlink(missing_ok=True)
-        return stopped
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_alive(pid) for pid in running.values()):
+            time.sleep(0.1)
+        for pid in running.values():
+            if _alive(pid):
+                _signal(pid, signal.SIGKILL)
+        return sorted(running)
 
     def _pid(self, name: str) -> int | None:
         try:
@@ -84,16 +89,11 @@ def _alive(pid: int) -> bool:
     return done == 0
 
 
-def _terminate(pid: int, timeout: float) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.1)
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group the process leads (it was started in its own session)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        os.kill(pid, sig)
