@@ -61,6 +61,7 @@ class PodRecord:
     looked_up: bool = True
     cancelled: bool = False
     failures: int = 0
+    retrying: bool = False
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -256,6 +257,7 @@ class PodController:
         failures = record.failures if record else 0
         if record is not None:
             record.failures += 1
+            record.retrying = True
         self._queue.add_after(uid, min(_RETRY_MAX, 0.5 * 2**failures))
 
     async def _ticker(self) -> None:
@@ -296,6 +298,7 @@ class PodController:
 
     async def _reconcile(self, record: PodRecord) -> None:
         log = _log.bind(pod=f"{record.namespace}/{record.name}", job_id=record.job_id)
+        record.retrying = False
         try:
             if record.gone:
                 await self._forget(record, log)
@@ -313,7 +316,8 @@ class PodController:
                 record.ended.set()
             else:
                 await self._write_status(record)
-            record.failures = 0
+            if not record.retrying:
+                record.failures = 0
         except Unavailable as exc:
             log.info("red-box or API server unavailable; will retry", error=exc.message)
             self._retry(record.uid)
