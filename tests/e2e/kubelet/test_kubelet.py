@@ -262,6 +262,10 @@ async def test_events_tell_the_story_of_a_pod(stack: Stack) -> None:
         return found if {"Submitted", "Completed"} <= found else None
 
     assert {"Submitted", "Completed"} <= await eventually(reasons, timeout=30)
+    described = await stack.kubectl("describe", "pod", name)
+    assert described.returncode == 0, described.stderr
+    assert "Job finished" in described.stdout
+    assert "Submitted" in described.stdout
 
 
 async def test_unsupported_pod_fails_with_a_reason_and_an_event(stack: Stack) -> None:
