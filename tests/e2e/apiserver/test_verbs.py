@@ -178,3 +178,54 @@ async def test_delete_collection_and_finalizers(apiserver: RunningApiServer, kub
         "keep", "default", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json"
     )
     assert store.list(CONFIGMAPS).items == []
+
+
+async def test_binding_and_eviction_subresources(apiserver: RunningApiServer, kube_api: Any) -> None:
+    apiserver.store.create(PODS, pod("p"))
+    base = f"{apiserver.url}/api/v1/namespaces/default/pods/p"
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"kind": "Node", "name": "n1"},
+    }
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base}/binding", json=binding) as r:
+            assert r.status == 201
+        async with http.post(f"{base}/binding", json=binding) as r:
+            assert r.status == 409
+        stored = apiserver.store.get(PODS, "p", "default")
+        assert stored["spec"]["nodeName"] == "n1"
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+        async with http.post(f"{base}/eviction", json=eviction) as r:
+            assert r.status == 201
+    assert apiserver.store.get(PODS, "p", "default")["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+async def test_status_subresource_through_kubernetes_asyncio(
+    apiserver: RunningApiServer, kube_api: Any
+) -> None:
+    v1 = client.CoreV1Api(kube_api)
+    apiserver.store.create(PODS, pod("p", node="n1"))
+    status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    patched = await v1.patch_namespaced_pod_status("p", "default", status)
+    assert patched.status.phase == "Running"
+    current = await v1.read_namespaced_pod_status("p", "default")
+    current.status.phase = "Succeeded"
+    replaced = await v1.replace_namespaced_pod_status("p", "default", current)
+    assert replaced.status.phase == "Succeeded"
+    assert replaced.status.conditions[0].type == "Ready"
+
+
+@pytest.mark.kubectl
+async def test_cascade_orphan_keeps_dependents_without_their_owner(apiserver: RunningApiServer) -> None:
+    owner = apiserver.store.create(CONFIGMAPS, {"metadata": {"name": "owner"}})
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    apiserver.store.create(CONFIGMAPS, {"metadata": {"name": "child", "ownerReferences": [ref]}})
+    result = await apiserver.kubectl("delete", "configmap", "owner", "--cascade=orphan")
+    assert result.returncode == 0, result.stderr
+    child = apiserver.store.get(CONFIGMAPS, "child", "default")
+    assert "ownerReferences" not in child["metadata"]
+    collected = await apiserver.kubectl("delete", "configmaps", "--all")
+    assert collected.returncode == 0, collected.stderr
+    assert apiserver.store.list(CONFIGMAPS).items == []
