@@ -181,8 +181,11 @@ class Kubelet:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopping.set)
-        waiters = [asyncio.ensure_future(stopping.wait()), *self._tasks]
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        stop_waiter = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait([stop_waiter, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_waiter.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
 

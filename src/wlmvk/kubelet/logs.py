@@ -200,7 +200,10 @@ async def _next_chunk(
                 return None
         getter: asyncio.Future[bytes | None] = asyncio.ensure_future(queue.get())
         waiters: set[asyncio.Future[Any]] = {getter, ending}
-        done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
         if getter in done:
             return getter.result()
-        getter.cancel()

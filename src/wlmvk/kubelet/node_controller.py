@@ -218,9 +218,11 @@ class NodeController:
         while True:
             flipped = asyncio.ensure_future(self._reachability.changed())
             woken = asyncio.ensure_future(self._wake.wait())
-            await asyncio.wait({flipped, woken}, timeout=min(self._timings.status_interval, 10.0))
-            flipped.cancel()
-            woken.cancel()
+            try:
+                await asyncio.wait({flipped, woken}, timeout=min(self._timings.status_interval, 10.0))
+            finally:
+                flipped.cancel()
+                woken.cancel()
             self._wake.clear()
             now = loop.time()
             for name, node in list(self._nodes.items()):
