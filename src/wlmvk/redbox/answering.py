@@ -3,7 +3,10 @@
 Every rpc body runs inside ``answering()``: the project's errors become
 ``GRPCError`` with the status a client can act on (and Slurm's words in the
 message); anything unexpected is logged with its traceback and answered
-INTERNAL, so red-box keeps serving.
+INTERNAL, so red-box keeps serving. The file rpcs pass ``files=True``: there
+an OSError is about the path the client named (a directory where a file was
+meant, a full disk, no permission) and is answered INVALID_ARGUMENT with the
+system's words.
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ class Inflight:
 
 
 @contextmanager
-def answering(rpc: str, inflight: Inflight | None = None, **bind: object) -> Iterator[None]:
+def answering(
+    rpc: str, inflight: Inflight | None = None, *, files: bool = False, **bind: object
+) -> Iterator[None]:
     """Map errors to gRPC statuses, bind ``rpc`` (and e.g. job_id, partition) to log lines."""
     if inflight is not None:
         inflight.enter()
@@ -71,6 +76,13 @@ def answering(rpc: str, inflight: Inflight | None = None, **bind: object) -> Ite
     except errors.WlmvkError as exc:
         _log.info("rpc refused", rpc=rpc, error=type(exc).__name__, message=exc.message)
         raise to_grpc(exc) from exc
+    except OSError as exc:
+        if not files:
+            _log.exception("rpc failed", rpc=rpc)
+            raise GRPCError(Status.INTERNAL, f"{rpc}: {type(exc).__name__}: {exc}") from exc
+        _log.info("rpc refused", rpc=rpc, error=type(exc).__name__, message=str(exc))
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise GRPCError(Status.INVALID_ARGUMENT, f"{rpc}: {exc.strerror or exc}{where}") from exc
     except Exception as exc:
         _log.exception("rpc failed", rpc=rpc)
         raise GRPCError(Status.INTERNAL, f"{rpc}: {type(exc).__name__}: {exc}") from exc

@@ -142,9 +142,19 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
 
 
 def prepare_socket(path: str) -> None:
-    """Create the parent directory; replace a stale socket; refuse a live one or a non-socket."""
+    """Create the parent directory; replace a stale socket; refuse a live one or a non-socket.
+
+    A directory red-box creates is 0700. One that anybody may write to without
+    the sticky bit is refused: another user could swap the socket for their own.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    parent_mode = target.parent.stat().st_mode
+    if parent_mode & stat.S_IWOTH and not parent_mode & stat.S_ISVTX:
+        raise InvalidInput(
+            f"{target.parent} is writable by anybody (mode {stat.S_IMODE(parent_mode):o}): "
+            "another user could replace the socket; use a directory only red-box's user can write to"
+        )
     try:
         mode = target.lstat().st_mode
     except FileNotFoundError:

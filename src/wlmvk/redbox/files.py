@@ -5,14 +5,19 @@ path could read the owner's keys. Paths are resolved the way the kernel will
 see them (relative ones against the working root, symlinks followed with
 ``realpath``) and must end inside the working root or an ``--allow-root``.
 ``..`` and symlinks that lead out, and absolute paths elsewhere, are refused
-with ``InvalidInput``. This module also reads files whole (OpenFile) and
-follows growing ones (TailFile).
+with ``InvalidInput``; so are symlink loops and names the kernel finds too
+long. Only regular files are read or written: a FIFO would block red-box on
+``open`` and a device would stream forever, so special files are refused too,
+and files are opened non-blocking and checked once open (no race with a swap).
+This module also reads files whole (OpenFile) and follows growing ones (TailFile).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -39,7 +44,7 @@ class Confinement:
         candidate = Path(path)
         if not candidate.is_absolute():
             candidate = (base or self.work_dir) / candidate
-        real = Path(os.path.realpath(candidate))
+        real = _real(path, candidate)
         if not self.inside(real):
             raise InvalidInput(f"{path}: outside the allowed roots ({', '.join(map(str, self.roots))})")
         return real
@@ -50,6 +55,7 @@ class Confinement:
             raise NotFound(f"{path}: no such file")
         if real.is_dir():
             raise InvalidInput(f"{path}: is a directory")
+        refuse_special(real, path)
         return real
 
     def directory(self, path: str, *, create: bool) -> Path:
@@ -69,14 +75,62 @@ class Confinement:
         return real
 
 
-async def read_chunks(path: Path, chunk: int = CHUNK) -> AsyncIterator[bytes]:
-    """The whole file as it is now, in chunks."""
+def _real(given: str, candidate: Path) -> Path:
+    """realpath, with loops and over-long names refused (a missing tail is fine: it may be created)."""
     try:
-        handle = path.open("rb")
+        return Path(os.path.realpath(candidate, strict=True))
+    except (FileNotFoundError, NotADirectoryError):
+        return Path(os.path.realpath(candidate))
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise InvalidInput(f"{given[:200]}: {os.strerror(exc.errno)}") from exc
+        raise InvalidInput(f"{given[:200]}: {exc.strerror}") from exc
+
+
+def refuse_special(real: Path, given: str) -> None:
+    """InvalidInput when ``real`` exists and is neither a regular file nor a directory."""
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(f"{given}: {exc.strerror}") from exc
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InvalidInput(f"{given}: not a regular file (FIFOs, sockets and devices are refused)")
+
+
+def _opened_regular(fd: int, path: Path) -> int:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidInput(f"{path}: not a regular file (FIFOs, sockets and devices are refused)")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def open_for_reading(path: Path) -> int:
+    """A descriptor of a regular file; never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError as exc:
         raise NotFound(f"{path}: no such file") from exc
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror}") from exc
+    return _opened_regular(fd, path)
+
+
+def open_for_writing(path: Path) -> int:
+    """A descriptor of a regular file created or truncated; never a FIFO, never through a final symlink."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror}") from exc
+    return _opened_regular(fd, path)
+
+
+async def read_chunks(path: Path, chunk: int = CHUNK) -> AsyncIterator[bytes]:
+    """The whole file as it is now, in chunks."""
+    handle = os.fdopen(open_for_reading(path), "rb")
     with handle:
         while data := handle.read(chunk):
             yield data
@@ -101,7 +155,7 @@ async def follow(path: Path, stop: asyncio.Event, *, interval: float = TAIL_INTE
             if size < offset:
                 offset = 0
             if size > offset:
-                with path.open("rb") as handle:
+                with os.fdopen(open_for_reading(path), "rb") as handle:
                     handle.seek(offset)
                     while data := handle.read(CHUNK):
                         offset += len(data)

@@ -38,12 +38,25 @@ def check_script(script: str, *, limit: int) -> bytes:
     return data
 
 
+MAX_ENV_ENTRY = 128 * 1024 - 1
+"""Bytes of one ``NAME=value`` (the kernel's MAX_ARG_STRLEN, with its NUL): more cannot be exec'd."""
+MAX_ENV_BYTES = 1024 * 1024
+"""Bytes of the whole requested environment: sbatch must still start (argv and env share ARG_MAX)."""
+
+
 def check_env(env: Mapping[str, str]) -> dict[str, str]:
+    total = 0
     for name, value in env.items():
         if not _ENV_NAME.fullmatch(name):
-            raise InvalidInput(f"environment variable name {name!r} is not valid")
+            raise InvalidInput(f"environment variable name {name[:100]!r} is not valid")
         if "\x00" in value:
             raise InvalidInput(f"environment variable {name} contains a NUL byte")
+        size = len(name.encode()) + 1 + len(value.encode())
+        if size > MAX_ENV_ENTRY:
+            raise InvalidInput(f"environment variable {name} has {size} bytes; the limit is {MAX_ENV_ENTRY}")
+        total += size + 1
+    if total > MAX_ENV_BYTES:
+        raise InvalidInput(f"the environment has {total} bytes; the limit is {MAX_ENV_BYTES}")
     return dict(env)
 
 

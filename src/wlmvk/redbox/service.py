@@ -16,13 +16,15 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import structlog
 from grpclib import GRPCError
-from grpclib.const import Status
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.exceptions import ProtocolError, StreamTerminatedError
 
 from wlmvk._proto import api
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
@@ -54,6 +56,47 @@ FIND_INDEX_AGE = 2.0
 """FindJob trusts an index of Slurm's keys this young: a burst of lookups shares one scan."""
 
 
+class _CheckedRequests:
+    """A server stream whose request messages must decode, and a unary request must bring one.
+
+    The generated handlers would pass ``None`` on (an AttributeError in the
+    rpc) or let a decoding error escape; both were answered UNKNOWN with a
+    traceback. Here they are INVALID_ARGUMENT with what was wrong.
+    """
+
+    def __init__(self, stream: Any, *, unary: bool) -> None:
+        self._stream = stream
+        self._unary = unary
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def recv_message(self) -> Any:
+        try:
+            message = await self._stream.recv_message()
+        except (GRPCError, StreamTerminatedError, ProtocolError):
+            raise
+        except Exception as exc:
+            raise GRPCError(Status.INVALID_ARGUMENT, f"the request message does not decode: {exc}") from exc
+        if message is None and self._unary:
+            raise GRPCError(Status.INVALID_ARGUMENT, "the request message is missing")
+        return message
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        while (message := await self.recv_message()) is not None:
+            yield message
+
+
+def _checked(handler: Handler) -> Handler:
+    unary = handler.cardinality in (Cardinality.UNARY_UNARY, Cardinality.UNARY_STREAM)
+    func: Callable[[Any], Awaitable[None]] = handler.func
+
+    async def handle(stream: Any) -> None:
+        await func(_CheckedRequests(stream, unary=unary))
+
+    return handler._replace(func=handle)
+
+
 def container_runtime() -> str | None:
     for name in RUNTIMES:
         if shutil.which(name):
@@ -83,6 +126,10 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self.inflight = Inflight()
         self._partitions_task: asyncio.Future[list[parsing.PartitionRecord]] | None = None
         self._partitions_at = 0.0
+
+    def __mapping__(self) -> dict[str, Handler]:
+        """The generated handlers, with their request messages checked (``_CheckedRequests``)."""
+        return {path: _checked(handler) for path, handler in super().__mapping__().items()}
 
     # --- submitting ---
 
@@ -241,7 +288,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     # --- files ---
 
     async def open_file(self, open_file_request: api.OpenFileRequest) -> AsyncIterator[api.Chunk]:
-        with answering("OpenFile"):
+        with answering("OpenFile", files=True):
             path = self.confinement.existing_file(open_file_request.path)
             async for data in files.read_chunks(path):
                 yield api.Chunk(content=data)
@@ -249,13 +296,14 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def tail_file(
         self, tail_file_request_iterator: AsyncIterator[api.TailFileRequest]
     ) -> AsyncIterator[api.Chunk]:
-        with answering("TailFile"):
+        with answering("TailFile", files=True):
             first = await anext(tail_file_request_iterator, None)
             if first is None:
                 return
             path = self.confinement.resolve(first.path)
             if path.is_dir():
                 raise InvalidInput(f"{first.path}: is a directory")
+            files.refuse_special(path, first.path)
             stop = asyncio.Event()
             if first.action == api.TailAction.ReadToEndAndClose:
                 stop.set()
@@ -269,13 +317,13 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def create_file(
         self, create_file_request_iterator: AsyncIterator[api.CreateFileRequest]
     ) -> api.CreateFileResponse:
-        with answering("CreateFile", self.inflight):
+        with answering("CreateFile", self.inflight, files=True):
             first = await anext(create_file_request_iterator, None)
             if first is None:
                 raise InvalidInput("CreateFile: the first message must name the path")
             path = self.confinement.resolve(first.path)
             self.confinement.directory(str(path.parent), create=True)
-            with path.open("wb") as out:
+            with os.fdopen(files.open_for_writing(path), "wb") as out:
                 if first.content:
                     out.write(first.content)
                 async for message in create_file_request_iterator:
@@ -283,15 +331,18 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             return api.CreateFileResponse()
 
     async def zip(self, zip_request: api.ZipRequest) -> api.ZipResponse:
-        with answering("Zip", self.inflight):
+        with answering("Zip", self.inflight, files=True):
             source = self.confinement.resolve(zip_request.path)
             target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
+            files.refuse_special(source, zip_request.path)
+            files.refuse_special(target, zip_request.target)
             await asyncio.to_thread(archives.zip_path, source, target)
             return api.ZipResponse()
 
     async def unzip(self, unzip_request: api.UnzipRequest) -> api.UnzipResponse:
-        with answering("Unzip", self.inflight):
+        with answering("Unzip", self.inflight, files=True):
             source = self.confinement.resolve(unzip_request.source)
+            files.refuse_special(source, unzip_request.source)
             dest = self.confinement.directory(unzip_request.path or ".", create=True)
             await asyncio.to_thread(archives.unzip_into, source, dest)
             return api.UnzipResponse()
@@ -299,7 +350,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def stage_in(
         self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
     ) -> api.StageInResponse:
-        with answering("StageIn", self.inflight):
+        with answering("StageIn", self.inflight, files=True):
             first = await anext(stage_in_request_iterator, None)
             if first is None or not first.path:
                 raise InvalidInput("StageIn: the first message must name the target directory")
@@ -316,11 +367,12 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             return api.StageInResponse(files=count, bytes=size)
 
     async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
-        with answering("StageOut"):
+        with answering("StageOut", files=True):
             given = stage_out_request.path.rstrip("/")
             path = self.confinement.resolve(given)
             if not path.exists():
                 raise NotFound(f"{given}: no such file or directory")
+            files.refuse_special(path, given)
             arcname = Path(given).name or path.name
             async for data in archives.send_tar(path, arcname):
                 yield api.Chunk(content=data)
