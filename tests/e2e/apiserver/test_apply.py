@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
 from wlmvk.testing.apiserver.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS, SECRETS
 
 pytestmark = pytest.mark.kubectl
@@ -173,6 +173,7 @@ async def test_get_and_delete_configmap(apiserver: RunningApiServer) -> None:
     assert 'Error from server (NotFound): configmaps "cm" not found' in missing.stderr
 
 
+@requires_kubectl(32)
 async def test_imperative_create_commands_send_protobuf_we_decode(apiserver: RunningApiServer) -> None:
     made = await apiserver.kubectl("create", "namespace", "team")
     assert made.returncode == 0, made.stderr
@@ -184,6 +185,7 @@ async def test_imperative_create_commands_send_protobuf_we_decode(apiserver: Run
     assert "not Deployment: send JSON (kubectl apply -f / create -f)" in refused.stderr
 
 
+@requires_kubectl(32)
 async def test_diff_uses_dry_run_and_changes_nothing(apiserver: RunningApiServer) -> None:
     await apiserver.kubectl("apply", "-f", "-", input=deployment("1"))
     before = apiserver.store.get(DEPLOYMENTS, "d1", "default")

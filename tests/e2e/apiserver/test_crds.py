@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
 from wlmvk.testing.apiserver.resources import GVR
 
 pytestmark = pytest.mark.kubectl
@@ -128,6 +128,7 @@ async def test_invalid_custom_resource_is_422_with_field_paths(apiserver: Runnin
     assert "must be of type string" in wrong_type.stderr
 
 
+@requires_kubectl(32)
 async def test_unknown_fields_are_rejected_under_strict_validation(apiserver: RunningApiServer) -> None:
     await install(apiserver)
     result = await apiserver.kubectl("apply", "-f", "-", input=gadget(batch="x", colour="red"))
@@ -140,6 +141,7 @@ async def test_unknown_fields_are_rejected_under_strict_validation(apiserver: Ru
     assert apiserver.store.get(GADGETS, "g1", "default")["spec"] == {"batch": "x", "extra": {"free": 1}}
 
 
+@requires_kubectl(32)
 async def test_status_is_a_subresource(apiserver: RunningApiServer) -> None:
     await install(apiserver)
     await apiserver.kubectl("apply", "-f", "-", input=gadget(batch="x"))
@@ -156,6 +158,7 @@ async def test_status_is_a_subresource(apiserver: RunningApiServer) -> None:
     assert stored["metadata"]["generation"] == 1
 
 
+@requires_kubectl(32)
 async def test_explain_reads_the_crd_schema(apiserver: RunningApiServer) -> None:
     await install(apiserver)
     result = await apiserver.kubectl("explain", "gadgets.spec.batch")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
 from wlmvk.testing.apiserver.resources import CRDS
 
 pytestmark = pytest.mark.kubectl
@@ -73,6 +73,7 @@ async def test_default_namespaces_exist(apiserver: RunningApiServer) -> None:
     ]
 
 
+@requires_kubectl(32)
 async def test_crd_group_is_discoverable_as_soon_as_created(apiserver: RunningApiServer) -> None:
     first = await apiserver.kubectl("get", "wd")
     assert first.returncode != 0
@@ -95,6 +96,7 @@ async def test_legacy_discovery_answers_plain_json(kube_api: object) -> None:
     assert code.minor == "32"
 
 
+@requires_kubectl(32)
 async def test_explain_builtin_kind(apiserver: RunningApiServer) -> None:
     result = await apiserver.kubectl("explain", "pods")
     assert result.returncode == 0, result.stderr
@@ -103,6 +105,7 @@ async def test_explain_builtin_kind(apiserver: RunningApiServer) -> None:
         assert f"  {field}\t<" in result.stdout
 
 
+@requires_kubectl(32)
 async def test_auth_can_i_says_yes_because_rbac_is_not_enforced(apiserver: RunningApiServer) -> None:
     result = await apiserver.kubectl("auth", "can-i", "delete", "pods")
     assert result.returncode == 0, result.stderr

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
 from wlmvk.testing.apiserver.resources import EVENTS, NODES, PODS
 from wlmvk.testing.apiserver.store import Store
 
@@ -147,6 +147,7 @@ async def test_get_pods_status_column_follows_container_states(apiserver: Runnin
     assert "Job finished" in single.stdout
 
 
+@requires_kubectl(32)
 async def test_describe_pod_shows_its_events(apiserver: RunningApiServer) -> None:
     pod = apiserver.store.create(PODS, running_pod("p1"))
     other = apiserver.store.create(PODS, running_pod("p2"))
@@ -218,6 +219,7 @@ async def _fake_logs(request: web.Request, pod: dict[str, Any], store: Store) ->
 
 
 @pytest.mark.apiserver(controllers=False, log_handler=_fake_logs)
+@requires_kubectl(32)
 async def test_logs_go_through_the_log_handler(apiserver: RunningApiServer) -> None:
     apiserver.store.create(PODS, running_pod("p1"))
     result = await apiserver.kubectl("logs", "p1")
