@@ -6,24 +6,26 @@ all read and write through it, so a controller sees exactly what kubectl sees.
 
 Public API (all objects are plain JSON dicts, see :data:`resources.Obj`)::
 
-    store = Store(history=10_000)           # built-in kinds, CRD handling, default namespaces
+    store = Store(history=10_000)           # built-in kinds, CRD handling, Events mirroring,
+                                            # default namespaces (built_ins=False: kinds only)
     store.register(info) / unregister(gvr)  # resource types; CRDs do this for you (crds.py)
     store.info(gvr) -> ResourceInfo         # 404 ApiError if unknown; store.resources() lists all
     store.resource_version -> int           # the newest resourceVersion handed out
 
     store.get(gvr, name, namespace=None) -> Obj
     store.list(gvr, namespace=None, label_selector=..., field_selector=...) -> ListResult(items, rv)
-    store.create(gvr, obj, namespace=None) -> Obj
-    store.update(gvr, obj, namespace=None, subresource=None) -> Obj
+    store.create(gvr, obj, namespace=None, dry_run=False) -> Obj
+    store.update(gvr, obj, namespace=None, subresource=None, client=False, dry_run=False) -> Obj
     store.patch(gvr, name, patch, namespace=None, patch_type="merge"|"strategic"|"json"|"apply",
-                subresource=None, field_manager=None, force=False) -> Obj
+                subresource=None, field_manager=None, force=False, client=False, dry_run=False) -> Obj
     store.delete(gvr, name, namespace=None, grace_period_seconds=None,
-                 propagation_policy=None, preconditions=None) -> Obj
+                 propagation_policy=None, preconditions=None, dry_run=False) -> Obj
     store.delete_collection(gvr, namespace=None, label_selector=..., field_selector=...) -> list[Obj]
     store.bind(namespace, pod_name, node_name) -> Obj        # the pods/binding subresource
     store.watch(gvr, namespace=None, resource_version=None, label_selector=..., field_selector=...,
                 bookmarks=False, bookmark_interval=60.0, timeout=None) -> Watch
     store.on_change(gvr, callback)          # synchronous hook after each committed change
+    store.watcher_count(gvr) -> int         # open watches (tests wait on it)
 
 ``gvr`` is a :class:`resources.GVR` such as ``resources.PODS`` or
 ``GVR("wlm.sylabs.io", "v1alpha1", "slurmjobs")``. ``namespace`` is ignored for
