@@ -7,7 +7,6 @@ pods, and leader election between two operator processes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import socket
@@ -191,7 +190,6 @@ async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operator
     assert await first.stop(signal.SIGTERM) == 0
     assert await holder() == ""
     await operators("second")
-    await asyncio.sleep(0)
 
     async def second_leads() -> bool:
         return await holder() == "second"
@@ -203,8 +201,11 @@ async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
     apiserver: Any, operators: Any
 ) -> None:
     operator = await operators("early")  # before any CRD exists
-    await asyncio.sleep(1.5)
-    assert "are not served yet" in operator.output()
+
+    async def waiting() -> bool:
+        return "are not served yet" in operator.output()
+
+    await eventually(waiting, timeout=30, what="the operator to wait for the CRDs")
     slurmjobs = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmjobs.yaml"))
     assert slurmjobs.returncode == 0, slurmjobs.stderr
     assert (

@@ -44,11 +44,11 @@ async def test_first_candidate_leads_and_others_wait(client: KubeClient) -> None
 
 
 async def test_a_renewing_leader_keeps_the_lease(client: KubeClient) -> None:
-    a, b = elector(client, "a"), elector(client, "b")
+    a, b = elector(client, "a", duration=3), elector(client, "b", duration=3)
     await a.acquire()
     holding = asyncio.create_task(a.hold())
     waiting = asyncio.create_task(b.acquire())
-    await asyncio.sleep(2.5)  # more than twice the lease duration
+    await asyncio.sleep(4)  # longer than the lease lasts unrenewed
     assert not waiting.done()
     assert await holder(client) == "a"
     holding.cancel()  # the leader dies without handing over
