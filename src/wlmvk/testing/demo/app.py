@@ -96,10 +96,7 @@ class Demo:
         (pyenv under /root): then a small wrapper runs the same checkout and
         packages with the system's Python of the same minor version.
         """
-        probe = subprocess.run(
-            ["runuser", "-u", user, "--", self.wlmvk(), "--version"], capture_output=True, check=False
-        )
-        if probe.returncode == 0:
+        if _runs_as(user, self.wlmvk()) == "":
             return self.wlmvk()
         python = _system_python()
         paths = [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
@@ -113,6 +110,11 @@ class Demo:
         wrapper.chmod(0o755)
         for directory in (self.state, wrapper.parent):
             directory.chmod(0o755)
+        problem = _runs_as(user, str(wrapper))
+        if problem:
+            raise RuntimeError(
+                f"{user} cannot run {wrapper} (is --state-dir reachable by {user}?): {problem}"
+            )
         return str(wrapper)
 
     def kubectl(self, *args: str, show: bool = False, check: bool = True) -> str:
@@ -127,7 +129,7 @@ class Demo:
             raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {out.strip()}")
         return out
 
-    def wait(self, what: str, probe: object, timeout: float, log: str = "") -> None:
+    def wait(self, what: str, probe: object, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -136,8 +138,7 @@ class Demo:
             except (OSError, RuntimeError, subprocess.SubprocessError):
                 pass
             time.sleep(0.3)
-        where = f" (log: {log})" if log else ""
-        raise RuntimeError(f"{what} not ready after {timeout:.0f} s{where}")
+        raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
 
     # --- steps ---------------------------------------------------------------------------------
 
@@ -178,7 +179,7 @@ class Demo:
                     conf.chmod(0o644)
                     argv += ["--config", str(conf)]
                 self.procs.start(name, argv)
-                self.wait(name, cluster.socket.exists, 30, str(log))
+                self.wait(name, cluster.socket.exists, 30)
 
     def apiserver(self) -> None:
         log = self.procs.logs / "apiserver.log"
@@ -188,7 +189,7 @@ class Demo:
             argv += ["--host-node-label", "node-role.kubernetes.io/control-plane="]
             self.procs.start("apiserver", argv)
             ready = lambda: "Ready" in self.kubectl("get", "nodes", check=False)  # noqa: E731
-            self.wait("API server", ready, 30, str(log))
+            self.wait("API server", ready, 30)
 
     def kubelets(self) -> None:
         for cluster in CLUSTERS:
@@ -201,7 +202,7 @@ class Demo:
                 argv += ["--metrics-port", str(cluster.metrics_port)]
                 self.procs.start(name, argv)
                 prefix = f"slurm-{cluster.name}-"
-                self.wait(name, lambda p=prefix: p in self.kubectl("get", "nodes", check=False), 60, str(log))
+                self.wait(name, lambda p=prefix: p in self.kubectl("get", "nodes", check=False), 60)
 
     def manifests(self) -> None:
         with self.progress.step("kubectl apply -k manifests/"):
@@ -215,7 +216,7 @@ class Demo:
             argv += ["--stage-command", self.wlmvk_for(user)]
             argv += ["--run-as-user", str(JOB_UID), "--run-as-group", str(JOB_UID)]
             self.procs.start("operator", argv)
-            self.wait("operator", lambda: self.procs.alive("operator"), 5, str(log))
+            self.wait("operator", lambda: self.procs.alive("operator"), 5)
 
     def show_cluster(self) -> None:
         self.kubectl("get", "nodes", show=True)
@@ -327,6 +328,13 @@ spec:
   nodeSelector:
     kubernetes.io/hostname: {node}
 """
+
+
+def _runs_as(user: str, program: str) -> str:
+    """Empty when ``user`` can run ``program --version``, else what went wrong."""
+    argv = ["runuser", "-u", user, "--", program, "--version"]
+    probe = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return "" if probe.returncode == 0 else (probe.stderr.strip() or f"exit {probe.returncode}")
 
 
 def _system_python() -> str:
