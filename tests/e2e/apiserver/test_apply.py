@@ -196,3 +196,17 @@ async def test_diff_uses_dry_run_and_changes_nothing(apiserver: RunningApiServer
     assert apiserver.store.get(DEPLOYMENTS, "d1", "default") == before
     same = await apiserver.kubectl("diff", "-f", "-", input=deployment("1"))
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+async def test_scale_sets_replicas_of_a_stored_deployment(apiserver: RunningApiServer) -> None:
+    await apiserver.kubectl("apply", "-f", "-", input=deployment("1"))
+    scaled = await apiserver.kubectl("scale", "deployment", "d1", "--replicas=3")
+    assert scaled.returncode == 0, scaled.stderr
+    assert scaled.stdout.strip() == "deployment.apps/d1 scaled"
+    assert apiserver.store.get(DEPLOYMENTS, "d1", "default")["spec"]["replicas"] == 3
+    table = await apiserver.kubectl("get", "deployment", "d1", "--no-headers")
+    assert table.stdout.split()[1] == "0/3"
+    stale = await apiserver.kubectl("scale", "deployment", "d1", "--replicas=1", "--resource-version=1")
+    assert stale.returncode == 1
+    assert "Expected resource version to be 1" in stale.stderr
+    assert apiserver.store.get(DEPLOYMENTS, "d1", "default")["spec"]["replicas"] == 3

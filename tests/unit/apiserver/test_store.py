@@ -359,3 +359,27 @@ def test_dry_runs_store_nothing(store: Store) -> None:
     assert store.delete(CONFIGMAPS, "c", dry_run=True)["metadata"]["name"] == "c"
     assert store.resource_version == rv
     assert [c["data"] for c in store.list(CONFIGMAPS).items] == [{"a": "1"}]
+
+
+def test_scale_subresource_view_and_write(store: Store) -> None:
+    from wlmvk.testing.apiserver import scale
+    from wlmvk.testing.apiserver.resources import DEPLOYMENTS
+
+    store.create(
+        DEPLOYMENTS, {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"b": "2", "a": "1"}}}}
+    )
+    view = scale.get(store, DEPLOYMENTS, "d", "default")
+    assert view["spec"] == {"replicas": 1}
+    assert view["status"] == {"replicas": 0, "selector": "a=1,b=2"}
+    assert (
+        scale.patch(store, DEPLOYMENTS, "d", "default", {"spec": {"replicas": 4}}, "merge")["spec"][
+            "replicas"
+        ]
+        == 4
+    )
+    stale = {**view, "spec": {"replicas": 2}}
+    with pytest.raises(ApiError) as raised:
+        scale.write(store, DEPLOYMENTS, "d", "default", stale)
+    assert raised.value.code == 409
+    with pytest.raises(ApiError):
+        scale.patch(store, DEPLOYMENTS, "d", "default", {"spec": {"replicas": -1}}, "merge")

@@ -95,7 +95,11 @@ def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
         body["subresources"] = [
             {
                 "subresource": sub,
-                "responseKind": {**kind, "kind": _SUB_KINDS.get(sub, info.kind)},
+                "responseKind": (
+                    {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+                    if sub == "scale"
+                    else {**kind, "kind": _SUB_KINDS.get(sub, info.kind)}
+                ),
                 "verbs": _SUB_VERBS.get(sub, ["get"]),
             }
             for sub in info.subresources

@@ -19,7 +19,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from wlmvk.testing.apiserver import discovery, openapi, protobuf, schema, tables
+from wlmvk.testing.apiserver import discovery, openapi, protobuf, scale, schema, tables
 from wlmvk.testing.apiserver.controllers import LogHandler
 from wlmvk.testing.apiserver.errors import ApiError, bad_request, method_not_allowed
 from wlmvk.testing.apiserver.patching import PATCH_TYPES
@@ -254,6 +254,8 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
         if t.subresource == "binding":
             return await _binding(request, t)
         return await _eviction(request, t)
+    if t.subresource == "scale":
+        return await _scale(request, t)
     if method == "GET":
         obj = store.get(t.info.gvr, t.name, t.namespace)
         if t.subresource is None and _wants_table(request):
@@ -275,6 +277,25 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
     if method == "DELETE":
         return await _delete(request, t)
     raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+async def _scale(request: web.Request, t: Target) -> web.Response:
+    assert t.name is not None
+    store = _store(request)
+    if request.method == "GET":
+        return _json(scale.get(store, t.info.gvr, t.name, t.namespace))
+    if request.method == "PUT":
+        body = await _body(request)
+        return _json(scale.write(store, t.info.gvr, t.name, t.namespace, body, dry_run=_dry(request)))
+    if request.method == "PATCH":
+        patch_type = PATCH_TYPES.get(request.content_type)
+        if patch_type is None:
+            raise ApiError(415, "UnsupportedMediaType", f"unsupported patch type {request.content_type!r}")
+        body = await _body(request)
+        return _json(
+            scale.patch(store, t.info.gvr, t.name, t.namespace, body, patch_type, dry_run=_dry(request))
+        )
+    raise method_not_allowed("scale accepts GET, PUT and PATCH")
 
 
 def _verb(method: str, t: Target, watch: bool) -> str:

@@ -101,6 +101,7 @@ ROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "rolebindings")
 SELF_SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 
 _STATUS = ("status",)
+_SCALABLE = ("status", "scale")
 
 BUILTINS: tuple[ResourceInfo, ...] = (
     ResourceInfo(NAMESPACES, "Namespace", False, "namespace", ("ns",), subresources=_STATUS),
@@ -124,10 +125,14 @@ BUILTINS: tuple[ResourceInfo, ...] = (
         ("api-extensions",),
         subresources=_STATUS,
     ),
-    ResourceInfo(DEPLOYMENTS, "Deployment", True, "deployment", ("deploy",), ("all",), subresources=_STATUS),
+    ResourceInfo(
+        DEPLOYMENTS, "Deployment", True, "deployment", ("deploy",), ("all",), subresources=_SCALABLE
+    ),
     ResourceInfo(DAEMONSETS, "DaemonSet", True, "daemonset", ("ds",), ("all",), subresources=_STATUS),
-    ResourceInfo(REPLICASETS, "ReplicaSet", True, "replicaset", ("rs",), ("all",), subresources=_STATUS),
-    ResourceInfo(STATEFULSETS, "StatefulSet", True, "statefulset", ("sts",), ("all",), subresources=_STATUS),
+    ResourceInfo(REPLICASETS, "ReplicaSet", True, "replicaset", ("rs",), ("all",), subresources=_SCALABLE),
+    ResourceInfo(
+        STATEFULSETS, "StatefulSet", True, "statefulset", ("sts",), ("all",), subresources=_SCALABLE
+    ),
     ResourceInfo(JOBS, "Job", True, "job", (), ("all",), subresources=_STATUS),
     ResourceInfo(CLUSTERROLES, "ClusterRole", False, "clusterrole"),
     ResourceInfo(CLUSTERROLEBINDINGS, "ClusterRoleBinding", False, "clusterrolebinding"),
