@@ -222,6 +222,8 @@ def transitions(before: JobState | None, after: JobState) -> list[Transition]:
         return []
     job = f"Slurm job {after.job_id}"
     if new == PENDING:
+        if before is None:
+            return []  # the "Submitted" (or "Adopted") Event already said so
         reason = after.reason if after.reason and after.reason != "None" else "queued"
         return [Transition("Normal", "Pending", f"{job} is pending ({reason})")]
     if new == RUNNING:

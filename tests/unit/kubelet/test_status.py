@@ -136,7 +136,9 @@ def test_transitions_post_one_event_per_phase_change() -> None:
     running = state(JobStatus.RUNNING, start_time=START, node_list="vm")
     done = state(JobStatus.COMPLETED, exit_code=0)
     failed = state(JobStatus.FAILED, exit_code=3, reason="NonZeroExitCode")
-    assert [t.reason for t in status.transitions(None, pending)] == ["Pending"]
+    assert status.transitions(None, pending) == []  # "Submitted" was posted at submission
+    requeued = state(JobStatus.REQUEUED, reason="BeginTime")
+    assert [t.reason for t in status.transitions(state(JobStatus.RUNNING), requeued)] == ["Pending"]
     assert status.transitions(pending, state(JobStatus.PENDING, reason="Priority")) == []
     started = status.transitions(pending, running)
     assert [(t.type, t.reason) for t in started] == [("Normal", "Started")]
