@@ -227,3 +227,20 @@ async def test_logs_go_through_the_log_handler(apiserver: RunningApiServer) -> N
     assert result.stdout == "hello from p1/main\n"
     followed = await apiserver.kubectl("logs", "-f", "p1")
     assert followed.stdout == "hello from p1/main\nmore\n"
+
+
+@requires_kubectl(32)
+async def test_deleting_a_namespace_waits_for_its_running_pods(apiserver: RunningApiServer) -> None:
+    store = apiserver.store
+    made = await apiserver.kubectl("create", "namespace", "team")
+    assert made.returncode == 0, made.stderr
+    store.create(PODS, running_pod("p1"), "team")
+    marked = await apiserver.kubectl("delete", "namespace", "team", "--wait=false")
+    assert marked.returncode == 0, marked.stderr
+    shown = await apiserver.kubectl("get", "namespace", "team", "--no-headers")
+    assert shown.stdout.split()[:2] == ["team", "Terminating"]
+    pods = await apiserver.kubectl("get", "pods", "-n", "team", "--no-headers")
+    assert pods.stdout.split()[2] == "Terminating"
+    store.delete(PODS, "p1", "team", grace_period_seconds=0)
+    gone = await apiserver.kubectl("get", "namespace", "team")
+    assert 'namespaces "team" not found' in gone.stderr

@@ -383,3 +383,24 @@ def test_scale_subresource_view_and_write(store: Store) -> None:
     assert raised.value.code == 409
     with pytest.raises(ApiError):
         scale.patch(store, DEPLOYMENTS, "d", "default", {"spec": {"replicas": -1}}, "merge")
+
+
+def test_namespace_termination_waits_for_bound_pods_and_finalizers(store: Store) -> None:
+    from wlmvk.testing.apiserver.resources import EVENTS
+
+    store.create(NAMESPACES, {"metadata": {"name": "team"}})
+    store.create(PODS, pod("running", node="n1"), "team")
+    store.create(PODS, pod("pending"), "team")
+    store.create(CONFIGMAPS, {"metadata": {"name": "held", "finalizers": ["x/y"]}}, "team")
+    store.create(EVENTS, {"metadata": {"name": "e"}, "involvedObject": {"name": "running"}}, "team")
+    terminating = store.delete(NAMESPACES, "team")
+    assert terminating["status"]["phase"] == "Terminating"
+    assert [p["metadata"]["name"] for p in store.list(PODS, "team").items] == ["running"]
+    with pytest.raises(ApiError) as refused:
+        store.create(CONFIGMAPS, {"metadata": {"name": "late"}}, "team")
+    assert code(refused) == (403, "Forbidden")
+    store.delete(PODS, "running", "team", grace_period_seconds=0)
+    assert store.get(NAMESPACES, "team")["metadata"]["deletionTimestamp"]
+    store.patch(CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, "team")
+    with pytest.raises(ApiError):
+        store.get(NAMESPACES, "team")

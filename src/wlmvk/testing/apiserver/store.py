@@ -52,8 +52,10 @@ Semantics, as the real API server:
   ``deletionGracePeriodSeconds`` = grace; the pod stays until a delete with
   ``grace_period_seconds=0`` (the kubelet's) removes it. Unbound or terminal pods go at once.
   ``"Orphan"`` strips the owner's ownerReferences from its dependents; ``"Background"``
-  (default) leaves dependents to the garbage collector. Deleting a namespace deletes its
-  contents. Returns the object as last stored (deleted objects carry the deleting RV).
+  (default) leaves dependents to the garbage collector. Deleting a namespace marks it
+  Terminating (creates in it answer 403), deletes its contents with these same rules, and
+  removes it once it is empty. Returns the object as last stored (deleted objects carry
+  the deleting RV).
 - ``client=True`` on ``update``/``patch`` adds the checks kube-apiserver makes on client
   updates (a pod's spec is immutable but for images, activeDeadlineSeconds, added
   tolerations); the HTTP layer passes it, in-process controllers and tests may set up any
@@ -292,8 +294,17 @@ class Store:
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = ns
-            if NAMESPACES in self._buckets and ("", ns) not in self._buckets[NAMESPACES].objects:
-                raise not_found("namespaces", ns)
+            if NAMESPACES in self._buckets:
+                home = self._buckets[NAMESPACES].objects.get(("", ns))
+                if home is None:
+                    raise not_found("namespaces", ns)
+                if "deletionTimestamp" in home["metadata"]:
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f'{info.plural} "{meta.get("name") or meta.get("generateName", "")}" is forbidden: '
+                        f"unable to create new content in namespace {ns} because it is being terminated",
+                    )
         else:
             meta.pop("namespace", None)
         if not meta.get("name"):
@@ -538,7 +549,7 @@ class Store:
         if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
             raise bad_request(f"unsupported propagationPolicy {propagation_policy!r}")
         if gvr == NAMESPACES:
-            self._empty_namespace(name)
+            return self._terminate_namespace(old)
         if propagation_policy == "Orphan":
             self._orphan(meta["uid"])
         finalizers = list(meta.get("finalizers") or ())
@@ -592,13 +603,42 @@ class Store:
                     raise
         return done
 
-    def _empty_namespace(self, namespace: str) -> None:
-        for bucket in list(self._buckets.values()):
-            if not bucket.info.namespaced:
-                continue
-            for (ns, _), obj in list(bucket.objects.items()):
-                if ns == namespace:
-                    self._commit(bucket, "DELETED", clone(obj), obj)
+    def _terminate_namespace(self, namespace: Obj) -> Obj:
+        """Mark the namespace Terminating, delete its contents as clients would, and let it go
+        once it is empty (bound pods wait for their kubelet, finalizers hold their objects)."""
+        name = namespace["metadata"]["name"]
+        if "deletionTimestamp" not in namespace["metadata"]:
+            marked = clone(namespace)
+            marked["metadata"]["deletionTimestamp"] = timestamp(self.now())
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            marked.setdefault("status", {})["phase"] = "Terminating"
+            self._commit(self._buckets[NAMESPACES], "MODIFIED", marked, namespace)
+            for bucket in list(self._buckets.values()):
+                if not bucket.info.namespaced:
+                    continue
+                for (ns, obj_name), obj in list(bucket.objects.items()):
+                    if ns == name and "deletionTimestamp" not in obj["metadata"]:
+                        try:
+                            self.delete(bucket.info.gvr, obj_name, ns)
+                        except ApiError as e:
+                            if e.code != 404:  # gone already, e.g. a mirrored Event
+                                raise
+        self._finish_namespace(name)
+        current = self._buckets[NAMESPACES].objects.get(("", name))
+        if current is not None:
+            return clone(current)
+        return clone(self._buckets[NAMESPACES].history[-1].object)
+
+    def _finish_namespace(self, name: str) -> None:
+        """Remove a terminating namespace that has become empty."""
+        bucket = self._buckets.get(NAMESPACES)
+        namespace = bucket.objects.get(("", name)) if bucket else None
+        if bucket is None or namespace is None or "deletionTimestamp" not in namespace["metadata"]:
+            return
+        for other in self._buckets.values():
+            if other.info.namespaced and any(ns == name for ns, _ in other.objects):
+                return
+        self._commit(bucket, "DELETED", clone(namespace), namespace)
 
     def _orphan(self, owner_uid: str) -> None:
         for bucket in list(self._buckets.values()):
@@ -634,6 +674,8 @@ class Store:
             w._offer(event)
         for cb in bucket.listeners:
             cb(type, obj, previous)
+        if type == "DELETED" and bucket.info.namespaced:
+            self._finish_namespace(meta.get("namespace", ""))
 
     # -- watch ------------------------------------------------------------------------------
 
