@@ -121,6 +121,8 @@ class PodSettings:
     # Submissions in flight at once: red-box's concurrency. More workers than this keep
     # red-box busy while others write annotations and statuses.
     submissions: int = 16
+    # Seconds after start before pods found without a job id are looked up by key.
+    lookup_grace: float = 3.0
 
 
 class PodController:
@@ -148,6 +150,7 @@ class PodController:
         self._synced = asyncio.Event()
         self._posting: set[asyncio.Task[None]] = set()
         self._submitting = asyncio.Semaphore(max(1, settings.submissions))
+        self._lookups_from = 0.0
 
     # -- public views --------------------------------------------------------------------------------------
 
@@ -168,6 +171,7 @@ class PodController:
     # -- agents --------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
+        self._lookups_from = asyncio.get_running_loop().time() + self._settings.lookup_grace
         await self._probe_lookup()
         workers = [self._worker() for _ in range(max(1, self._settings.workers))]
         try:
@@ -337,6 +341,13 @@ class PodController:
             await self._reject(record, spec.reason, spec.message)
             return
         if not record.looked_up and self._find_supported:
+            wait = self._lookups_from - asyncio.get_running_loop().time()
+            if wait > 0:
+                # A predecessor killed mid-submission may have left a job that red-box and
+                # Slurm show only a moment later: look up after a short grace.
+                self._queue.add_after(record.uid, wait)
+                record.retrying = True
+                return
             log.debug("looking up the job by key before submitting")
             try:
                 found = await self._backend.find(record.uid)
