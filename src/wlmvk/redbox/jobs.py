@@ -15,11 +15,13 @@ of submitting again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import structlog
 
@@ -41,12 +43,6 @@ KEY_INDEX_TTL = 60.0
 LOST_REASON = "the job left Slurm before red-box saw it end"
 
 
-@dataclass
-class _KeyLock:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0
-
-
 class Jobs:
     def __init__(
         self,
@@ -62,7 +58,7 @@ class Jobs:
         self.confinement = confinement
         self.max_script_bytes = max_script_bytes
         self.base_env = dict(os.environ if base_env is None else base_env)
-        self._key_locks: dict[str, _KeyLock] = {}
+        self._inflight: dict[str, asyncio.Future[JobId]] = {}
         self._accounting_off_until = 0.0
         self._index: dict[str, JobState] = {}
         self._index_at = -math.inf
@@ -79,23 +75,35 @@ class Jobs:
             self.store.track(job_id)
             _log.info("job submitted", job_id=job_id, partition=spec.partition)
             return job_id
-        entry = self._key_locks.setdefault(key, _KeyLock())
-        entry.users += 1
-        try:
-            async with entry.lock:
-                found = await self.job_for_key(key, max_age=KEY_INDEX_TTL)
-                if found is not None:
-                    _log.info("job exists for key", job_id=found, key=key)
-                    return found
-                job_id = await self.slurm.submit(script, options, env=env)
-                self.store.remember_key(key, job_id)
-                self.store.track(job_id)
-                _log.info("job submitted", job_id=job_id, partition=spec.partition, key=key)
-                return job_id
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._key_locks[key]
+        # One submission per key at a time, shared by every caller with that key, and
+        # shielded from their cancellation: a client that dies mid-call must not kill
+        # an sbatch that may already have made the job before its id is recorded.
+        inflight = self._inflight.get(key)
+        if inflight is None:
+            inflight = asyncio.ensure_future(self._submit_once(key, script, options, env, spec.partition))
+            self._inflight[key] = inflight
+            inflight.add_done_callback(functools.partial(self._settled, key))
+        return await asyncio.shield(inflight)
+
+    def _settled(self, key: str, done: asyncio.Future[JobId]) -> None:
+        if self._inflight.get(key) is done:
+            del self._inflight[key]
+        if not done.cancelled():
+            done.exception()  # retrieved here; the awaiting callers see it too
+
+    async def _submit_once(
+        self, key: str, script: bytes, options: list[str], env: dict[str, str] | None, partition: str
+    ) -> JobId:
+        found = await self._lookup(key, max_age=KEY_INDEX_TTL)
+        if found is not None:
+            _log.info("job exists for key", job_id=found, key=key)
+            return found
+        self.store.intend(key)
+        job_id = await self.slurm.submit(script, options, env=env)
+        self.store.remember_key(key, job_id)
+        self.store.track(job_id)
+        _log.info("job submitted", job_id=job_id, partition=partition, key=key)
+        return job_id
 
     def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
         working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
@@ -133,8 +141,20 @@ class Jobs:
 
     async def job_for_key(self, key: str, *, max_age: float = 0.0) -> JobId | None:
         scripts.check_key(key)
+        inflight = self._inflight.get(key)
+        if inflight is not None:
+            # A submission with this key is under way: its answer is the answer.
+            with contextlib.suppress(Exception):
+                return await asyncio.shield(inflight)
+        return await self._lookup(key, max_age=max_age)
+
+    async def _lookup(self, key: str, *, max_age: float) -> JobId | None:
         known = self.store.job_for_key(key)
         if known is None:
+            if self.store.intended(key):
+                # A submission of an earlier red-box never recorded its job id: only a
+                # fresh look at Slurm can tell whether sbatch made the job.
+                max_age = 0.0
             indexed = (await self._key_index(max_age)).get(key)
             if indexed is None:
                 return None

@@ -56,6 +56,9 @@ class Store:
         self._states: dict[JobId, JobState] = {}
         self._seen: dict[JobId, float] = {}
         self._keys: dict[str, JobId] = {}
+        # Keys whose sbatch was started but whose job id was never written:
+        # red-box died in between, so Slurm may hold a job this record lacks.
+        self._intents: set[str] = set()
         self._journal: Any = None
 
     def open(self) -> None:
@@ -85,6 +88,9 @@ class Store:
                     elif entry["kind"] == "key":
                         self._keys[entry["key"]] = JobId(int(entry["job_id"]))
                         self._seen.setdefault(JobId(int(entry["job_id"])), float(entry["at"]))
+                        self._intents.discard(entry["key"])
+                    elif entry["kind"] == "intent" and entry["key"] not in self._keys:
+                        self._intents.add(entry["key"])
                 except (ValueError, KeyError, TypeError) as exc:
                     # A torn last line after a crash must not stop red-box.
                     _log.warning("skipping a bad journal line", path=str(path), line=number, error=str(exc))
@@ -102,6 +108,8 @@ class Store:
                 out.write(self._line("state", at=self._seen.get(job_id, time.time()), state=_encode(state)))
             for key, job_id in self._keys.items():
                 out.write(self._line("key", at=self._seen.get(job_id, time.time()), key=key, job_id=job_id))
+            for key in self._intents:
+                out.write(self._line("intent", at=time.time(), key=key))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -121,8 +129,20 @@ class Store:
     def job_for_key(self, key: str) -> JobId | None:
         return self._keys.get(key)
 
+    def intended(self, key: str) -> bool:
+        """True when a submission with ``key`` was started and its job id never recorded."""
+        return key in self._intents
+
+    def intend(self, key: str) -> None:
+        """Write ahead that a submission with ``key`` starts (durable before sbatch runs)."""
+        self._intents.add(key)
+        self._append(self._line("intent", at=time.time(), key=key))
+        if self._journal is not None:
+            os.fsync(self._journal.fileno())
+
     def remember_key(self, key: str, job_id: JobId) -> None:
         now = time.time()
+        self._intents.discard(key)
         self._keys[key] = job_id
         self._seen.setdefault(job_id, now)
         self._append(self._line("key", at=now, key=key, job_id=job_id))

@@ -181,3 +181,55 @@ async def test_a_sick_accounting_database_does_not_hide_squeue_answers(
     assert "database" in states[JobId(2)].reason
     assert states[followed].status is JobStatus.UNKNOWN
     assert await jobs.poll_unfinished() == 1, "a job is not written off while accounting is down"
+
+
+async def test_a_caller_cancelled_mid_submit_does_not_lose_the_job(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    """A client that dies while sbatch runs: the job is still recorded under its key."""
+    spec = JobSpec(script="#!/bin/sh\ntrue\n", idempotency_key="uid-cancelled")
+    first = asyncio.ensure_future(jobs.submit(spec))
+    await asyncio.sleep(0.001)  # sbatch is under way
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    # The restarted caller looks the key up, then submits again: one job all along.
+    found = await jobs.find("uid-cancelled")
+    again = await jobs.submit(spec)
+    assert found is not None
+    assert again == found.job_id
+    assert slurm.calls.count("sbatch") == 1
+
+
+async def test_a_lookup_during_a_submit_waits_for_its_answer(jobs: Jobs, slurm: ScriptedSlurm) -> None:
+    spec = JobSpec(script="#!/bin/sh\ntrue\n", idempotency_key="uid-racing")
+    submitting = asyncio.ensure_future(jobs.submit(spec))
+    await asyncio.sleep(0.001)
+    found = await jobs.find("uid-racing")
+    assert found is not None
+    assert found.job_id == await submitting
+    assert slurm.calls.count("sbatch") == 1
+
+
+async def test_a_submit_cut_short_by_a_crash_is_looked_up_fresh(slurm: ScriptedSlurm, tmp_path: Path) -> None:
+    """red-box died between sbatch and recording the job id: the next red-box asks Slurm afresh."""
+    (tmp_path / "work").mkdir()
+
+    def make() -> Jobs:
+        store = Store(tmp_path / "state")
+        store.open()
+        return Jobs(
+            slurm=slurm,  # type: ignore[arg-type]
+            store=store,
+            confinement=Confinement(tmp_path / "work", [tmp_path / "work"]),
+            max_script_bytes=1000,
+            base_env={},
+        )
+
+    before = make()
+    before.store.intend("uid-crashed")  # written ahead of sbatch, then red-box was killed
+    before.store.close()
+    after = make()
+    await after.find("uid-other")  # a recent index, built before the orphaned sbatch finished
+    made = await slurm.submit(b"#!/bin/sh\n", ["--comment=wlmvk:uid-crashed"])
+    spec = JobSpec(script="#!/bin/sh\ntrue\n", idempotency_key="uid-crashed")
+    assert await after.submit(spec) == made
+    assert slurm.calls.count("sbatch") == 1
