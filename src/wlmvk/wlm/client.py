@@ -55,6 +55,7 @@ import structlog
 from grpclib import GRPCError
 from grpclib.client import Channel
 from grpclib.const import Cardinality
+from h2.exceptions import StreamClosedError
 
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, NotFound, Unsupported
@@ -273,11 +274,16 @@ class RedBoxClient:
             async with channel.request(
                 SERVICE + "StageIn", Cardinality.STREAM_UNARY, api.StageInRequest, api.StageInResponse
             ) as stream:
-                await stream.send_message(api.StageInRequest(path=directory))
-                async for data in tar_stream:
-                    if data:
-                        await stream.send_message(api.StageInRequest(data=data))
-                await stream.end()
+                try:
+                    await stream.send_message(api.StageInRequest(path=directory))
+                    async for data in tar_stream:
+                        if data:
+                            await stream.send_message(api.StageInRequest(data=data))
+                    await stream.end()
+                except StreamClosedError:
+                    # red-box answered before reading the whole stream (a refused path):
+                    # its status, read next, says why.
+                    pass
                 reply = await stream.recv_message()
         except GRPCError as exc:
             raise failures.from_grpc(exc, "StageIn") from exc

@@ -261,3 +261,15 @@ async def test_allow_root_extends_the_roots(redbox_factory, tmp_path: Path) -> N
         assert b"".join([c async for c in client.open_file(str(extra / "shared.txt"))]) == b"shared\n"
     finally:
         await client.close()
+
+
+async def test_a_refused_upload_says_why_even_mid_stream(redbox_client: RedBoxClient) -> None:
+    """red-box refuses the target before reading the data: the client reports red-box's reason."""
+
+    async def slow() -> AsyncIterator[bytes]:
+        for _ in range(20):  # the refusal arrives while the client is still sending
+            await asyncio.sleep(0.05)
+            yield os.urandom(64 * 1024)
+
+    with pytest.raises(InvalidInput, match="outside the allowed roots"):
+        await redbox_client.stage_in("/etc/wlmvk-nope", slow())
