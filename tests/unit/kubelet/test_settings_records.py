@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.kubelet.podbodies import pod
+from wlmvk.core import names
+from wlmvk.kubelet import settings
+from wlmvk.kubelet.pod_controller import job_id_of, slim
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("NODE_NAME", "HOST_NAME", "NODE_IP"):
+        monkeypatch.delenv(var, raising=False)
+    parsed = settings.parse([])
+    assert parsed.red_box_socket == "/var/run/syslurm/red-box.sock"
+    assert parsed.node_ip == "127.0.0.1"
+    assert (parsed.port, parsed.metrics_port) == (10250, 10255)
+    assert (parsed.status_interval, parsed.discovery_interval) == (5.0, 30.0)
+    assert (parsed.lease_duration, parsed.lease_renew_interval, parsed.node_status_interval) == (
+        40,
+        10.0,
+        60.0,
+    )
+    assert parsed.max_pods == 1000
+    assert parsed.cluster_name  # the host name
+    assert parsed.agent_host == ""
+
+
+def test_the_daemonset_environment_names_the_agent_host_and_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODE_NAME", "worker-7")
+    monkeypatch.setenv("NODE_IP", "10.0.0.7")
+    parsed = settings.parse([])
+    assert (parsed.agent_host, parsed.cluster_name, parsed.node_ip) == ("worker-7", "worker-7", "10.0.0.7")
+    explicit = settings.parse(["--cluster-name", "hpc", "--agent-host", "login", "--node-ip", "10.0.0.9"])
+    assert (explicit.agent_host, explicit.cluster_name, explicit.node_ip) == ("login", "hpc", "10.0.0.9")
+
+
+def test_flags() -> None:
+    parsed = settings.parse(
+        ["--status-interval", "1", "--discovery-interval", "2", "--max-pods", "50", "--client-ca", "/ca.pem",
+         "--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--jobs-root", "/jobs", "--submissions", "4"]
+    )  # fmt: skip
+    assert (parsed.status_interval, parsed.discovery_interval, parsed.max_pods) == (1.0, 2.0, 50)
+    assert (parsed.client_ca, parsed.tls_cert, parsed.tls_key) == ("/ca.pem", "/c.pem", "/k.pem")
+    assert (parsed.jobs_root, parsed.submissions) == ("/jobs", 4)
+
+
+def test_job_id_annotation() -> None:
+    assert job_id_of(pod()) is None
+    assert job_id_of(pod(metadata={"annotations": {names.ANNOTATION_JOB_ID: "42"}})) == 42
+    assert job_id_of(pod(metadata={"annotations": {names.ANNOTATION_JOB_ID: "x"}})) is None
+
+
+def test_slim_keeps_what_the_kubelet_needs() -> None:
+    body = pod(metadata={"managedFields": [{"manager": "kubectl"}], "annotations": {"a": "b"}})
+    body["status"] = {"phase": "Running", "conditions": [{"type": "Ready"}], "containerStatuses": [{}]}
+    kept = slim(body)
+    assert "managedFields" not in kept["metadata"]
+    assert kept["metadata"]["annotations"] == {"a": "b"}
+    assert kept["spec"] == body["spec"]
+    assert kept["status"] == {"phase": "Running"}
+    assert slim(pod())["status"] == {"phase": "Pending"}
