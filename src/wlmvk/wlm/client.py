@@ -119,7 +119,9 @@ class RedBoxClient:
                 return await asyncio.wait_for(call(self._stub()), self.timeout)
             except GRPCError as exc:
                 raise failures.from_grpc(exc, rpc) from exc
-            except failures.CONNECTION_ERRORS as exc:
+            except failures.CALL_ERRORS as exc:
+                if isinstance(exc, AttributeError) and not failures.dead_connection(exc):
+                    raise
                 self._reset()
                 dead_connection = not isinstance(
                     exc, FileNotFoundError | ConnectionRefusedError | TimeoutError
@@ -138,7 +140,9 @@ class RedBoxClient:
                     yield item
         except GRPCError as exc:
             raise failures.from_grpc(exc, rpc) from exc
-        except failures.CONNECTION_ERRORS as exc:
+        except failures.CALL_ERRORS as exc:
+            if isinstance(exc, AttributeError) and not failures.dead_connection(exc):
+                raise
             self._reset()
             raise failures.from_connection(exc, rpc, self.socket_path) from exc
 

@@ -24,6 +24,8 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError,
     EOFError,
 )
+CALL_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, AttributeError)
+"""What a call may raise on a lost connection (AttributeError: see ``dead_connection``)."""
 
 _BY_STATUS: dict[Status, type[errors.WlmvkError]] = {
     Status.UNAVAILABLE: errors.Unavailable,
@@ -39,6 +41,12 @@ _BY_STATUS: dict[Status, type[errors.WlmvkError]] = {
     Status.ABORTED: errors.Conflict,
     Status.ALREADY_EXISTS: errors.Conflict,
 }
+
+
+def dead_connection(exc: BaseException) -> bool:
+    """grpclib closes a connection by deleting its transport: a call that picks such a connection
+    (the peer hung up between two calls) fails with this AttributeError, a connection error."""
+    return isinstance(exc, AttributeError) and "_transport" in str(exc)
 
 
 def from_grpc(exc: GRPCError, rpc: str) -> errors.WlmvkError:
@@ -68,6 +76,6 @@ def translate(exc: BaseException, rpc: str, socket_path: str) -> errors.WlmvkErr
     """The project error for ``exc``, or None when it is not a failure of the call."""
     if isinstance(exc, GRPCError):
         return from_grpc(exc, rpc)
-    if isinstance(exc, CONNECTION_ERRORS):
+    if isinstance(exc, CONNECTION_ERRORS) or dead_connection(exc):
         return from_connection(exc, rpc, socket_path)
     return None
