@@ -1,0 +1,436 @@
+"""Churn under faults: pods created, run and deleted while something breaks; audited from Slurm.
+
+One *round* creates a batch of pods on a virtual node: a quarter run ``true``
+to completion, the rest are held jobs (``#SBATCH --hold``: they take no CPU
+on the shared Slurm) that are deleted while the round goes on. A *fault*
+coroutine strikes meanwhile (kill -9 of the kubelet, red-box killed, its
+socket vanishing, the API server's watches dropped with their history gone)
+and always leaves the system whole again when it returns. The round then
+waits for the pods to settle and counts, from Slurm's side (``squeue -t all``
+and ``sacct``, by the idempotency key ``wlmvk:<pod uid>`` in each job's
+comment), never from the kubelet's records:
+
+- duplicates: pods with more than one job;
+- lost: a pod left with no job, or whose job ended without the pod reaching
+  its terminal phase;
+- orphaned: a deleted pod whose job is still pending or running in Slurm;
+- spurious failures: a pod marked Failed although its job succeeded.
+
+Used by the fast tests in this directory (small counts) and by
+bench/faults_run.py (the long run that prints the table in docs/reliability.md).
+Every job a round creates is cancelled at its end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from wlmvk.core import names
+from wlmvk.core.errors import WlmvkError as KubeError
+from wlmvk.kube.bodies import NODES, PODS
+from wlmvk.kube.client import KubeClient
+
+Body = dict[str, Any]
+ALIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
+HELD = "#!/bin/sh\n#SBATCH --hold\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
+RUNS = "#!/bin/sh\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
+CLUSTER = "faults"
+NODE = f"slurm-{CLUSTER}-debug"
+
+
+@dataclass
+class Tally:
+    """One line of the table."""
+
+    fault: str
+    rounds: int = 0
+    pods: int = 0
+    duplicates: int = 0
+    lost: int = 0
+    orphaned: int = 0
+    spurious: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.duplicates or self.lost or self.orphaned or self.spurious or self.problems)
+
+    HEADER = ("fault", "rounds", "pods", "duplicates", "lost", "orphaned", "spurious failures", "seconds")
+
+    def cells(self) -> tuple[str, ...]:
+        return (
+            self.fault, str(self.rounds), str(self.pods), str(self.duplicates), str(self.lost),
+            str(self.orphaned), str(self.spurious), f"{self.seconds:.0f}",
+        )  # fmt: skip
+
+
+def markdown(tallies: list[Tally]) -> str:
+    lines = ["| " + " | ".join(Tally.HEADER) + " |", "|" + "---|" * len(Tally.HEADER)]
+    lines += ["| " + " | ".join(t.cells()) + " |" for t in tallies]
+    return "\n".join(lines)
+
+
+# --- Slurm's view ---------------------------------------------------------------------------
+
+
+def _run(*argv: str) -> str:
+    return subprocess.run(list(argv), capture_output=True, text=True, check=False).stdout
+
+
+def slurm_jobs_by_key() -> dict[str, dict[str, str]]:
+    """Pod uid -> {job id: state}, from squeue (all states) and then sacct for jobs squeue forgot."""
+    found: dict[str, dict[str, str]] = {}
+    for line in _run("squeue", "-h", "-t", "all", "-o", "%i|%k|%T").splitlines():
+        job_id, comment, state = [*line.split("|"), "", ""][:3]
+        if comment.startswith("wlmvk:"):
+            found.setdefault(comment[len("wlmvk:") :], {})[job_id.strip()] = state.strip()
+    for line in _run(
+        "sacct", "-a", "-X", "-n", "-P", "-S", "now-3hours", "-o", "JobID,Comment,State"
+    ).splitlines():
+        job_id, comment, state = [*line.split("|"), "", ""][:3]
+        if comment.startswith("wlmvk:"):
+            jobs = found.setdefault(comment[len("wlmvk:") :], {})
+            jobs.setdefault(job_id.strip(), state.split()[0] if state else "")
+    return found
+
+
+def cancel_keys(uids: set[str]) -> None:
+    """scancel every live job whose key is one of ``uids``."""
+    jobs = slurm_jobs_by_key()
+    ids = [j for uid in uids for j, state in jobs.get(uid, {}).items() if state in ALIVE]
+    for start in range(0, len(ids), 200):
+        subprocess.run(["scancel", *ids[start : start + 200]], capture_output=True, check=False)
+
+
+# --- the kubelet as a process ---------------------------------------------------------------
+
+
+@dataclass
+class KubeletRunner:
+    """Starts ``wlmvk kubelet`` as a subprocess; kill -9 and restart it."""
+
+    kubeconfig: Path
+    socket: str
+    log: Path
+    process: asyncio.subprocess.Process | None = None
+    starts: int = 0
+
+    async def start(self) -> None:
+        argv = [
+            sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
+            "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
+            "--cluster-name", CLUSTER, "--agent-host", "agent-host", "--listen", "127.0.0.1", "--port", "0",
+            "--metrics-port", "-1", "--status-interval", "1", "--discovery-interval", "2",
+            "--node-status-interval", "2", "--lease-renew-interval", "2", "--jobs-root", "pods",
+            "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
+        ]  # fmt: skip
+        with self.log.open("ab") as sink:
+            self.process = await asyncio.create_subprocess_exec(
+                *argv, stdout=sink, stderr=sink, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
+        self.starts += 1
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGKILL)
+
+    async def restart_after_kill(self) -> None:
+        self.kill()
+        if self.process is not None:
+            await self.process.wait()
+        await self.start()
+
+    async def stop(self) -> None:
+        if self.process is None or self.process.returncode is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), 20)
+        except TimeoutError:
+            self.kill()
+            await self.process.wait()
+
+
+# --- pods -----------------------------------------------------------------------------------
+
+
+def pod_body(name: str, script: str) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": {names.ANNOTATION_BATCH: script}},
+        "spec": {
+            "nodeName": NODE,
+            "restartPolicy": "Never",
+            "tolerations": [{"key": names.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+
+
+async def node_ready(kube: KubeClient) -> bool:
+    try:
+        node = await kube.get(NODES, NODE)
+    except KubeError:
+        return False
+    conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
+    return conditions.get("Ready") == "True"
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KubeError, OSError):
+            if await check():
+                return True
+        await asyncio.sleep(every)
+    return False
+
+
+async def _pods(kube: KubeClient, prefix: str) -> dict[str, Body]:
+    listing = await kube.list(PODS, namespace="default")
+    return {p["metadata"]["name"]: p for p in listing["items"] if p["metadata"]["name"].startswith(prefix)}
+
+
+async def _gather_limited(calls: list[Callable[[], Awaitable[Any]]], limit: int = 16) -> None:
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Callable[[], Awaitable[Any]]) -> None:
+        async with gate:
+            with contextlib.suppress(KubeError):
+                await call()
+
+    await asyncio.gather(*(one(c) for c in calls))
+
+
+Fault = Callable[[], Awaitable[None]]
+
+
+async def churn_round(
+    kube: KubeClient, *, pods: int, fault: Fault, tally: Tally, settle: float = 240.0, rng: random.Random
+) -> None:
+    """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end."""
+    started = time.monotonic()
+    prefix = f"ch{uuid.uuid4().hex[:6]}-"
+    running = max(1, pods // 4)
+    scripts = {f"{prefix}{i:03d}": (RUNS if i < running else HELD) for i in range(pods)}
+    uids: dict[str, str] = {}
+
+    async def create(name: str) -> None:
+        body = await kube.create(PODS, pod_body(name, scripts[name]), namespace="default")
+        uids[name] = body["metadata"]["uid"]
+
+    doomed = [n for n, s in scripts.items() if s == HELD]
+    rng.shuffle(doomed)
+
+    async def delete_some() -> None:
+        await asyncio.sleep(rng.uniform(0.5, 3.0))
+        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in doomed])
+
+    creating = asyncio.ensure_future(_gather_limited([functools.partial(create, n) for n in scripts]))
+    striking = asyncio.ensure_future(fault())
+    await creating
+    await delete_some()
+    await striking
+    try:
+
+        async def settled() -> bool:
+            current = await _pods(kube, prefix)
+            gone = all(n not in current for n in doomed)
+            done = all(
+                current.get(n, {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
+                for n in scripts
+                if n not in doomed
+            )
+            return gone and done
+
+        if not await wait_for(settled, settle, every=1.0):
+            current = await _pods(kube, prefix)
+            stuck = {
+                n: (p.get("status", {}).get("phase"), "deleting" if n in doomed else "")
+                for n, p in current.items()
+                if n in doomed or p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+            }
+            tally.problems.append(f"{prefix}: pods did not settle in {settle:.0f} s: {stuck}")
+        await asyncio.sleep(2)  # a late duplicate would show in squeue by now
+        _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally)
+    finally:
+        cancel_keys(set(uids.values()))
+        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in scripts])
+    tally.rounds += 1
+    tally.pods += pods
+    tally.seconds += time.monotonic() - started
+
+
+def _audit(
+    current: dict[str, Body], scripts: dict[str, str], doomed: set[str], uids: dict[str, str], tally: Tally
+) -> None:
+    jobs = slurm_jobs_by_key()
+    for name in scripts:
+        uid = uids.get(name)
+        if uid is None:
+            tally.problems.append(f"{name}: never created")
+            continue
+        found = jobs.get(uid, {})
+        if len(found) > 1:
+            tally.duplicates += 1
+            tally.problems.append(f"{name}: jobs {sorted(found)}")
+        if name in doomed:
+            if any(state in ALIVE for state in found.values()):
+                tally.orphaned += 1
+                tally.problems.append(f"{name}: deleted, job {found} alive")
+            continue
+        phase = current.get(name, {}).get("status", {}).get("phase")
+        states = set(found.values())
+        if not found or phase not in ("Succeeded", "Failed"):
+            tally.lost += 1
+            tally.problems.append(f"{name}: phase {phase}, jobs {found}")
+        elif phase == "Failed" and states <= {"COMPLETED"}:
+            tally.spurious += 1
+            tally.problems.append(f"{name}: Failed, but Slurm says {found}")
+
+
+# --- faults ---------------------------------------------------------------------------------
+
+
+def kill_kubelet(kubelet: KubeletRunner, rng: random.Random, *, strikes: int = 2) -> Fault:
+    """kill -9 the kubelet ``strikes`` times at random moments, restarting it each time."""
+
+    async def strike() -> None:
+        for _ in range(strikes):
+            await asyncio.sleep(rng.uniform(0.2, 2.5))
+            await kubelet.restart_after_kill()
+
+    return strike
+
+
+def no_fault() -> Fault:
+    async def nothing() -> None:
+        await asyncio.sleep(0)
+
+    return nothing
+
+
+async def node_not_ready(kube: KubeClient) -> bool:
+    return not await node_ready(kube)
+
+
+class RedBoxHandle(Protocol):
+    """What the red-box faults need of a red-box: kill -9, and start again (blocking)."""
+
+    def kill(self) -> None: ...
+
+    def start(self) -> object: ...
+
+
+class UnixForward:
+    """A Unix socket forwarder in this event loop, as ``ssh -L`` is for red-box: ``drop()`` closes
+    every connection and removes the socket file (the forward died); ``restore()`` listens again."""
+
+    def __init__(self, front: str, back: str) -> None:
+        self.front = front
+        self.back = back
+        self._server: asyncio.base_events.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def restore(self) -> None:
+        self._server = await asyncio.start_unix_server(self._handle, path=self.front)
+
+    async def drop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for writer in list(self._writers):
+            writer.close()
+        self._writers.clear()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.front)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            back_reader, back_writer = await asyncio.open_unix_connection(self.back)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, back_writer}
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(pipe(reader, back_writer), pipe(back_reader, writer))
+        self._writers -= {writer, back_writer}
+
+
+def redbox_outages(
+    box: RedBoxHandle, forward: UnixForward, kube: KubeClient, rng: random.Random, tally: Tally
+) -> Fault:
+    """red-box killed -9 and restarted; then the forward to it dropped (connections cut, socket
+    file gone) and restored. Each time the node must go NotReady and come back Ready."""
+
+    async def outage(
+        label: str, down: Callable[[], Awaitable[None]], up: Callable[[], Awaitable[object]]
+    ) -> None:
+        await down()
+        if not await wait_for(lambda: node_not_ready(kube), 30, every=0.25):
+            tally.problems.append(f"{label}: the node never went NotReady")
+        await up()
+        if not await wait_for(lambda: node_ready(kube), 60, every=0.25):
+            tally.problems.append(f"{label}: the node did not come back Ready")
+
+    async def kill() -> None:
+        box.kill()
+
+    async def start() -> object:
+        return await asyncio.to_thread(box.start)
+
+    async def strike() -> None:
+        await asyncio.sleep(rng.uniform(0.3, 1.5))
+        await outage("red-box kill -9", kill, start)
+        await asyncio.sleep(rng.uniform(0.3, 1.5))
+        await outage("forward dropped", forward.drop, forward.restore)
+
+    return strike
+
+
+def watch_drops(store: Any, pods_gvr: Any, rng: random.Random, *, drops: int = 3) -> Fault:
+    """End every watch of the in-memory API server and forget the pods' history, so the kubelet's
+    resume answers 410 Gone and it must relist; pods keep being created meanwhile.
+
+    Reaches into the store's private bucket (test-only): there is no public knob for compaction.
+    """
+
+    async def strike() -> None:
+        for index in range(drops):
+            await asyncio.sleep(rng.uniform(0.2, 1.5))
+            bucket = store._buckets[pods_gvr]
+            store.close_watches()
+            # An event the kubelet cannot have seen (another node's pod), then no history at all:
+            # whatever resourceVersion it resumes from is now too old.
+            filler = {
+                "metadata": {"name": f"filler-{uuid.uuid4().hex[:6]}-{index}"},
+                "spec": {"nodeName": "elsewhere", "containers": [{"name": "c", "image": "x"}]},
+            }
+            store.create(pods_gvr, filler, namespace="kube-system")
+            while bucket.history:
+                bucket.compacted = bucket.history.popleft().resource_version
+
+    return strike
