@@ -108,12 +108,15 @@ def slurm_jobs_by_key() -> dict[str, dict[str, str]]:
     return found
 
 
+def scancel(ids: list[int] | list[str]) -> None:
+    for start in range(0, len(ids), 200):
+        subprocess.run(["scancel", *map(str, ids[start : start + 200])], capture_output=True, check=False)
+
+
 def cancel_keys(uids: set[str]) -> None:
     """scancel every live job whose key is one of ``uids``."""
     jobs = slurm_jobs_by_key()
-    ids = [j for uid in uids for j, state in jobs.get(uid, {}).items() if state in ALIVE]
-    for start in range(0, len(ids), 200):
-        subprocess.run(["scancel", *ids[start : start + 200]], capture_output=True, check=False)
+    scancel([j for uid in uids for j, state in jobs.get(uid, {}).items() if state in ALIVE])
 
 
 # --- the kubelet as a process ---------------------------------------------------------------

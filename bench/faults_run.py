@@ -1,0 +1,177 @@
+"""The long fault suite: churn rounds under each fault, many times, printed as a table.
+
+Real Slurm, a real red-box (reached through a Unix socket forward, as through
+``ssh -L``), the in-memory API server in this process and ``wlmvk kubelet`` as
+a subprocess. Each fault runs ``--rounds`` rounds of ``--pods`` pods (see
+tests/faults/churn.py for what a round does and how it is counted from
+Slurm's side). The fast versions of the same rounds are tests/faults/test_churn.py.
+
+    .venv/bin/python bench/faults_run.py --rounds 20 --pods 200
+    .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
+    .venv/bin/python bench/faults_run.py --slurmctld   # also restart the shared slurmctld
+
+``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
+then ``slurmctld`` again, waiting for ``scontrol ping``): off by default.
+``--markdown FILE`` also writes the table there. Exit status 1 when any count
+is not zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.faults import churn  # noqa: E402
+from tests.fixtures.redbox import RedBox  # noqa: E402
+from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
+
+from wlmvk.kube.client import KubeClient  # noqa: E402
+from wlmvk.testing.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
+from wlmvk.testing.apiserver.resources import PODS as PODS_GVR  # noqa: E402
+from wlmvk.testing.apiserver.server import ApiServer, Config  # noqa: E402
+
+SLURMCTLD_PID = Path("/var/tmp/wlmvk-slurm/run/slurmctld.pid")
+FAULTS = ("none", "kill9", "redbox", "watch", "slurmctld")
+
+
+class BoxHandle:
+    def __init__(self, box: RedBox) -> None:
+        self.box = box
+
+    def kill(self) -> None:
+        assert self.box.proc is not None
+        self.box.proc.kill()
+        self.box.proc.wait()
+
+    def start(self) -> object:
+        return self.box.start()
+
+
+def _slurmctld_up() -> bool:
+    done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
+    return "UP" in done.stdout
+
+
+def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
+    """Stop the shared slurmctld mid-round, leave it down a few seconds, start it again."""
+
+    async def strike() -> None:
+        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        pid = int((await asyncio.to_thread(SLURMCTLD_PID.read_text)).split()[0])
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while await asyncio.to_thread(os.path.exists, f"/proc/{pid}") and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(rng.uniform(2.0, 5.0))
+        await asyncio.to_thread(subprocess.run, ["slurmctld"], check=False)
+        deadline = time.monotonic() + 90
+        while not await asyncio.to_thread(_slurmctld_up):
+            if time.monotonic() > deadline:
+                tally.problems.append("slurmctld did not come back; running scripts/slurm-local up")
+                await asyncio.to_thread(subprocess.run, [str(ROOT / "scripts" / "slurm-local"), "up"])
+                break
+            await asyncio.sleep(0.5)
+
+    return strike
+
+
+async def run(args: argparse.Namespace) -> list[churn.Tally]:
+    scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
+    server = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
+                       log_handler=default_log_handler())  # fmt: skip
+    await server.start()
+    kubeconfig = server.write_kubeconfig(scratch / "kubeconfig")
+    work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=JOBS_ROOT))
+    box = RedBox(socket=str(scratch / "rb.sock"), work_dir=work_dir, state_dir=scratch / "state",
+                 log_path=scratch / "red-box.log")  # fmt: skip
+    await asyncio.to_thread(box.start)
+    forward = churn.UnixForward(str(scratch / "fwd.sock"), box.socket)
+    await forward.restore()
+    kube = await KubeClient.connect(str(kubeconfig))
+    kubelet = churn.KubeletRunner(kubeconfig, forward.front, scratch / "kubelet.log")
+    await kubelet.start()
+    rng = random.Random(args.seed)
+    tallies: list[churn.Tally] = []
+    try:
+        if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+            raise RuntimeError(f"the node never became Ready; see {scratch}")
+        plans: dict[str, tuple[str, Callable[[churn.Tally], churn.Fault]]] = {
+            "none": ("none (baseline)", lambda t: churn.no_fault()),
+            "kill9": ("kubelet kill -9 (2 per round)", lambda t: churn.kill_kubelet(kubelet, rng, strikes=2)),
+            "redbox": (
+                "red-box kill -9 + forward drop",
+                lambda t: churn.redbox_outages(BoxHandle(box), forward, kube, rng, t),
+            ),
+            "watch": (
+                "watch dropped + 410 Gone (3 per round)",
+                lambda t: churn.watch_drops(server.store, PODS_GVR, rng, drops=3),
+            ),
+            "slurmctld": ("slurmctld restarted", lambda t: restart_slurmctld(rng, t)),
+        }
+        chosen = args.only or [f for f in FAULTS if f != "slurmctld" or args.slurmctld]
+        for key in chosen:
+            label, make = plans[key]
+            tally = churn.Tally(label)
+            rounds = max(1, args.rounds // 4) if key in ("redbox", "slurmctld") else args.rounds
+            for _ in range(rounds):
+                await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
+                                        settle=args.settle)  # fmt: skip
+                print(f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s)", file=sys.stderr)
+            tallies.append(tally)
+            for problem in tally.problems[:20]:
+                print(f"  ! {problem}", file=sys.stderr)
+    finally:
+        await kubelet.stop()
+        await kube.close()
+        await forward.drop()
+        await asyncio.to_thread(box.stop)
+        ids = box.journal_job_ids()
+        if ids:
+            await asyncio.to_thread(churn.scancel, sorted(ids))
+        await server.stop()
+        shutil.rmtree(work_dir, ignore_errors=True)
+        if args.keep:
+            print(f"logs kept in {scratch}", file=sys.stderr)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return tallies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rounds", type=int, default=20, help="rounds per fault (red-box, slurmctld: a quarter)"
+    )
+    parser.add_argument("--pods", type=int, default=200, help="pods per round")
+    parser.add_argument("--settle", type=float, default=300.0, help="seconds a round may take to settle")
+    parser.add_argument("--only", action="append", choices=FAULTS, help="run only this fault (repeatable)")
+    parser.add_argument("--slurmctld", action="store_true", help="also restart the shared slurmctld")
+    parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the logs")
+    args = parser.parse_args()
+    started = time.monotonic()
+    tallies = asyncio.run(run(args))
+    table = churn.markdown(tallies)
+    print(table)
+    print(f"\n{sum(t.pods for t in tallies)} pods in {time.monotonic() - started:.0f} s")
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    return 0 if all(t.clean for t in tallies) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
