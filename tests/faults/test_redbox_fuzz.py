@@ -159,7 +159,7 @@ def test_random_messages_for_every_rpc_get_a_status(fenced_redbox: RedBox) -> No
     redbox = fenced_redbox
     seen: dict[str, set[Status]] = {}
 
-    @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(requests)
     def one(plan: RequestPlan) -> None:
         status = asyncio.run(_one(redbox.socket, plan))
@@ -180,7 +180,7 @@ def test_random_messages_for_every_rpc_get_a_status(fenced_redbox: RedBox) -> No
 def test_random_bytes_as_the_message_of_every_rpc(redbox: RedBox) -> None:
     rss_before = rss_kib(redbox.proc.pid)  # type: ignore[union-attr]
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.sampled_from(RPCS), st.lists(st.binary(max_size=2048), min_size=0, max_size=3))
     def one(rpc: str, payloads: list[bytes]) -> None:
         status = asyncio.run(raw_call(redbox.socket, rpc, payloads, timeout=30))
@@ -220,7 +220,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
 def test_random_bytes_on_the_socket(redbox: RedBox) -> None:
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.one_of(st.binary(max_size=4096), st.binary(max_size=4096).map(lambda b: PREFACE + b)))
     def one(data: bytes) -> None:
         _garbage_on_the_socket(redbox.socket, data)
