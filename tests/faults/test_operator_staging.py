@@ -1,0 +1,116 @@
+"""The operator killed mid-staging (its task cancelled where it stands, no graceful stop), twice:
+while the inputs go up and while the results come down. A new operator takes over; the SlurmJob
+still ends Succeeded (or Failed with a reason), the inputs are in the job's directory once, and
+the results are in the volume once: nothing uploaded twice or into a wrong place."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
+from tests.e2e.operator.support import status_of, wait_status
+
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
+
+
+@pytest.fixture
+async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
+    built = await build(apiserver, redbox, kubelet_factory)
+    yield built
+    await _kill(built)
+
+
+async def _kill(stack: Stack) -> None:
+    """Cancel the operator's task: as abrupt as a kill, in this event loop."""
+    task = stack._operator
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    stack._operator = None
+
+
+async def _kill_when(stack: Stack, name: str, phase: str, identity: str) -> bool:
+    """Kill the operator as soon as the SlurmJob shows ``phase`` (True) or has gone past it."""
+    for _ in range(900):
+        status = (await status_of(stack.apiserver, name, "slurmjob")).get("status")
+        if status == phase:
+            await _kill(stack)
+            await asyncio.sleep(1.0)
+            await stack.start_operator(identity)
+            return True
+        past = (
+            {"Running", "Collecting", "Succeeded", "Failed"}
+            if phase == "Preparing"
+            else {"Succeeded", "Failed"}
+        )
+        if status in past:
+            return False
+        await asyncio.sleep(0.1)
+    return False
+
+
+def _volume(name: str, path: Path) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": str(path), "type": "Directory"}}
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(Path(d, f).relative_to(root)) for d, _, files in os.walk(root) for f in files)
+
+
+async def test_operator_killed_mid_staging_completes_once(stack: Stack) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="opkill-", dir="/tmp"))
+    inputs, outputs = scratch / "inputs", scratch / "outputs"
+    (inputs / "sub").mkdir(parents=True)
+    (inputs / "a.txt").write_text("a\n")
+    (inputs / "sub" / "b.txt").write_bytes(os.urandom(3 * 1024 * 1024))  # an upload that takes a moment
+    outputs.mkdir()
+    for path in (scratch, inputs, inputs / "sub", outputs):
+        path.chmod(0o777)
+    for path in (inputs / "a.txt", inputs / "sub" / "b.txt"):
+        path.chmod(0o644)
+    name = f"opkill-{os.urandom(2).hex()}"
+    batch = (
+        "#!/bin/sh\n#SBATCH --cpus-per-task=1\nmkdir -p out\n"
+        "(cd in && find . -type f | sort) >out/listing.txt\n"
+    )
+    body = {
+        "apiVersion": "wlm.sylabs.io/v1alpha1",
+        "kind": "SlurmJob",
+        "metadata": {"name": name},
+        "spec": {
+            "batch": batch,
+            "prepare": {
+                "to": "in",
+                "mount": {"name": "data", "hostPath": {"path": str(inputs), "type": "Directory"}},
+            },
+            "results": {
+                "from": "out",
+                "mount": {"name": "res", "hostPath": {"path": str(outputs), "type": "Directory"}},
+            },
+        },
+    }
+    created = await stack.kubectl("create", "-f", "-", input=json.dumps(body))
+    assert created.returncode == 0, created.stderr
+    killed_preparing = await _kill_when(stack, name, "Preparing", "op-2")
+    killed_collecting = await _kill_when(stack, name, "Collecting", "op-3")
+    final = await wait_status(stack.apiserver, name, {"Succeeded", "Failed"}, timeout=180)
+    assert killed_preparing or killed_collecting, "the operator was never caught mid-staging"
+    if final["status"] == "Failed":
+        assert final.get("reason"), final
+        return
+    assert _tree(outputs) == ["out/listing.txt"]
+    assert (outputs / "out" / "listing.txt").read_text().split() == ["./data/a.txt", "./data/sub/b.txt"]
+    uploaded = [p for p in stack.redbox.work_dir.rglob("b.txt")]
+    assert len(uploaded) == 1, uploaded
+    assert uploaded[0].read_bytes() == (inputs / "sub" / "b.txt").read_bytes()
