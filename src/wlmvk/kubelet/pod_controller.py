@@ -373,6 +373,9 @@ class PodController:
                     job_id = await self._backend.submit(spec)
         except Unavailable:
             self._metrics.submissions.inc(result="unavailable")
+            # The reply may be what was lost (red-box ran sbatch, then the connection dropped):
+            # look the key up again before submitting again or letting a deleted pod go.
+            record.looked_up = False
             raise
         except WlmvkError as exc:
             self._metrics.submissions.inc(result="rejected")
