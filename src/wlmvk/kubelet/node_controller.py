@@ -23,6 +23,7 @@ from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import PartitionResources
+from wlmvk.core.tasks import restarting
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import NODES, Body, labels_of, name_of, owner_reference
 from wlmvk.kube.client import KubeClient
@@ -121,7 +122,11 @@ class NodeController:
         await self.discover()
 
     async def run(self) -> None:
-        await asyncio.gather(self._discovery_loop(), self._status_loop(), self._lease_loop())
+        await asyncio.gather(
+            restarting(self._discovery_loop, name="partition discovery"),
+            restarting(self._status_loop, name="node status"),
+            restarting(self._lease_loop, name="node leases"),
+        )
 
     # -- discovery -------------------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState
+from wlmvk.core.tasks import restarting
 from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster
@@ -175,7 +176,11 @@ class PodController:
         await self._probe_lookup()
         workers = [self._worker() for _ in range(max(1, self._settings.workers))]
         try:
-            await asyncio.gather(self._watcher(), self._ticker(), *workers)
+            await asyncio.gather(
+                restarting(self._watcher, name="pod watcher"),
+                restarting(self._ticker, name="status ticker"),
+                *workers,
+            )
         finally:
             self._queue.close()
             for task in list(self._posting):

@@ -382,3 +382,39 @@ async def test_pod_on_a_vanished_partition_fails(
 
     assert (await eventually(failed))["status"]["reason"] == "PartitionGone"
     assert fake.calls["submit"] == 0
+
+
+async def test_an_unexpected_error_in_a_status_tick_does_not_stop_the_kubelet(
+    apiserver: RunningApiServer,
+    kube: KubeClient,
+    kubelet_factory: StartKubelet,
+    fake: FakeBackend,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A library error nobody expected (here: in the batched state query) is survived."""
+    await start(kubelet_factory, apiserver, fake)
+    real_states = fake.states
+    crashes = 0
+
+    async def flaky(job_ids: Any) -> Any:
+        nonlocal crashes
+        if crashes < 2:
+            crashes += 1
+            raise AttributeError("'NoneType' object has no attribute '_transport'")
+        return await real_states(job_ids)
+
+    monkeypatch.setattr(fake, "states", flaky)
+    await kube.create(PODS, pod_body("survivor"), namespace="default")
+
+    async def annotated() -> str:
+        pod = await get_pod(kube, "survivor")
+        return str(pod["metadata"].get("annotations", {}).get(names.ANNOTATION_JOB_ID, ""))
+
+    job_id = JobId(int(await eventually(annotated)))
+    fake.finish(job_id)
+
+    async def succeeded() -> bool:
+        return (await get_pod(kube, "survivor")).get("status", {}).get("phase") == "Succeeded"
+
+    await eventually(succeeded, timeout=20)
+    assert crashes == 2
