@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import signal
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.apiserver_controllers.conftest import needs_root
-from tests.fixtures.apiserver import KUBECTL
+from tests.fixtures.apiserver import KUBECTL, dev_apiserver
 
 pytestmark = [needs_root, pytest.mark.kubectl]
 
@@ -45,31 +39,8 @@ async def kubectl(env: dict[str, str], *args: str, input: str | None = None) -> 
 
 
 async def test_dev_apiserver_with_a_host_node() -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="apis-host-", dir="/tmp"))
-    kubeconfig = workdir / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from wlmvk.cli import run; run()",
-        "dev",
-        "apiserver",
-        "--port",
-        "0",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--host-node",
-        "demo-host",
-        "--host-node-label",
-        "wlm.sylabs.io/agent=true",
-        "--log-level",
-        "warning",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        banner = await asyncio.wait_for(proc.stdout.readline(), 30)
-        assert banner.startswith(b"wlmvk apiserver:")
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(workdir)}
+    options = ("--host-node", "demo-host", "--host-node-label", "wlm.sylabs.io/agent=true")
+    async with dev_apiserver(*options) as env:
         code, out = await kubectl(env, "get", "node", "demo-host", "-L", "wlm.sylabs.io/agent")
         assert code == 0, out
         assert out.splitlines()[1].split()[1] == "Ready"
@@ -86,7 +57,3 @@ async def test_dev_apiserver_with_a_host_node() -> None:
             await asyncio.sleep(0.2)
         code, out = await kubectl(env, "logs", "greet")
         assert (code, out) == (0, "hi\n1000\n")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
-        shutil.rmtree(workdir, ignore_errors=True)
