@@ -103,9 +103,11 @@ class Stack:
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time used so far by each process of the stack (from /proc)."""
-        names = ["apiserver", "red-box", "kubelet"]
+        named = list(zip(["apiserver", "red-box"], self.processes, strict=False))
+        if len(self.processes) > 2:
+            named.append(("kubelet", self.processes[-1]))  # the newest kubelet
         out: dict[str, float] = {}
-        for name, proc in zip(names, self.processes, strict=False):
+        for name, proc in named:
             try:
                 fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             except FileNotFoundError:

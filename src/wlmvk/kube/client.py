@@ -27,8 +27,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.kube.bodies import Body, Resource
@@ -47,6 +49,8 @@ Query = Mapping[str, str | int | bool | None]
 
 _AUTH = ["BearerToken"]
 _TIMEOUT = 30.0
+# A watch event carries a whole object; etcd allows 1.5 MiB (kubernetes_asyncio's choice too).
+_READ_BUFSIZE = 2**21
 
 
 def _query(params: Query | None) -> list[tuple[str, str]]:
@@ -56,6 +60,31 @@ def _query(params: Query | None) -> list[tuple[str, str]]:
             continue
         out.append((key, ("true" if value else "false") if isinstance(value, bool) else str(value)))
     return out
+
+
+def _settle_environment(rest: Any, host: str) -> None:
+    """Read the proxy environment once, not on every request.
+
+    kubernetes_asyncio's session trusts the environment, so aiohttp looks up
+    ``~/.netrc`` and the proxy variables in a worker thread for EVERY request:
+    two thread hops per call, a large share of a busy kubelet's CPU. The
+    environment does not change under a running process; the proxy for the API
+    server (honouring NO_PROXY) is resolved here and the session stops looking.
+    """
+    if not rest.proxy:
+        try:
+            proxy, auth = get_env_proxy_for_url(URL(host))
+        except LookupError:
+            pass
+        else:
+            rest.proxy = str(proxy)
+            if auth is not None:
+                rest.proxy_headers = {**(rest.proxy_headers or {}), "Proxy-Authorization": auth.encode()}
+    trusting: aiohttp.ClientSession = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=trusting.connector, trust_env=False, read_bufsize=_READ_BUFSIZE
+    )
+    trusting.detach()
 
 
 class KubeClient:
@@ -80,7 +109,9 @@ class KubeClient:
                 client_configuration=configuration,
                 persist_config=False,
             )
-        return cls(k8s.ApiClient(configuration=configuration), timeout=timeout)
+        api = k8s.ApiClient(configuration=configuration)
+        _settle_environment(api.rest_client, str(configuration.host))
+        return cls(api, timeout=timeout)
 
     @property
     def host(self) -> str:

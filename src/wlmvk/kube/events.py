@@ -5,14 +5,20 @@ while red-box is down). Like the kubelet's recorder, ``EventPoster`` keeps
 the name of the last Event for each (object, type, reason, message) and
 patches its ``count`` and ``lastTimestamp`` instead of creating another.
 Events are best effort: failures are logged, never raised.
+
+``EventQueue`` records without waiting, as client-go's broadcaster does: a
+bounded queue drained by a few sender tasks, so a burst of thousands of pod
+submissions is not slowed by as many Event writes competing with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import structlog
 
@@ -98,3 +104,48 @@ class EventPoster:
         self._seen[key] = _Seen(name, namespace, 1)
         while len(self._seen) > self._cache_size:
             self._seen.popitem(last=False)
+
+
+class _Pending(NamedTuple):
+    obj: Body
+    type: str
+    reason: str
+    message: str
+
+
+class EventQueue:
+    """Events recorded without waiting, sent in order by ``senders`` tasks while ``run`` runs.
+
+    When ``size`` Events wait unsent (the API server unreachable for long), new
+    ones are dropped with a log line, as client-go drops on a full channel.
+    """
+
+    def __init__(self, poster: EventPoster, *, size: int = 1000, senders: int = 2) -> None:
+        self._poster = poster
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=size)
+        self._senders = max(1, senders)
+        self.dropped = 0
+
+    def record(self, obj: Body, *, type: str, reason: str, message: str) -> None:
+        try:
+            self._queue.put_nowait(_Pending(obj, type, reason, message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            _log.warning("event dropped: too many unsent events", reason=reason, object=meta(obj).get("name"))
+
+    async def run(self) -> None:
+        await asyncio.gather(*(self._send() for _ in range(self._senders)))
+
+    async def flush(self) -> None:
+        """Resolve once every Event recorded so far was sent (or failed)."""
+        await self._queue.join()
+
+    async def _send(self) -> None:
+        while True:
+            pending = await self._queue.get()
+            try:
+                await self._poster.post(
+                    pending.obj, type=pending.type, reason=pending.reason, message=pending.message
+                )
+            finally:
+                self._queue.task_done()

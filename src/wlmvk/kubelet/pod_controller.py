@@ -34,7 +34,7 @@ from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState
 from wlmvk.core.tasks import restarting
 from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
 from wlmvk.kube.client import KubeClient
-from wlmvk.kube.events import NORMAL, WARNING, EventPoster
+from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
 from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
 from wlmvk.kubelet import status as pod_status
 from wlmvk.kubelet.directory import NodeDirectory
@@ -108,6 +108,13 @@ def slim(pod: Body) -> Body:
     }
 
 
+def _urgent(record: PodRecord) -> bool:
+    """Pods to submit or to cancel go before status writes: a burst reaches Slurm first."""
+    if record.gone or is_deleting(record.pod):
+        return True
+    return record.job_id is None and not record.final
+
+
 def job_id_of(pod: Body) -> JobId | None:
     value = annotations_of(pod).get(names.ANNOTATION_JOB_ID, "")
     return JobId(int(value)) if value.strip().isdigit() else None
@@ -139,7 +146,7 @@ class PodController:
     ) -> None:
         self._client = client
         self._backend = backend
-        self._events = events
+        self._events = EventQueue(events)
         self._directory = directory
         self._metrics = metrics
         self._settings = settings
@@ -149,7 +156,6 @@ class PodController:
         self._find_supported = True
         self._first_listing = True
         self._synced = asyncio.Event()
-        self._posting: set[asyncio.Task[None]] = set()
         self._submitting = asyncio.Semaphore(max(1, settings.submissions))
         self._lookups_from = 0.0
 
@@ -179,12 +185,11 @@ class PodController:
             await asyncio.gather(
                 restarting(self._watcher, name="pod watcher"),
                 restarting(self._ticker, name="status ticker"),
+                restarting(self._events.run, name="event sender"),
                 *workers,
             )
         finally:
             self._queue.close()
-            for task in list(self._posting):
-                task.cancel()
 
     async def _probe_lookup(self) -> None:
         try:
@@ -218,7 +223,7 @@ class PodController:
             for uid, record in self._records.items():
                 if uid not in seen and not record.gone:
                     record.gone = True
-                    self._queue.add(uid)
+                    self._wake(record)
             self._first_listing = False
             self._synced.set()
             return
@@ -229,7 +234,7 @@ class PodController:
             if known is not None:
                 known.pod = slim(event.object)
                 known.gone = True
-                self._queue.add(uid)
+                self._wake(known)
             return
         node = str((event.object.get("spec") or {}).get("nodeName", ""))
         if self._directory.owns(node):
@@ -246,7 +251,10 @@ class PodController:
             record.pod = slim(pod)
             if record.job_id is None:
                 record.job_id = job_id_of(pod)
-        self._queue.add(uid)
+        self._wake(record)
+
+    def _wake(self, record: PodRecord) -> None:
+        self._queue.add(record.uid, urgent=_urgent(record))
 
     async def _worker(self) -> None:
         while True:
@@ -267,13 +275,27 @@ class PodController:
         if record is not None:
             record.failures += 1
             record.retrying = True
-        self._queue.add_after(uid, min(_RETRY_MAX, 0.5 * 2**failures))
+        urgent = record is not None and _urgent(record)
+        self._queue.add_after(uid, min(_RETRY_MAX, 0.5 * 2**failures), urgent=urgent)
 
     async def _ticker(self) -> None:
         await self._synced.wait()
         while True:
+            await self._yield_to_submissions()
             await self.tick()
             await asyncio.sleep(self._settings.status_interval)
+
+    async def _yield_to_submissions(self) -> None:
+        """While a burst of pods is being submitted, hold the tick back (at most one interval).
+
+        A tick's query and the status writes it causes compete with the submissions
+        for red-box, Slurm and the API server; the jobs should reach Slurm first. A
+        pod's phase is Pending before and after its first status write either way.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._settings.status_interval
+        while self._queue.urgent() and loop.time() < until:
+            await asyncio.sleep(min(0.1, self._settings.status_interval))
 
     async def tick(self) -> None:
         """One batched state query for every live job; changed states queue their pods."""
@@ -301,7 +323,7 @@ class PodController:
             record.state = state
             if state.status.terminal:
                 record.ended.set()
-            self._queue.add(record.uid)
+            self._wake(record)
 
     # -- reconcile -----------------------------------------------------------------------------------------
 
@@ -350,7 +372,7 @@ class PodController:
             if wait > 0:
                 # A predecessor killed mid-submission may have left a job that red-box and
                 # Slurm show only a moment later: look up after a short grace.
-                self._queue.add_after(record.uid, wait)
+                self._queue.add_after(record.uid, wait, urgent=True)
                 record.retrying = True
                 return
             log.debug("looking up the job by key before submitting")
@@ -367,7 +389,7 @@ class PodController:
                 self._post(
                     record.pod, type=NORMAL, reason="Adopted", message=f"Adopted Slurm job {found.job_id}"
                 )
-                self._queue.add(record.uid)
+                self._wake(record)
                 return
         log.debug("submitting")
         try:
@@ -398,10 +420,8 @@ class PodController:
         )
 
     def _post(self, pod: Body, *, type: str, reason: str, message: str) -> None:
-        """Post an Event off the worker's path: Events are best effort and must not slow submission."""
-        task = asyncio.create_task(self._events.post(pod, type=type, reason=reason, message=message))
-        self._posting.add(task)
-        task.add_done_callback(self._posting.discard)
+        """Queue an Event off the worker's path: Events are best effort and must not slow submission."""
+        self._events.record(pod, type=type, reason=reason, message=message)
 
     async def _annotate(self, record: PodRecord) -> None:
         patch = {"metadata": {"annotations": {names.ANNOTATION_JOB_ID: str(record.job_id)}}}
@@ -414,7 +434,7 @@ class PodController:
                 return
             except NotFound:
                 record.gone = True  # deleted meanwhile: the job is cancelled by _forget
-                self._queue.add(record.uid)
+                self._wake(record)
                 return
             except Unavailable:
                 # The job exists: keep trying, the id must reach the pod.
@@ -452,7 +472,7 @@ class PodController:
             updated = await self._client.patch_status(PODS, record.name, patch, namespace=record.namespace)
         except NotFound:
             record.gone = True
-            self._queue.add(record.uid)
+            self._wake(record)
             return
         self._metrics.status_writes.inc()
         if str(meta(updated).get("uid", "")) == record.uid:

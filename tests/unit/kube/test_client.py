@@ -132,3 +132,52 @@ async def test_unreachable_server_is_unavailable(tmp_path: object) -> None:
             await client.get(PODS, "p", namespace="default")
     finally:
         await client.close()
+
+
+async def test_requests_take_no_thread_hops(apiserver: RunningApiServer) -> None:
+    """The proxy environment is read once at connect, not in a worker thread per request."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    submitted: list[object] = []
+
+    class Counting(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+            submitted.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    client = await KubeClient.connect(str(apiserver.kubeconfig))
+    try:
+        await client.list(PODS, namespace="default")  # connection made
+        asyncio.get_running_loop().set_default_executor(Counting(max_workers=1))
+        for _ in range(5):
+            await client.list(PODS, namespace="default")
+        assert submitted == []
+    finally:
+        await client.close()
+
+
+async def test_proxy_environment_is_honoured(
+    apiserver: RunningApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]  # nothing listens there once closed
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(variable, f"http://127.0.0.1:{dead}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    proxied = await KubeClient.connect(str(apiserver.kubeconfig), timeout=5)
+    try:
+        with pytest.raises(Unavailable):
+            await proxied.list(PODS, namespace="default")
+    finally:
+        await proxied.close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    bypassed = await KubeClient.connect(str(apiserver.kubeconfig), timeout=5)
+    try:
+        assert "items" in await bypassed.list(PODS, namespace="default")
+    finally:
+        await bypassed.close()

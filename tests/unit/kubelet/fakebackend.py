@@ -42,6 +42,7 @@ class FakeBackend:
         self.down = False
         self.original = False
         self.submit_delay = 0.0
+        self.submit_gate: asyncio.Event | None = None  # set: submissions wait until it is set
         self._next = 100
 
     def _enter(self, name: str) -> None:
@@ -90,6 +91,8 @@ class FakeBackend:
         self._enter("submit")
         if self.submit_delay:
             await asyncio.sleep(self.submit_delay)
+        if self.submit_gate is not None:
+            await self.submit_gate.wait()
         if spec.idempotency_key and not self.original:
             for job_id, state in self.jobs.items():
                 if state.idempotency_key == spec.idempotency_key:

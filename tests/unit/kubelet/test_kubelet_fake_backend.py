@@ -190,6 +190,34 @@ async def test_status_is_one_batched_call_per_tick(
     assert fake.calls["states"] == before + 1
 
 
+async def test_status_ticks_yield_to_submissions_but_never_starve(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    """A submission under way holds the status tick back by at most one interval."""
+    await start(kubelet_factory, apiserver, fake, status_interval=0.5)
+    await kube.create(PODS, pod_body("first"), namespace="default")
+    await eventually(lambda: _all_submitted(fake, 1))
+    fake.submit_gate = asyncio.Event()  # the next submission hangs (red-box slow)
+    await kube.create(PODS, pod_body("second"), namespace="default")
+    await eventually(lambda: _submit_calls(fake, 2))
+    before = fake.calls["states"]
+    await asyncio.sleep(2.0)
+    ticks = fake.calls["states"] - before
+    assert 1 <= ticks <= 3  # every 0.5 s would be 4; held back, one per second
+
+    async def waiting_reason() -> str:
+        statuses = (await get_pod(kube, "first")).get("status", {}).get("containerStatuses") or [{}]
+        return str(statuses[0].get("state", {}).get("waiting", {}).get("reason", ""))
+
+    assert await eventually(waiting_reason) == "Priority"  # the first pod's status still came
+    fake.submit_gate.set()
+    await eventually(lambda: _all_submitted(fake, 2))
+
+
+async def _submit_calls(fake: FakeBackend, count: int) -> bool:
+    return fake.calls["submit"] >= count
+
+
 async def _all_submitted(fake: FakeBackend, count: int) -> bool:
     return len(fake.jobs) == count
 

@@ -70,3 +70,59 @@ def test_kubelet_metrics_render_pods_by_phase() -> None:
     text = metrics.render()
     assert 'wlmvk_kubelet_pods{phase="Running"} 2' in text
     assert text.endswith("\n")
+
+
+async def test_urgent_keys_are_handed_out_first_in_order() -> None:
+    queue = KeyedQueue()
+    queue.add("status-1")
+    queue.add("submit-1", urgent=True)
+    queue.add("status-2")
+    queue.add("submit-2", urgent=True)
+    assert [await queue.get() for _ in range(4)] == ["submit-1", "submit-2", "status-1", "status-2"]
+
+
+async def test_a_waiting_key_added_urgent_moves_forward_once() -> None:
+    queue = KeyedQueue()
+    queue.add("a")
+    queue.add("b")
+    queue.add("b", urgent=True)
+    queue.add("b")  # already waiting, and in the better class: no-op
+    assert len(queue) == 2
+    assert await queue.get() == "b"
+    assert await queue.get() == "a"
+    assert len(queue) == 0
+    queue.add("c")
+    assert await asyncio.wait_for(queue.get(), 1) == "c"  # b's stale entry was skipped, not handed out
+
+
+async def test_a_dirty_key_keeps_its_urgency() -> None:
+    queue = KeyedQueue()
+    queue.add("a")
+    key = await queue.get()
+    queue.add("a", urgent=True)
+    queue.add("a")
+    queue.add("b")
+    queue.done(key)
+    assert await queue.get() == "a"
+
+
+async def test_add_after_urgent() -> None:
+    queue = KeyedQueue()
+    queue.add("normal")
+    queue.add_after("retry", 0.01, urgent=True)
+    await asyncio.sleep(0.05)
+    assert await queue.get() == "retry"
+
+
+async def test_urgent_counts_waiting_and_active_urgent_keys() -> None:
+    queue = KeyedQueue()
+    queue.add("status")
+    queue.add("submit", urgent=True)
+    assert queue.urgent() == 1
+    key = await queue.get()
+    assert key == "submit"
+    assert queue.urgent() == 1
+    queue.done(key)
+    assert queue.urgent() == 0
+    assert await queue.get() == "status"
+    assert queue.urgent() == 0
