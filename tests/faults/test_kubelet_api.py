@@ -1,5 +1,5 @@
-"""The kubelet's HTTPS API as a stranger sees it: TLS only; with --client-ca no certificate, or
-one from another CA, gets nothing; /metrics is on its own port; and bad log parameters get a
+"""The kubelet's HTTPS API as a stranger sees it: TLS only; with --client-ca no certificate gets
+401 and one from another CA fails the handshake; /metrics is on its own port; and bad log parameters get a
 clear 4xx (or a bounded answer), never a crash. ``wlmvk kubelet`` runs as a subprocess."""
 
 from __future__ import annotations
@@ -84,11 +84,13 @@ async def _get(url: str, context: ssl.SSLContext | bool) -> tuple[int, str]:
 async def test_tls_only_client_certificates_required_metrics_apart(secured: Secured) -> None:
     base = f"https://127.0.0.1:{secured.port}"
     assert await _get(f"{base}/healthz", secured.client_context()) == (200, "ok")
-    for stranger in (secured.client_context(cert=False), secured.client_context(other_ca=True)):
-        with pytest.raises(aiohttp.ClientError):
-            await _get(f"{base}/healthz", stranger)
-        with pytest.raises(aiohttp.ClientError):
-            await _get(f"{base}/containerLogs/default/x/main", stranger)
+    anonymous = secured.client_context(cert=False)
+    for path in ("/healthz", "/pods", "/containerLogs/default/x/main", "/exec/default/x/main"):
+        status, text = await _get(f"{base}{path}", anonymous)
+        assert status == 401, (path, status, text)  # as a kubelet with anonymous auth off
+        assert "client certificate" in text
+    with pytest.raises(aiohttp.ClientError):  # a certificate from another CA fails the handshake
+        await _get(f"{base}/healthz", secured.client_context(other_ca=True))
     with pytest.raises(aiohttp.ClientError):
         await _get(f"http://127.0.0.1:{secured.port}/healthz", False)  # plain HTTP on the TLS port
     status, text = await _get(f"http://127.0.0.1:{secured.metrics_port}/metrics", False)

@@ -132,7 +132,8 @@ class Kubelet:
             names=["localhost", socket.gethostname()],
             addresses=sorted({s.node_ip, "127.0.0.1"}),
         )
-        runner = web.AppRunner(server.kubelet_app(handlers), access_log=None)
+        api = server.kubelet_app(handlers, require_client_cert=bool(s.client_ca))
+        runner = web.AppRunner(api, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, s.listen_host, s.port, ssl_context=context)
         await site.start()

@@ -4,6 +4,10 @@ The server takes handler functions, not the controllers: a handler left
 out answers 501 with a message. Query parameters are parsed once into
 ``LogOptions``; ``core.errors`` map to HTTP codes in ``_http_error`` only.
 Metrics are served by ``metrics_app`` on their own port.
+
+With ``require_client_cert`` every request must come over a TLS connection on
+which the client presented a certificate the CA verified: one without gets
+401 Unauthorized, as from a kubelet with anonymous auth off.
 """
 
 from __future__ import annotations
@@ -68,8 +72,9 @@ def _exception(code: int, message: str) -> web.HTTPException:
     return error
 
 
-def kubelet_app(handlers: Handlers) -> web.Application:
-    app = web.Application()
+def kubelet_app(handlers: Handlers, *, require_client_cert: bool = False) -> web.Application:
+    middlewares = [_authenticate] if require_client_cert else []
+    app = web.Application(middlewares=middlewares)
 
     async def healthz(request: web.Request) -> web.Response:
         if handlers.healthy is not None and not handlers.healthy():
@@ -125,6 +130,18 @@ def kubelet_app(handlers: Handlers) -> web.Application:
             app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{rest:.*}}", unsupported(kind))
             app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}", unsupported(kind))
     return app
+
+
+@web.middleware
+async def _authenticate(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    transport = request.transport
+    certificate = transport.get_extra_info("peercert") if transport is not None else None
+    if not certificate:
+        _log.info("refused a request without a client certificate", path=request.path, peer=request.remote)
+        raise _exception(401, "Unauthorized: present a client certificate signed by the kubelet's client CA")
+    return await handler(request)
 
 
 def metrics_app(render: Callable[[], str]) -> web.Application:
