@@ -16,8 +16,9 @@ Resources become ``#SBATCH`` options (``--cpus-per-task``, ``--mem``,
 ``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``, ``--job-name``),
 each only when the script does not already set it. What a Slurm job cannot
 honour (several containers, init containers, ports, volumes the job cannot
-see, env from Secrets) is a ``Rejection`` with a reason for the pod's status
-and its Event: never a silent drop.
+see, env from Secrets), and quantities or a deadline the API server should
+have refused (negative, unreadable), is a ``Rejection`` with a reason for the
+pod's status and its Event: never a silent drop.
 """
 
 from __future__ import annotations
@@ -166,6 +167,7 @@ def _unsupported(spec: Body) -> Rejection | None:
 
 def _derived_options(pod: Body, container: Body, spec: Body) -> list[tuple[str, str]]:
     resources: Body = container.get("resources") or {}
+    _check_quantities(container, resources)
     limits: Body = resources.get("limits") or {}
     requests: Body = resources.get("requests") or {}
     options: list[tuple[str, str]] = [("--job-name", job_name(pod))]
@@ -184,13 +186,41 @@ def _derived_options(pod: Body, container: Body, spec: Body) -> list[tuple[str, 
         options.append(("--gres", f"gpu:{quantities.count(gpus)}"))
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None:
-        try:
-            seconds = int(deadline)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"activeDeadlineSeconds is not a number: {deadline!r}") from exc
-        if seconds > 0:
-            options.append(("--time", str(max(1, math.ceil(seconds / 60)))))
+        seconds = _deadline(deadline)
+        options.append(("--time", str(max(1, math.ceil(seconds / 60)))))
     return options
+
+
+def _check_quantities(container: Body, resources: Body) -> None:
+    """Every limit and request a quantity, none negative (as the API server should have checked)."""
+    name = container.get("name")
+    if not isinstance(resources, dict):
+        raise InvalidInput(f"container {name!r}: resources is not a map")
+    for kind in ("limits", "requests"):
+        amounts = resources.get(kind) or {}
+        if not isinstance(amounts, dict):
+            raise InvalidInput(f"container {name!r}: resources.{kind} is not a map")
+        for key, value in amounts.items():
+            where = f"container {name!r}: resources.{kind}.{key}"
+            try:
+                parsed = quantities.parse(value)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{where}: {exc.message}") from exc
+            if parsed < 0:
+                raise InvalidInput(f"{where}: must not be negative, not {value!r}")
+
+
+def _deadline(value: Any) -> int:
+    """Seconds of ``activeDeadlineSeconds``: a whole number of at least 1, as the API server wants."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        seconds = int(value)
+    else:
+        raise InvalidInput(f"activeDeadlineSeconds must be a whole number of seconds, not {value!r}")
+    if seconds < 1:
+        raise InvalidInput(f"activeDeadlineSeconds must be at least 1 second, not {seconds}")
+    return seconds
 
 
 def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:

@@ -12,6 +12,11 @@ the operator has to know the partition before the job pod exists (the
 upload runs on the partition's agent host), so ``candidates`` evaluates the
 same selector and affinity against the virtual nodes, as the scheduler
 would: nodeSelector, required node affinity and NoSchedule taints.
+
+When no node fits, the scheduler's words ("didn't match Pod's node
+affinity/selector") do not say which part of the request is to blame:
+``unmet`` says it in the request's own terms (no partition of that name,
+more CPUs per node than any partition has...).
 """
 
 from __future__ import annotations
@@ -164,6 +169,62 @@ def _tolerates(toleration: Body, taint: Body) -> bool:
     return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (
         taint.get("value") or ""
     )
+
+
+_AMOUNTS = (
+    ("nodes", names.LABEL_NODES, "{} nodes"),
+    ("cpu_per_node", names.LABEL_CPU_PER_NODE, "{} CPUs per node"),
+    ("mem_per_node", names.LABEL_MEM_PER_NODE, "{} MB of memory per node"),
+    ("wall_time", names.LABEL_WALL_TIME, "{} s of wall time"),
+    ("gpu_per_node", names.LABEL_GPU_PER_NODE, "{} GPUs per node"),
+)
+
+
+def unmet(request: Requirements, selector: Mapping[str, str], nodes: Iterable[Body]) -> list[str]:
+    """What of a job's request no virtual node offers, one sentence each.
+
+    Empty when there is no node to compare with, or when each part alone is
+    offered by some node (then only the combination fails, as the scheduler says).
+    """
+    every = [_labels(node) for node in nodes]
+    if not every:
+        return []
+    problems = []
+    missing = sorted(f"{k}={v}" for k, v in selector.items() if not any(n.get(k) == v for n in every))
+    if missing:
+        problems.append(f"no partition has the labels {', '.join(missing)}")
+    scope, offers = every, "a partition offers"
+    if request.partitions:
+        asked = [n for n in every if n.get(names.LABEL_PARTITION) in request.partitions]
+        if not asked:
+            known = sorted({n.get(names.LABEL_PARTITION, "") for n in every} - {""})
+            problems.append(
+                f"no partition named {', '.join(request.partitions)} (partitions: {', '.join(known)})"
+            )
+        else:
+            scope = asked
+            found = sorted({n.get(names.LABEL_PARTITION, "") for n in asked})
+            offers = f"partition {', '.join(found)} offers"
+    for attribute, label, amount in _AMOUNTS:
+        wanted: int = getattr(request, attribute)
+        most = max(_number(n.get(label)) for n in scope)
+        if wanted > most:
+            problems.append(f"the job asks for {amount.format(wanted)}; the most {offers} is {most}")
+    if request.constraints and not any(
+        all(names.feature_label(feature) in n for feature in alternative)
+        for n in scope
+        for alternative in request.constraints
+    ):
+        wanted_features = " or ".join("&".join(alternative) for alternative in request.constraints)
+        problems.append(f"no partition has the feature(s) {wanted_features}")
+    return problems
+
+
+def _number(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def _labels(node: Body) -> dict[str, str]:

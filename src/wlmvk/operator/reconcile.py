@@ -15,7 +15,9 @@ job pod exists (the upload runs on its agent host), so the operator chooses
 the node itself (``placement.candidates``), pins the prepare pod to its
 agent host and the job pod to the node. Without one, the job pod is created
 at once and Kubernetes' scheduler chooses; while it cannot, the SlurmJob is
-Pending with the scheduler's message.
+Pending with the scheduler's message, preceded by what of the request no
+partition offers (``placement.unmet``). A job pod the kubelet refused before
+any job existed fails the resource with the kubelet's reason.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ def decide(
     by_name = {str((pod.get("metadata") or {}).get("name", "")): pod for pod in owned}
     try:
         job = parse(body)
+        if job.kind == "SlurmJob" and not job.batch.strip():
+            raise InvalidInput("spec.batch is blank: there is no script to run")
         request = directives.requirements(job.batch) if job.kind == "SlurmJob" else directives.Requirements()
     except InvalidInput as exc:
         outcome = _Outcome()
@@ -146,7 +150,7 @@ def _steps(
         body = pods.job_pod(job, request, working_dir=working_dir, pinned=pinned)
         outcome.creates.append(CreatePod(body, "Created", f"Created job pod {job.job_pod_name}"))
         return outcome.end("Pending", "Scheduling", f"waiting for pod {job.job_pod_name} to be scheduled")
-    return _after_job(job, view(job_body), outcome, by_name, nodes, settings, working_dir)
+    return _after_job(job, request, view(job_body), outcome, by_name, nodes, settings, working_dir)
 
 
 def _start_prepare(
@@ -169,7 +173,12 @@ def _start_prepare(
                 " there is no host to stage the data on"
             )
         elif virtual:
-            message = f"0/{len(virtual)} virtual nodes match the job's nodeSelector and #SBATCH resources"
+            message = _unmet(
+                f"0/{len(virtual)} virtual nodes match the job's nodeSelector and #SBATCH resources",
+                job,
+                request,
+                virtual,
+            )
         else:
             message = "no virtual node (partition) is registered"
         outcome.condition("Scheduled", False, "Unschedulable", message)
@@ -188,6 +197,7 @@ def _start_prepare(
 
 def _after_job(
     job: Job,
+    request: directives.Requirements,
     step: PodView,
     outcome: _Outcome,
     by_name: Mapping[str, Body],
@@ -206,8 +216,9 @@ def _after_job(
         outcome.fields["startTime"] = step.started_at
     if step.phase == "Pending":
         if step.unschedulable and not step.node:
-            outcome.condition("Scheduled", False, "Unschedulable", step.unschedulable)
-            return outcome.end("Pending", "Unschedulable", step.unschedulable)
+            message = _unmet(step.unschedulable, job, request, nodes)
+            outcome.condition("Scheduled", False, "Unschedulable", message)
+            return outcome.end("Pending", "Unschedulable", message)
         if not step.node:
             return outcome.end("Pending", "Scheduling", f"waiting for pod {step.name} to be scheduled")
         waiting = f"job {step.job_id} is queued" if step.job_id else "waiting for the job to be submitted"
@@ -220,6 +231,11 @@ def _after_job(
         outcome.fields["completionTime"] = step.finished_at
         if cancelled(step):
             return outcome.end("Cancelled", "Cancelled", f"{_job(step)} was cancelled")
+        if not step.job_id and step.reason.isidentifier():
+            # The kubelet refused the pod (SubmitFailed, PartitionGone...): no job ever existed.
+            return outcome.end(
+                "Failed", step.reason, f"the job was not submitted: {step.message or step.reason}"
+            )
         return outcome.end("Failed", "JobFailed", f"{_job(step)} failed: {step.explain()}")
     if step.phase != "Succeeded":
         return outcome.end(
@@ -271,6 +287,12 @@ def _collect(
     outcome.condition("Collected", True, "Collected")
     outcome.fields["completionTime"] = result.finished_at or outcome.fields.get("completionTime", "")
     return outcome.end("Succeeded", "Completed", f"{_job(step)} completed, results collected")
+
+
+def _unmet(message: str, job: Job, request: directives.Requirements, nodes: Sequence[Body]) -> str:
+    """The scheduler's ``message``, preceded by what of the request no partition offers."""
+    problems = placement.unmet(request, job.node_selector, nodes)
+    return f"{'; '.join(problems)} ({message.rstrip('.')})" if problems else message
 
 
 def _job(step: PodView) -> str:
