@@ -1,7 +1,9 @@
-"""The operator killed mid-staging (its task cancelled where it stands, no graceful stop), twice:
-while the inputs go up and while the results come down. A new operator takes over; the SlurmJob
-still ends Succeeded (or Failed with a reason), the inputs are in the job's directory once, and
-the results are in the volume once: nothing uploaded twice or into a wrong place."""
+"""The operator stopped mid-staging by cancelling its task in the test's event loop: while the
+inputs go up, and again while the results come down (the test needs one of the two to land).
+Cancelling still runs the operator's cleanup, which hands the Lease over at once; the abrupt case,
+an operator process killed with SIGKILL whose Lease must expire, is test_operator_kill9.py. A new
+operator takes over; the SlurmJob still ends Succeeded (or Failed with a reason), the inputs are in
+red-box's working root once, and the results are in the volume once."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncItera
 
 
 async def _kill(stack: Stack) -> None:
-    """Cancel the operator's task: as abrupt as a kill, in this event loop."""
+    """Cancel the operator's task (its cleanup still runs: the Lease is released)."""
     task = stack._operator
     if task is None:
         return

@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lease-duration", type=int, default=15, help="seconds a leader Lease lasts unrenewed")
     p.add_argument("--renew-interval", type=float, default=5.0, help="seconds between Lease renewals")
     p.add_argument(
+        "--retry-interval",
+        type=float,
+        default=2.0,
+        help="seconds between a candidate's looks at a Lease another replica holds",
+    )
+    p.add_argument(
         "--identity",
         default=_env("POD_NAME", f"{socket.gethostname()}-{os.getpid()}"),
         help="this replica's name in the Lease (env POD_NAME)",
@@ -126,6 +132,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         lease_namespace=args.lease_namespace,
         lease_duration=args.lease_duration,
         renew_interval=args.renew_interval,
+        retry_interval=args.retry_interval,
         identity=args.identity,
         resync_interval=args.resync,
         health_port=args.health_port,
@@ -176,6 +183,7 @@ async def serve(
                     identity=settings.identity,
                     duration=settings.lease_duration,
                     renew_interval=settings.renew_interval,
+                    retry_interval=settings.retry_interval,
                 ),
             )
             state.role = "candidate"

@@ -40,6 +40,8 @@ class OperatorSettings:
     lease_namespace: str = "default"
     lease_duration: int = 15
     renew_interval: float = 5.0
+    # A candidate looks at the Lease this often while another process holds it.
+    retry_interval: float = 2.0
     identity: str = ""
     # Re-examine every resource this often even without events (seconds).
     resync_interval: float = 60.0
