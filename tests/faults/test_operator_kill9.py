@@ -13,10 +13,11 @@ import contextlib
 import hashlib
 import os
 import shlex
+import shutil
 import signal
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,15 @@ async def operators(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncI
         await process.stop(signal.SIGKILL)
 
 
+@pytest.fixture
+def scratch(redbox: Any) -> Iterator[Path]:
+    """A directory the staging pods' user can reach; it and the jobs' copies go at teardown."""
+    path = Path(tempfile.mkdtemp(prefix="opkill9-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(Path(redbox.work_dir, "default"), ignore_errors=True)
+
+
 @dataclass
 class PodHistory:
     """Every pod the API server ever held for one job, by name: the uids it had, its last phase."""
@@ -136,9 +146,8 @@ def _files(root: Path) -> dict[str, str]:
 
 
 async def test_operator_killed_9_mid_upload_and_mid_download_completes_staging_once(
-    apiserver: Any, redbox: Any, operators: Operators
+    apiserver: Any, redbox: Any, operators: Operators, scratch: Path
 ) -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="opkill9-", dir="/tmp"))
     inputs, outputs = scratch / "data", scratch / "results"
     (inputs / "many").mkdir(parents=True)
     (inputs / "a.txt").write_text("a\n")
