@@ -44,7 +44,11 @@ def test_flags() -> None:
         "--run-as-user=2000",
         "--run-as-group=3000",
         "--no-leader-elect",
+        "--lease-duration=4",
+        "--renew-interval=0.5",
+        "--retry-interval=0.25",
     )
+    assert (settings.lease_duration, settings.renew_interval, settings.retry_interval) == (4, 0.5, 0.25)
     assert settings.work_root == "/scratch/jobs"
     assert settings.namespace == "team"
     assert settings.staging.command == ("python3", "-m", "wlmvk.cli")
