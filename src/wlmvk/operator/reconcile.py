@@ -226,16 +226,19 @@ def _after_job(
     if step.phase == "Running":
         return outcome.end("Running", "Running", f"job {step.job_id} is running" if step.job_id else "")
     if step.phase == "Failed":
-        if step.exit_code is not None:
-            outcome.fields["exitCode"] = step.exit_code
         outcome.fields["completionTime"] = step.finished_at
         if cancelled(step):
+            if step.exit_code is not None:
+                outcome.fields["exitCode"] = step.exit_code
             return outcome.end("Cancelled", "Cancelled", f"{_job(step)} was cancelled")
         if not step.job_id and step.reason.isidentifier():
-            # The kubelet refused the pod (SubmitFailed, PartitionGone...): no job ever existed.
+            # The kubelet refused the pod (SubmitFailed, PartitionGone...): no job ever existed,
+            # so there is no exit code to report either.
             return outcome.end(
                 "Failed", step.reason, f"the job was not submitted: {step.message or step.reason}"
             )
+        if step.exit_code is not None:
+            outcome.fields["exitCode"] = step.exit_code
         return outcome.end("Failed", "JobFailed", f"{_job(step)} failed: {step.explain()}")
     if step.phase != "Succeeded":
         return outcome.end(
@@ -330,8 +333,12 @@ def _report(old: Body, outcome: _Outcome, *, now: str, generation: int) -> list[
     if status != old:
         actions.append(PatchStatus(status))
     if status.get("status") != old.get("status"):
-        kind = WARNING if status["status"] in ("Failed", "Cancelled") else NORMAL
-        actions.append(Emit(kind, status["status"], outcome.message or status["status"]))
+        message = outcome.message or status["status"]
+        if status["status"] in ("Failed", "Cancelled"):
+            # Why, not just that: InvalidSpec, SubmitFailed, JobFailed, CollectFailed...
+            actions.append(Emit(WARNING, outcome.reason or status["status"], message))
+        else:
+            actions.append(Emit(NORMAL, status["status"], message))
     old_scheduled = _conditions(old).get("Scheduled", {})
     scheduled = outcome.conditions.get("Scheduled")
     if (

@@ -35,11 +35,12 @@ async def test_a_script_sbatch_refuses_fails_the_slurmjob_with_sbatchs_words(sta
     assert status["message"].startswith("the job was not submitted: Slurm refused the job:")
     assert "Invalid time specification" in status["message"]
     assert "jobId" not in status
+    assert "exitCode" not in status  # no job ran
     pod = await get_json(stack.apiserver, "pod", "refused-job")
     assert (pod["status"]["phase"], pod["status"]["reason"]) == ("Failed", "SubmitFailed")
     described = await stack.kubectl("describe", "slurmjob", "refused")
     assert described.returncode == 0, described.stderr
-    warning = [line for line in described.stdout.splitlines() if "Warning" in line and "Failed" in line]
+    warning = [line for line in described.stdout.splitlines() if "Warning" in line and "SubmitFailed" in line]
     assert warning, described.stdout
     assert "Invalid time specification (pos=0): garbage" in warning[0]
     pod_events = await stack.kubectl("describe", "pod", "refused-job")

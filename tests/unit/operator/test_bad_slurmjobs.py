@@ -211,7 +211,7 @@ async def test_a_slurmjob_nothing_can_run_fails_with_the_reason_and_an_event(
     kube: KubeClient, operator: FakeBackend, spec: Body, words: str
 ) -> None:
     await kube.create(SLURMJOBS, slurmjob("bad", spec), namespace="default")
-    status, event = await reported(kube, "bad", "Failed", "InvalidSpec", "Failed")
+    status, event = await reported(kube, "bad", "Failed", "InvalidSpec", "InvalidSpec")
     assert words in status["message"], status["message"]
     valid = condition(status, "Valid")
     assert (valid["status"], valid["reason"], valid["message"]) == ("False", "InvalidSpec", status["message"])
@@ -296,8 +296,9 @@ async def test_a_job_pod_the_kubelet_refuses_fails_the_slurmjob_with_its_reason(
         slurmjob("refused", {"batch": "#!/bin/sh\n#SBATCH --qos=nosuch\necho\n"}),
         namespace="default",
     )
-    status, event = await reported(kube, "refused", "Failed", "SubmitFailed", "Failed")
+    status, event = await reported(kube, "refused", "Failed", "SubmitFailed", "SubmitFailed")
     assert "was not submitted" in status["message"]
     assert "Invalid qos specification" in status["message"]
     assert "jobId" not in status
+    assert "exitCode" not in status  # no job ran: no exit code to report
     assert event["message"] == status["message"]

@@ -95,7 +95,7 @@ def test_unreadable_directive_fails_with_a_clear_reason() -> None:
     assert world.status["reason"] == "InvalidSpec"
     assert "--mem wants a size" in world.status["message"]
     assert world.status["conditions"][0]["type"] == "Valid"
-    assert event_reasons(world) == ["Failed"]
+    assert event_reasons(world) == ["InvalidSpec"]
     assert world.step() == []
 
 
