@@ -136,16 +136,9 @@ class EventQueue:
     async def run(self) -> None:
         await asyncio.gather(*(self._send() for _ in range(self._senders)))
 
-    async def flush(self) -> None:
-        """Resolve once every Event recorded so far was sent (or failed)."""
-        await self._queue.join()
-
     async def _send(self) -> None:
         while True:
             pending = await self._queue.get()
-            try:
-                await self._poster.post(
-                    pending.obj, type=pending.type, reason=pending.reason, message=pending.message
-                )
-            finally:
-                self._queue.task_done()
+            await self._poster.post(
+                pending.obj, type=pending.type, reason=pending.reason, message=pending.message
+            )

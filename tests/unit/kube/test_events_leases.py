@@ -12,7 +12,7 @@ from wlmvk.core.errors import NotFound
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import EVENTS, LEASES, PODS, owner_reference
 from wlmvk.kube.client import KubeClient
-from wlmvk.kube.events import WARNING, EventPoster
+from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
 
 pytestmark = pytest.mark.apiserver(controllers=False)
 
@@ -72,3 +72,34 @@ async def test_lease_ensure_and_renew(kube: KubeClient) -> None:
     with pytest.raises(NotFound):
         await kube.get(LEASES, "n1", namespace="kube-node-lease")
     await leases.delete(kube, "n1", "kube-node-lease")
+
+
+async def test_event_queue_sends_in_the_background_and_drops_when_full(kube: KubeClient) -> None:
+    pod = await kube.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "q"},
+            "spec": {"containers": [{"name": "c"}]},
+        },
+        namespace="default",
+    )
+    queue = EventQueue(EventPoster(kube, component="test", host="h"), size=3, senders=1)
+    for index in range(5):  # nothing sends yet: two of five find the queue full
+        queue.record(pod, type=NORMAL, reason=f"Step{index}", message=f"step {index}")
+    assert queue.dropped == 2
+    sender = asyncio.create_task(queue.run())
+    try:
+
+        async def reasons() -> list[str]:
+            items = (await kube.list(EVENTS, namespace="default"))["items"]
+            return sorted(e["reason"] for e in items if e["involvedObject"]["name"] == "q")
+
+        for _ in range(100):
+            if len(await reasons()) == 3:
+                break
+            await asyncio.sleep(0.05)
+        assert await reasons() == ["Step0", "Step1", "Step2"]
+    finally:
+        sender.cancel()
