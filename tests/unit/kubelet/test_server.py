@@ -28,8 +28,10 @@ async def logs(namespace: str, pod: str, container: str, options: LogOptions) ->
     return stream()
 
 
-async def serve(context: ssl.SSLContext, handlers: server.Handlers) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(server.kubelet_app(handlers))
+async def serve(
+    context: ssl.SSLContext, handlers: server.Handlers, *, require_client_cert: bool = False
+) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(server.kubelet_app(handlers, require_client_cert=require_client_cert))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
     await site.start()
@@ -93,14 +95,20 @@ async def test_client_certificates_are_required_with_a_client_ca(ca: trustme.CA,
     server_cert.private_key_pem.write_to_path(str(key))
     ca.cert_pem.write_to_path(str(ca_file))
     context = tls.server_context(cert=str(cert), key=str(key), client_ca=str(ca_file), names=[], addresses=[])
-    runner, port = await serve(context, server.Handlers(healthy=lambda: True))
+    runner, port = await serve(context, server.Handlers(healthy=lambda: True), require_client_cert=True)
     url = f"https://127.0.0.1:{port}/healthz"
     try:
         anonymous = ssl.create_default_context()
         ca.configure_trust(anonymous)
+        async with aiohttp.ClientSession() as session, session.get(url, ssl=anonymous) as r:
+            assert r.status == 401  # as a kubelet with anonymous auth off
+            assert "client certificate" in await r.text()
+        stranger = ssl.create_default_context()
+        ca.configure_trust(stranger)
+        trustme.CA().issue_cert("someone").configure_cert(stranger)
         async with aiohttp.ClientSession() as session:
-            with pytest.raises(aiohttp.ClientError):
-                async with session.get(url, ssl=anonymous) as r:
+            with pytest.raises(aiohttp.ClientError):  # another CA's certificate: refused at the handshake
+                async with session.get(url, ssl=stranger) as r:
                     await r.read()
         with_cert = ssl.create_default_context()
         ca.configure_trust(with_cert)
