@@ -4,7 +4,7 @@ API server, the kubelet in-process, and the real kubectl."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -30,13 +30,6 @@ class Stack:
 def slurm_partitions() -> list[str]:
     out = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, check=True).stdout
     return sorted({line.strip() for line in out.splitlines() if line.strip()})
-
-
-@pytest.fixture
-async def kube(apiserver: RunningApiServer) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
 
 
 @pytest.fixture

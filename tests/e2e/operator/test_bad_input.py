@@ -8,23 +8,13 @@ through unread (``--begin``) that sbatch rejects.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 
-from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import get_json, wait_status
 from tests.e2e.operator.test_jobs import create, slurmjob
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
-
-
-@pytest.fixture
-async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
-    built = await build(apiserver, redbox, kubelet_factory)
-    yield built
-    await built.stop_operator()
 
 
 async def test_a_script_sbatch_refuses_fails_the_slurmjob_with_sbatchs_words(stack: Stack) -> None:

@@ -7,26 +7,17 @@ example (prepare-and-results) has its own test.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-@pytest.fixture
-async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
-    built = await build(apiserver, redbox, kubelet_factory)
-    yield built
-    await built.stop_operator()
 
 
 @pytest.mark.parametrize(

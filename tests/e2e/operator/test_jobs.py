@@ -5,22 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
+from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import eventually, get_json, status_of, wait_status
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
-
-
-@pytest.fixture
-async def stack(apiserver: Any, redbox: Any, kubelet_factory: Any) -> AsyncIterator[Stack]:
-    built = await build(apiserver, redbox, kubelet_factory)
-    yield built
-    await built.stop_operator()
 
 
 def slurmjob(name: str, batch: str, **spec: Any) -> str:

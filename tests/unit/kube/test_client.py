@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from tests.fixtures.apiserver import RunningApiServer
@@ -15,13 +13,6 @@ from wlmvk.kube.errors import AlreadyExists
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
 
 pytestmark = pytest.mark.apiserver(controllers=False)
-
-
-@pytest.fixture
-async def kube(apiserver: RunningApiServer) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
 
 
 def configmap(name: str, **data: str) -> dict[str, object]:

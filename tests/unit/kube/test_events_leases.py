@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fixtures.apiserver import RunningApiServer
 from wlmvk.core.errors import NotFound
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import EVENTS, LEASES, PODS, owner_reference
@@ -15,13 +13,6 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
 
 pytestmark = pytest.mark.apiserver(controllers=False)
-
-
-@pytest.fixture
-async def kube(apiserver: RunningApiServer) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
 
 
 async def test_repeated_events_fold_into_one_with_a_count(kube: KubeClient) -> None:

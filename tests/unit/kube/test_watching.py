@@ -20,13 +20,6 @@ def configmap(name: str) -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}
 
 
-@pytest.fixture
-async def kube(apiserver: RunningApiServer) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
-
-
 async def collect(
     kube: KubeClient, events: asyncio.Queue[WatchEvent], restarts: list[str], **options: object
 ) -> None:

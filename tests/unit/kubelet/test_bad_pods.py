@@ -40,13 +40,6 @@ class CountingBackend(FakeBackend):
 
 
 @pytest.fixture
-async def kube(apiserver: RunningApiServer) -> Any:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
-
-
-@pytest.fixture
 def fake() -> CountingBackend:
     return CountingBackend()
 

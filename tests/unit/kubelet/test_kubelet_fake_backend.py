@@ -58,13 +58,6 @@ def pod_body(name: str, *, node: str = NODE, command: list[str] | None = None, *
 
 
 @pytest.fixture
-async def kube(apiserver: RunningApiServer) -> Any:
-    client = await KubeClient.connect(str(apiserver.kubeconfig))
-    yield client
-    await client.close()
-
-
-@pytest.fixture
 def fake() -> FakeBackend:
     return FakeBackend()
 
