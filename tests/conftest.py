@@ -7,6 +7,7 @@ import pytest
 pytest_plugins = [
     "tests.fixtures.slurm",
     "tests.fixtures.redbox",
+    "tests.fixtures.controlplane",
     "tests.fixtures.apiserver",
     "tests.fixtures.kubelet",
 ]

@@ -135,7 +135,6 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
     status["podIP"] = facts.host_ip
     status["podIPs"] = [{"ip": facts.host_ip}]
     status["startTime"] = submitted
-    status["qosClass"] = "BestEffort"
     return status
 
 

@@ -1,5 +1,6 @@
-"""The full stack for the kubelet's end-to-end tests: real Slurm, real red-box, the in-memory
-API server, the kubelet in-process, and the real kubectl."""
+"""The full stack for the kubelet's end-to-end tests: real Slurm, real red-box, an API server
+(in-memory or the real control plane, see ``tests.fixtures.controlplane``), the kubelet
+in-process with its ServiceAccount's identity, and the real kubectl."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RealApiServer, RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.fixtures.redbox import RedBox
 from wlmvk.kube.client import KubeClient
@@ -18,7 +19,7 @@ from wlmvk.kubelet.app import Kubelet
 
 @dataclass
 class Stack:
-    apiserver: RunningApiServer
+    apiserver: RunningApiServer | RealApiServer
     redbox: RedBox
     kubelet: Kubelet
     kube: KubeClient
@@ -35,7 +36,7 @@ def slurm_partitions() -> list[str]:
 @pytest.fixture
 async def stack(
     slurm: str,
-    apiserver: RunningApiServer,
+    apiserver: RunningApiServer | RealApiServer,
     redbox_factory: Callable[..., RedBox],
     kubelet_factory: StartKubelet,
     kube: KubeClient,
@@ -43,7 +44,8 @@ async def stack(
 ) -> Stack:
     marker = request.node.get_closest_marker("redbox_original")
     box = redbox_factory(original=marker is not None)
-    kubelet = await kubelet_factory(kubeconfig=apiserver.kubeconfig, red_box_socket=box.socket)
+    kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
+    kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=box.socket)
     return Stack(apiserver, box, kubelet, kube)
 
 

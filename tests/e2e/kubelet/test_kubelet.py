@@ -20,7 +20,7 @@ from tests.e2e.kubelet.helpers import (
 from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS, Body
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
 
 
 async def pod_json(stack: Stack, name: str) -> Body:

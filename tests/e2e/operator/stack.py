@@ -44,7 +44,7 @@ def staging_env() -> tuple[tuple[str, str], ...]:
     return (("PYTHONPATH", os.pathsep.join(path)), ("PATH", "/usr/bin:/bin"))
 
 
-def operator_settings(identity: str = "op-1") -> OperatorSettings:
+def operator_settings(identity: str = "op-1", lease_namespace: str = "default") -> OperatorSettings:
     return OperatorSettings(
         work_root="",  # relative: under red-box's --work-dir
         staging=StagingSettings(
@@ -54,7 +54,7 @@ def operator_settings(identity: str = "op-1") -> OperatorSettings:
             run_as_group=STAGING_UID,
             env=staging_env(),
         ),
-        lease_namespace="default",
+        lease_namespace=lease_namespace,
         lease_duration=3,
         renew_interval=0.5,
         identity=identity,
@@ -80,10 +80,12 @@ class Stack:
     async def start_operator(self, identity: str = "op-1") -> None:
         assert self._operator is None
         self._stop = asyncio.Event()
-        settings = operator_settings(identity)
-        self._operator = tasks.guarded(
-            serve(settings, kubeconfig=str(self.apiserver.kubeconfig), stop=self._stop), name=identity
-        )
+        # On the real plane the operator runs as its ServiceAccount, whose Role allows
+        # leases only in the wlmvk namespace (as deployed).
+        real = self.apiserver.plane == "real"
+        settings = operator_settings(identity, lease_namespace="wlmvk" if real else "default")
+        kubeconfig = str(self.apiserver.kubeconfig_for("wlmvk-operator"))
+        self._operator = tasks.guarded(serve(settings, kubeconfig=kubeconfig, stop=self._stop), name=identity)
 
     async def stop_operator(self) -> None:
         if self._operator is None:
@@ -102,7 +104,8 @@ def share_socket(socket: str) -> None:
 async def build(apiserver: Any, redbox: Any, kubelet_factory: Any) -> Stack:
     share_socket(redbox.socket)
     await apply_crds(apiserver)
-    kubelet = await kubelet_factory(kubeconfig=apiserver.kubeconfig, red_box_socket=redbox.socket)
+    kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
+    kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=redbox.socket)
     stack = Stack(apiserver, redbox, kubelet, cluster="test")
     await stack.start_operator()
     return stack
