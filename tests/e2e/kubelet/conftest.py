@@ -1,4 +1,5 @@
-"""The full stack for the kubelet's end-to-end tests: real Slurm, real red-box, an API server
+"""The full stack for the kubelet's end-to-end tests: real Slurm, real red-box (as the job owner,
+UID 1000, as deployed), an API server
 (in-memory or the real control plane, see ``tests.fixtures.controlplane``), the kubelet
 in-process with its ServiceAccount's identity, and the real kubectl."""
 
@@ -12,7 +13,7 @@ import pytest
 
 from tests.fixtures.apiserver import RealApiServer, RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
-from tests.fixtures.redbox import RedBox
+from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.kube.client import KubeClient
 from wlmvk.kubelet.app import Kubelet
 
@@ -43,7 +44,7 @@ async def stack(
     request: pytest.FixtureRequest,
 ) -> Stack:
     marker = request.node.get_closest_marker("redbox_original")
-    box = redbox_factory(original=marker is not None)
+    box = redbox_factory(original=marker is not None, user=JOB_OWNER)
     kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
     kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=box.socket)
     return Stack(apiserver, box, kubelet, kube)

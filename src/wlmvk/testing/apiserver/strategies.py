@@ -1,6 +1,6 @@
 """Kind-specific rules the real API server applies on create and delete.
 
-Defaults on create (pods get ``phase: Pending``, restart policy, grace period and the
+Defaults on create (pods get ``phase: Pending`` and their ``qosClass``, restart policy, grace period and the
 default not-ready/unreachable tolerations; namespaces get ``phase: Active``), and the
 pod graceful-deletion rule: a pod bound to a node and not yet terminal is only marked
 (``deletionTimestamp``) until its kubelet deletes it with grace 0.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wlmvk.testing.apiserver.qos import qos_class
 from wlmvk.testing.apiserver.resources import GVR, NAMESPACES, PODS, Obj, ResourceInfo
 
 DEFAULT_GRACE = 30
@@ -64,10 +65,7 @@ def _default_pod(pod: Obj) -> None:
         container.setdefault("terminationMessagePath", "/dev/termination-log")
         container.setdefault("terminationMessagePolicy", "File")
         container.setdefault("imagePullPolicy", "IfNotPresent")
-    status = {"phase": "Pending"}
-    if spec.get("nodeName"):
-        status["phase"] = "Pending"
-    pod["status"] = status
+    pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
 
 
 def pod_grace_seconds(pod: Obj, requested: int | None) -> int:

@@ -125,9 +125,13 @@ POD_UPDATE_MSG = (
 
 
 def validate_update(info: ResourceInfo, old: Obj, new: Obj) -> list[Cause]:
-    """Rules about changes: a pod's spec is immutable but for a few fields."""
+    """Rules about changes: a pod's spec is immutable but for a few fields, and its QoS class."""
     if info.gvr != PODS:
         return []
+    qos_before = (old.get("status") or {}).get("qosClass")
+    qos_after = (new.get("status") or {}).get("qosClass")
+    if qos_before and qos_after and qos_after != qos_before:
+        return [Cause("status.qosClass", f'Invalid value: "{qos_after}": field is immutable', "FieldValueInvalid")]
     before, after = _mutable_removed(old.get("spec") or {}), _mutable_removed(new.get("spec") or {})
     if before != after:
         return [Cause("spec", POD_UPDATE_MSG, "FieldValueForbidden")]
