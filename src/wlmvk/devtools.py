@@ -1,4 +1,4 @@
-"""``wlmvk dev``: local development entry points (the in-memory API server, the demo)."""
+"""``wlmvk dev``: local development entry points (the in-memory API server, a host node, the demo)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import importlib
 
 _TOOLS = {
     "apiserver": "wlmvk.testing.apiserver.app",
+    "node": "wlmvk.testing.hostnode.app",
     "up": "wlmvk.testing.demo",
 }
 
@@ -14,7 +15,9 @@ _TOOLS = {
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="wlmvk dev", description="local development tools")
     parser.add_argument(
-        "tool", choices=sorted(_TOOLS), help="apiserver: serve the in-memory API server; up: run the demo"
+        "tool",
+        choices=sorted(_TOOLS),
+        help="apiserver: the in-memory API server; node: a host node for any API server; up: the demo",
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="the tool's own options")
     args = parser.parse_args(argv)

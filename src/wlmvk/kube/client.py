@@ -113,6 +113,14 @@ class KubeClient:
         _settle_environment(api.rest_client, str(configuration.host))
         return cls(api, timeout=timeout)
 
+    @classmethod
+    async def at(cls, url: str, *, timeout: float = _TIMEOUT) -> KubeClient:
+        """Plain access to ``url``, no credentials (the in-memory API server, and its own controllers)."""
+        configuration = k8s.Configuration(host=url)
+        api = k8s.ApiClient(configuration=configuration)
+        _settle_environment(api.rest_client, url)
+        return cls(api, timeout=timeout)
+
     @property
     def host(self) -> str:
         return str(self._api.configuration.host)

@@ -24,9 +24,10 @@ from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.core.jobs import JobStatus
 from wlmvk.core.tasks import guarded, stop
+from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import nodes, server, tls
+from wlmvk.kubelet import nodes, server
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.health import MeteredBackend, Reachability

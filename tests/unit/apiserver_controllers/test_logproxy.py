@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from wlmvk.testing.apiserver.errors import ApiError
-from wlmvk.testing.apiserver.hostlogs import LogOptions
 from wlmvk.testing.apiserver.logproxy import choose_container, kubelet_url
+from wlmvk.testing.hostnode.logs import LogOptions
 
 
 def pod(*containers: str, init: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import trustme
 from aiohttp import web
 
 from wlmvk.core.errors import NotFound, Unavailable
-from wlmvk.kubelet import server, tls
+from wlmvk.kube import tls
+from wlmvk.kubelet import server
 from wlmvk.kubelet.logs import LogOptions
 
 

@@ -6,6 +6,6 @@ REST core: ``store`` (objects, resourceVersions, deletion rules) with ``watching
 ``handlers`` serves it over HTTP with ``discovery``, ``openapi``, ``tables``, ``scale`` and
 ``protobuf`` (kubectl's imperative bodies); ``server.ApiServer`` runs it with the
 controllers of ``controllers.default_controllers()``; ``app`` is ``wlmvk dev apiserver``.
-Controllers (scheduler, gc, nodelifecycle, hostkubelet, logproxy and their helpers) build
-on the store only.
+Controllers (scheduler, gc, nodelifecycle, logproxy and their helpers) build on the store;
+``hostkubelet`` runs host nodes (``wlmvk.testing.hostnode``) as clients over HTTP.
 """

@@ -9,12 +9,16 @@ cancels them on ``stop()``. Parameterised controllers are ``functools.partial``\
 :func:`default_controllers` collects the ``run`` functions of the controller modules of
 this package that exist (scheduler, gc, nodelifecycle): the fixture and
 ``wlmvk dev apiserver`` run these unless told otherwise.
+
+A :class:`ClientController` is a client of the server like any other (the host
+nodes of ``hostkubelet``): the server calls ``run(url)`` with its own URL.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +27,15 @@ if TYPE_CHECKING:
     from wlmvk.testing.apiserver.store import Store
 
 Controller = Callable[["Store"], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class ClientController:
+    """A controller that reaches the server over HTTP: ``run(url)`` until cancelled."""
+
+    run: Callable[[str], Coroutine[Any, Any, None]]
+    name: str
+
 
 LogHandler = Callable[["web.Request", dict[str, Any], "Store"], Awaitable["web.StreamResponse"]]
 """``pods/{name}/log``: ``handler(request, pod, store)`` answers with the log (text/plain,

@@ -9,10 +9,13 @@ limitBytes, sinceSeconds, sinceTime, timestamps and previous passed on. The
 kubelet's certificate is not verified by default (kube-apiserver's
 ``--kubelet-certificate-authority`` is optional too); :func:`make_handler`
 takes a CA file and a client certificate. The response streams through
-chunk by chunk, so ``kubectl logs -f`` follows.
+chunk by chunk, so ``kubectl logs -f`` follows. A kubelet's error answer
+400 or 500 becomes a Status with the kubelet's text as its message (a
+BadRequest, an InternalError), as kube-apiserver's response checker makes it,
+so kubectl prints it; other answers pass through as they came.
 
-Pods on a node served by this server's own host kubelet (``hostkubelet``)
-are answered from its log files directly, with the same options.
+The host nodes of ``hostkubelet`` are reached the same way, at the port they
+advertise.
 """
 
 from __future__ import annotations
@@ -26,16 +29,17 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.testing.apiserver import hostkubelet, hostlogs
+from wlmvk.core.errors import InvalidInput
 from wlmvk.testing.apiserver.controllers import LogHandler
 from wlmvk.testing.apiserver.errors import ApiError, bad_request
 from wlmvk.testing.apiserver.resources import NODES, Obj
 from wlmvk.testing.apiserver.store import Store
+from wlmvk.testing.hostnode import logs as hostlogs
 
 _log = structlog.get_logger(__name__)
 
 _ADDRESS_ORDER = ("InternalIP", "ExternalIP", "Hostname")
+_MAX_ERROR = 4096
 
 
 def make_handler(
@@ -62,9 +66,6 @@ def make_handler(
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             raise bad_request(f"pod {pod['metadata']['name']} does not have a host assigned")
-        local = hostkubelet.serving(store, node_name)
-        if local is not None:
-            return await _serve_local(request, local, pod, container, options)
         url = kubelet_url(store.get(NODES, node_name), pod, container, options)
         return await _proxy(request, url, context, connect_timeout)
 
@@ -125,6 +126,9 @@ async def _proxy(
             aiohttp.ClientSession(timeout=timeout) as session,
             session.get(url, ssl=context) as upstream,
         ):
+            if upstream.status in (400, 500):
+                text = (await upstream.content.read(_MAX_ERROR)).decode("utf-8", "replace").strip()
+                raise bad_request(text) if upstream.status == 400 else ApiError(500, "InternalError", text)
             response = web.StreamResponse(
                 status=upstream.status,
                 headers={"Content-Type": upstream.headers.get("Content-Type", "text/plain")},
@@ -142,29 +146,3 @@ async def _proxy(
             return response
         _log.info("kubelet unreachable", url=url, error=str(exc))
         raise ApiError(500, "InternalError", f'Get "{url}": {exc}') from exc
-
-
-async def _serve_local(
-    request: web.Request,
-    kubelet: hostkubelet.HostKubelet,
-    pod: Mapping[str, Any],
-    container: str,
-    options: hostlogs.LogOptions,
-) -> web.StreamResponse:
-    worker = kubelet.worker_for(dict(pod))
-    if worker is None:
-        raise bad_request(f'container "{container}" in pod "{pod["metadata"]["name"]}" is not available')
-    try:
-        path, running = worker.log_file(container, previous=options.previous)
-    except NotFound as exc:
-        raise bad_request(exc.message) from exc
-    response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    try:
-        async for chunk in hostlogs.read(path, options, running=running):
-            await response.write(chunk)
-        await response.write_eof()
-    except ConnectionError as exc:
-        _log.debug("log reader went away", path=str(path), error=str(exc))
-    return response

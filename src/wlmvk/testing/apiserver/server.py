@@ -24,7 +24,7 @@ import yaml
 from aiohttp import web
 
 from wlmvk.core.tasks import guarded, stop
-from wlmvk.testing.apiserver.controllers import Controller, LogHandler
+from wlmvk.testing.apiserver.controllers import ClientController, Controller, LogHandler
 from wlmvk.testing.apiserver.handlers import Settings, build_app
 from wlmvk.testing.apiserver.store import Store
 
@@ -53,7 +53,7 @@ class ApiServer:
         config: Config | None = None,
         *,
         store: Store | None = None,
-        controllers: Sequence[Controller] = (),
+        controllers: Sequence[Controller | ClientController] = (),
         log_handler: LogHandler | None = None,
     ) -> None:
         self.config = config or Config()
@@ -64,7 +64,7 @@ class ApiServer:
         self._runner: web.AppRunner | None = None
         self.port = self.config.port
 
-    def register_controller(self, controller: Controller) -> None:
+    def register_controller(self, controller: Controller | ClientController) -> None:
         """Run ``controller(store)`` with the server (call before ``start()``)."""
         self._controllers.append(controller)
 
@@ -85,6 +85,9 @@ class ApiServer:
         if sockets:
             self.port = sockets[0].getsockname()[1]
         for controller in self._controllers:
+            if isinstance(controller, ClientController):
+                self._tasks.append(guarded(controller.run(self.url), name=controller.name))
+                continue
             name = getattr(controller, "__module__", None) or repr(controller)
             self._tasks.append(guarded(controller(self.store), name=f"apiserver-controller:{name}"))
         _log.info("apiserver started", url=self.url, controllers=len(self._tasks))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wlmvk.core.errors import FailedPrecondition, WlmvkError
-from wlmvk.testing.apiserver import podenv
+from wlmvk.testing.hostnode import env as podenv
 
 Body = dict[str, Any]
 Lookup = podenv.Lookup

@@ -1,7 +1,7 @@
 """Launcher of one host-kubelet container: mounts, user, working directory, then exec.
 
 Run as a script by the host kubelet, as root, with only the standard library
-(``python -I -S hostlaunch.py SPEC``), in its own session. It reads the JSON
+(``python -I -S launch.py SPEC``), in its own session. It reads the JSON
 spec (and removes the file), then:
 
 1. gives the container its volumes: in a private mount namespace

@@ -1,4 +1,4 @@
-"""TLS for the kubelet API: a given certificate, or a self-signed one made at start."""
+"""TLS for a kubelet API (the virtual kubelet, the host node): a given certificate, or a self-signed one."""
 
 from __future__ import annotations
 

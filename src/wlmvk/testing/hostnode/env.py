@@ -11,7 +11,8 @@
   cpu, memory, with a divisor); ``configMapKeyRef`` / ``secretKeyRef``
   (optional ones may be missing).
 
-Nothing here touches the system: ConfigMaps and Secrets come in as a lookup.
+Nothing here touches the system: ConfigMaps and Secrets come in as a lookup
+(``references`` names the ones a pod needs).
 """
 
 from __future__ import annotations
@@ -125,6 +126,28 @@ def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[s
             f'"{container.get("image", "")}": set the container\'s command'
         )
     return [expand(str(part), env) for part in command + list(container.get("args") or [])]
+
+
+def references(pod: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """Every ConfigMap and Secret the pod's volumes, ``envFrom`` and ``env`` name: (kind, name)."""
+    spec = pod.get("spec") or {}
+    found: set[tuple[str, str]] = set()
+    for volume in spec.get("volumes") or []:
+        if "configMap" in volume:
+            found.add(("configmaps", str(volume["configMap"].get("name", ""))))
+        if "secret" in volume:
+            found.add(("secrets", str(volume["secret"].get("secretName", ""))))
+    for container in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
+        for source in container.get("envFrom") or []:
+            for key, kind in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+                if key in source:
+                    found.add((kind, str(source[key].get("name", ""))))
+        for item in container.get("env") or []:
+            value_from = item.get("valueFrom") or {}
+            for key, kind in (("configMapKeyRef", "configmaps"), ("secretKeyRef", "secrets")):
+                if key in value_from:
+                    found.add((kind, str(value_from[key].get("name", ""))))
+    return found
 
 
 def _value_from(

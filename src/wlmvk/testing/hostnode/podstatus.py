@@ -6,7 +6,8 @@ container runs or will be restarted; once all have stopped for good,
 Succeeded if every one exited 0, else Failed. The conditions are the
 kubelet's five (PodReadyToStartContainers, Initialized, ContainersReady,
 Ready, and the scheduler's PodScheduled kept as it is); containers without
-probes are ready while they run.
+probes are ready while they run. ``qosClass`` is the API server's (set at
+creation, immutable) and never written here.
 """
 
 from __future__ import annotations
@@ -199,7 +200,6 @@ def pod_status(
         "podIPs": [{"ip": host_ip}],
         "startTime": _time(start_time),
         "containerStatuses": [s.status() for s in containers],
-        "qosClass": qos_class(pod),
     }
     if init:
         status["initContainerStatuses"] = [s.status() for s in init]
@@ -208,23 +208,9 @@ def pod_status(
     return status
 
 
-def qos_class(pod: Mapping[str, Any]) -> str:
-    """Guaranteed (limits = requests for cpu and memory), BestEffort (nothing set), else Burstable."""
-    spec = pod.get("spec") or {}
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set = False
-    guaranteed = True
-    for container in containers:
-        resources = container.get("resources") or {}
-        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-        if limits or requests:
-            any_set = True
-        for name in ("cpu", "memory"):
-            if name not in limits or requests.get(name, limits[name]) != limits[name]:
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+def is_finished(pod: Mapping[str, Any]) -> bool:
+    """Succeeded or Failed: the phases a pod never leaves."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def terminated_reason(exit_code: int) -> str:

@@ -1,4 +1,4 @@
-"""One start of one host-kubelet container: a process launched by ``hostlaunch.py``.
+"""One start of one host-kubelet container: a process launched by ``launch.py``.
 
 The launcher runs in its own session (so the whole process group can be
 signalled, as a container's processes are), with stdin from /dev/null and
@@ -23,9 +23,9 @@ from typing import Any
 
 from wlmvk.core.errors import FailedPrecondition
 from wlmvk.core.tasks import guarded
-from wlmvk.testing.apiserver import hostlogs
+from wlmvk.testing.hostnode import logs as hostlogs
 
-LAUNCHER = Path(__file__).with_name("hostlaunch.py")
+LAUNCHER = Path(__file__).with_name("launch.py")
 START_ERROR_EXIT = 128
 
 

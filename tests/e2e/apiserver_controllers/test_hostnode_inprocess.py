@@ -1,19 +1,25 @@
-"""The host kubelet straight on a Store (no HTTP): security contexts, symlink fallback, init containers."""
+"""The in-process host node of the in-memory API server: security contexts, symlink fallback, init containers.
+
+The node reaches the server over HTTP like any client; the tests create pods in the store
+and read their logs through ``pods/{name}/log`` (proxied to the node's kubelet API).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pwd
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
 from tests.unit.apiserver_controllers.conftest import eventually
 from wlmvk.testing.apiserver import hostkubelet
-from wlmvk.testing.apiserver.resources import CONFIGMAPS, EVENTS, PODS
+from wlmvk.testing.apiserver.controllers import default_log_handler
+from wlmvk.testing.apiserver.resources import CONFIGMAPS, EVENTS, NODES, PODS
+from wlmvk.testing.apiserver.server import ApiServer
 from wlmvk.testing.apiserver.store import Store
 
 NODE = "store-host"
@@ -21,24 +27,28 @@ NODE = "store-host"
 pytestmark = needs_root
 
 
-async def start(store: Store, **config: Any) -> asyncio.Task[None]:
-    settings = hostkubelet.HostKubeletConfig(node_name=NODE, restart_backoff=0.1, **config)
-    task = asyncio.ensure_future(hostkubelet.run(store, config=settings))
-    await eventually(lambda: hostkubelet.serving(store, NODE))
-    return task
+async def start(**config: Any) -> ApiServer:
+    node = hostkubelet.controller(node_name=NODE, restart_backoff=0.1, **config)
+    server = ApiServer(controllers=[node], log_handler=default_log_handler())
+    await server.start()
+
+    def registered() -> bool:
+        return any(n["metadata"]["name"] == NODE for n in server.store.list(NODES).items)
+
+    await eventually(registered)
+    return server
 
 
 @pytest.fixture
-def store() -> Store:
-    return Store()
+async def server() -> AsyncIterator[ApiServer]:
+    running = await start()
+    yield running
+    await running.stop()
 
 
 @pytest.fixture
-async def kubelet(store: Store) -> AsyncIterator[None]:
-    task = await start(store)
-    yield
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+def store(server: ApiServer) -> Store:
+    return server.store
 
 
 def run_pod(store: Store, name: str, script: str, **spec: Any) -> None:
@@ -62,17 +72,15 @@ async def finished(store: Store, name: str) -> dict[str, Any]:
     return result
 
 
-def output(store: Store, name: str, container: str = "main") -> str:
-    kubelet = hostkubelet.serving(store, NODE)
-    assert kubelet is not None
-    worker = kubelet.worker_for(store.get(PODS, name, "default"))
-    assert worker is not None
-    path, _ = worker.log_file(container)
-    return "".join(line.split(" ", 3)[3] + "\n" for line in path.read_text().splitlines())
+async def output(server: ApiServer, name: str, container: str = "main") -> str:
+    url = f"{server.url}/api/v1/namespaces/default/pods/{name}/log?container={container}"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        text = await response.text()
+        assert response.status == 200, text
+        return text
 
 
-@pytest.mark.usefixtures("kubelet")
-async def test_container_security_context_overrides_the_pods(store: Store) -> None:
+async def test_container_security_context_overrides_the_pods(server: ApiServer, store: Store) -> None:
     run_pod(
         store,
         "ids",
@@ -87,12 +95,11 @@ async def test_container_security_context_overrides_the_pods(store: Store) -> No
     )
     pod = await finished(store, "ids")
     assert pod["status"]["phase"] == "Succeeded"
-    uid, gid, groups, home = output(store, "ids").splitlines()
+    uid, gid, groups, home = (await output(server, "ids")).splitlines()
     assert (uid, gid, home) == ("1001", "1000", home_of(1001))
     assert {"1000", "4242", "4343"} <= set(groups.split())
 
 
-@pytest.mark.usefixtures("kubelet")
 async def test_run_as_non_root_refuses_root(store: Store) -> None:
     run_pod(store, "root", "id -u", securityContext={"runAsNonRoot": True})
 
@@ -105,8 +112,9 @@ async def test_run_as_non_root_refuses_root(store: Store) -> None:
     assert "runAsNonRoot" in waiting["message"]
 
 
-@pytest.mark.usefixtures("kubelet")
-async def test_init_containers_run_first_and_config_maps_reach_env_and_volumes(store: Store) -> None:
+async def test_init_containers_run_first_and_config_maps_reach_env_and_volumes(
+    server: ApiServer, store: Store
+) -> None:
     store.create(CONFIGMAPS, {"metadata": {"name": "settings"}, "data": {"greeting": "hello"}})
     shared = {"name": "shared", "mountPath": "/work-e2e"}
     store.create(
@@ -152,15 +160,16 @@ async def test_init_containers_run_first_and_config_maps_reach_env_and_volumes(s
     pod = await finished(store, "staged")
     assert pod["status"]["phase"] == "Succeeded"
     assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
-    assert output(store, "staged") == "from-init\nhello\nhello\n"
+    assert await output(server, "staged") == "from-init\nhello\nhello\n"
     reasons = [
         e["reason"] for e in store.list(EVENTS, "default").items if e["involvedObject"]["name"] == "staged"
     ]
     assert {"Created", "Started"} <= set(reasons)
 
 
-async def test_symlink_fallback_maps_host_paths(store: Store, scratch: Scratch) -> None:
-    task = await start(store, isolation="symlink")
+async def test_symlink_fallback_maps_host_paths(scratch: Scratch) -> None:
+    server = await start(isolation="symlink")
+    store = server.store
     try:
         data = scratch(0o755)
         (data / "file").write_text("payload\n")
@@ -174,11 +183,10 @@ async def test_symlink_fallback_maps_host_paths(store: Store, scratch: Scratch) 
         )
         pod = await finished(store, "linked")
         assert pod["status"]["phase"] == "Succeeded", pod["status"]
-        assert output(store, "linked") == "payload\n"
+        assert await output(server, "linked") == "payload\n"
         assert not lexists(target), "the link goes when no container uses it"
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await server.stop()
 
 
 def home_of(uid: int) -> str:
@@ -193,7 +201,6 @@ def lexists(path: str) -> bool:
     return os.path.lexists(path)
 
 
-@pytest.mark.usefixtures("kubelet")
 async def test_active_deadline_fails_the_pod_and_stops_it(store: Store) -> None:
     run_pod(store, "slow", "exec sleep 60", activeDeadlineSeconds=1, terminationGracePeriodSeconds=1)
     pod = await finished(store, "slow")
@@ -210,8 +217,7 @@ async def test_active_deadline_fails_the_pod_and_stops_it(store: Store) -> None:
     assert terminated["exitCode"] == 143, "SIGTERM"
 
 
-@pytest.mark.usefixtures("kubelet")
-async def test_env_from_the_pods_own_fields(store: Store) -> None:
+async def test_env_from_the_pods_own_fields(server: ApiServer, store: Store) -> None:
     fields = {
         "NAME": "metadata.name",
         "NAMESPACE": "metadata.namespace",
@@ -227,4 +233,4 @@ async def test_env_from_the_pods_own_fields(store: Store) -> None:
     )
     pod = await finished(store, "fields")
     uid = pod["metadata"]["uid"]
-    assert output(store, "fields") == f"fields default {uid} {NODE} 127.0.0.1 127.0.0.1 x-fields\n"
+    assert await output(server, "fields") == f"fields default {uid} {NODE} 127.0.0.1 127.0.0.1 x-fields\n"

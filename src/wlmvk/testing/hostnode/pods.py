@@ -5,14 +5,18 @@ A :class:`PodWorker` is the kubelet's pod worker for one pod uid:
 1. reports Pending with the containers ``ContainerCreating`` and sets up the
    volumes (retrying every few seconds with a ``FailedMount`` Warning Event);
 2. runs the init containers one after the other, then all containers at once,
-   each as a process (``hostcontainers``), restarted according to
+   each as a process (``containers``), restarted according to
    ``restartPolicy`` with the kubelet's doubling back-off (``CrashLoopBackOff``);
-3. writes the pod status on every change (phase, conditions,
-   containerStatuses with exit codes, startTime, hostIP/podIP = the node's
-   address) and the kubelet's Events (Created, Started, Killing, BackOff...);
+3. writes the pod status through ``pods/{name}/status`` on every change
+   (phase, conditions, containerStatuses with exit codes, startTime,
+   hostIP/podIP = the node's address) and the kubelet's Events (Created,
+   Started, Killing, BackOff...);
 4. when the pod is deleted: SIGTERM to every container, SIGKILL after the
    grace period, the final status, then the delete with grace 0 that lets the
    API server remove the object; the pod's directory goes with it.
+
+ConfigMaps and Secrets the pod refers to are read from the API server before
+its volumes are set up and before each container start.
 """
 
 from __future__ import annotations
@@ -26,30 +30,42 @@ import signal
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.testing.apiserver import hostcontainers, hostlogs, hostpodstatus, hostvolumes, podenv
-from wlmvk.testing.apiserver.errors import ApiError
-from wlmvk.testing.apiserver.eventrecorder import EventRecorder
-from wlmvk.testing.apiserver.hostpodstatus import ContainerState
-from wlmvk.testing.apiserver.resources import CONFIGMAPS, NODES, PODS, SECRETS, Obj
-from wlmvk.testing.apiserver.store import Store
+from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
+from wlmvk.kube.bodies import PODS, Body, Resource
+from wlmvk.kube.client import KubeClient
+from wlmvk.kube.events import EventQueue
+from wlmvk.testing.hostnode import containers as hostcontainers
+from wlmvk.testing.hostnode import env as podenv
+from wlmvk.testing.hostnode import logs as hostlogs
+from wlmvk.testing.hostnode import podstatus as hostpodstatus
+from wlmvk.testing.hostnode import volumes as hostvolumes
+from wlmvk.testing.hostnode.podstatus import ContainerState
 
 _log = structlog.get_logger(__name__)
 
 MOUNT_RETRY = 2.0
 CONFIG_RETRY = 2.0
 
+Obj = Body
+CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
+SECRETS = Resource("", "v1", "secrets", kind="Secret")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
 
 @dataclass
 class HostContext:
     """What every pod worker of one host kubelet shares."""
 
-    store: Store
+    client: KubeClient
     node_name: str
     host_ip: str
     root: Path
@@ -57,9 +73,16 @@ class HostContext:
     isolation: str
     restart_backoff: float
     max_restart_backoff: float
-    events: EventRecorder
+    events: EventQueue
+    allocatable: Mapping[str, str]
     in_use: Counter[str] = field(default_factory=Counter)
     created: set[str] = field(default_factory=set)
+
+    def event(self, pod: Obj, type: str, reason: str, message: str) -> None:
+        """Record a kubelet Event about ``pod`` (sent in the background)."""
+        self.events.record(
+            {**pod, "apiVersion": "v1", "kind": "Pod"}, type=type, reason=reason, message=message
+        )
 
     def sweep(self) -> None:
         """Remove the mount points launchers created that no running container uses any more.
@@ -123,7 +146,10 @@ class PodWorker:
         ]
         self.sandbox_ready = False
         self.failure: tuple[str, str] | None = None
-        self.start_time = ctx.store.now()
+        self.start_time = now()
+        self.written: Obj | None = None
+        """The status this worker last wrote."""
+        self.refs: dict[tuple[str, str], Obj | None] = {}
         self.processes: dict[str, hostcontainers.Process] = {}
         self.starts: Counter[str] = Counter()
         self.dir = ctx.root / "pods" / self.uid
@@ -152,7 +178,7 @@ class PodWorker:
         seconds = self.pod["spec"].get("activeDeadlineSeconds")
         if seconds is None:
             return None
-        elapsed = (self.ctx.store.now() - self.start_time).total_seconds()
+        elapsed = (now() - self.start_time).total_seconds()
         return asyncio.get_running_loop().call_later(
             max(0.0, float(seconds) - elapsed), self._deadline_exceeded
         )
@@ -162,7 +188,7 @@ class PodWorker:
             return
         message = "Pod was active on the node longer than the specified deadline"
         self.failure = ("DeadlineExceeded", message)
-        self.ctx.events.record(self.pod, "Normal", "DeadlineExceeded", message)
+        self.ctx.event(self.pod, "Normal", "DeadlineExceeded", message)
         self.changed.set()
 
     @property
@@ -175,13 +201,15 @@ class PodWorker:
         starts = self.starts.get(container, 0)
         states = {s.name: s for s in self.init + self.containers}
         if container not in states:
-            raise NotFound(f"container {container} is not valid for pod {self.name}")
+            raise InvalidInput(f"container {container} is not valid for pod {self.name}")
         index = starts - 2 if previous else starts - 1
         if index < 0:
             if previous:
-                raise NotFound(f'previous terminated container "{container}" in pod "{self.name}" not found')
+                raise InvalidInput(
+                    f'previous terminated container "{container}" in pod "{self.name}" not found'
+                )
             state = states[container]
-            raise NotFound(
+            raise InvalidInput(
                 f'container "{container}" in pod "{self.name}" is waiting to start: {state.waiting_reason}'
             )
         path = self._log_path(container, index)
@@ -192,7 +220,7 @@ class PodWorker:
     # -- the pod's life ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        self.report()
+        await self.report()
         life = asyncio.ensure_future(self._live())
         deadline = self._deadline_timer()
         try:
@@ -201,15 +229,15 @@ class PodWorker:
                 # activeDeadlineSeconds passed: the pod fails, its containers are stopped.
                 await self._stop_all(float(self.pod["spec"].get("terminationGracePeriodSeconds") or 0))
                 await asyncio.wait([life], timeout=5)
-                self.report()
+                await self.report()
                 await self._until(lambda: self.deleting)
             await self._stop_all(self._grace())
             while not life.done():
                 # A container that was starting when the deletion came: stop it too.
                 await asyncio.wait([life], timeout=0.1)
                 await self._stop_all(0)
-            self.report()
-            self._finalize()
+            await self.report()
+            await self._finalize()
         finally:
             if deadline is not None:
                 deadline.cancel()
@@ -224,20 +252,21 @@ class PodWorker:
         """Volumes, init containers, containers: the pod's life until it ends or is deleted."""
         if await self._set_up() and await self._run_init():
             await self._run_containers()
-        self.report()
+        await self.report()
 
     async def _set_up(self) -> bool:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o755)
         while not self.stopping:
             try:
+                await self._fetch_refs()
                 self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup)
             except hostvolumes.MountFailed as exc:
-                self.ctx.events.record(self.pod, "Warning", "FailedMount", exc.message)
+                self.ctx.event(self.pod, "Warning", "FailedMount", exc.message)
                 await self._wait_change(MOUNT_RETRY)
                 continue
             self.sandbox_ready = True
-            self.report()
+            await self.report()
             return True
         return False
 
@@ -266,13 +295,14 @@ class PodWorker:
         backoff = self.ctx.restart_backoff
         while not self.stopping:
             try:
+                await self._fetch_refs()
                 launch: hostcontainers.LaunchSpec | hostcontainers.StartFailed = self._launch_spec(spec)
             except hostcontainers.StartFailed as exc:
                 launch = exc
             except (InvalidInput, NotFound) as exc:
                 state.waiting_reason, state.waiting_message = "CreateContainerConfigError", exc.message
-                self.ctx.events.record(self.pod, "Warning", "Failed", f"Error: {exc.message}")
-                self.report()
+                self.ctx.event(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                await self.report()
                 await self._wait_change(CONFIG_RETRY)
                 continue
             await self._run_once(spec, state, launch)
@@ -288,13 +318,13 @@ class PodWorker:
             state.waiting_message = (
                 f"back-off {int(backoff)}s restarting failed container={state.name} pod={self.label}"
             )
-            self.ctx.events.record(
+            self.ctx.event(
                 self.pod,
                 "Warning",
                 "BackOff",
                 f"Back-off restarting failed container {state.name} in pod {self.label}",
             )
-            self.report()
+            await self.report()
             await self._wait_change(backoff, until_stopped=True)
             backoff = min(backoff * 2, self.ctx.max_restart_backoff)
             state.restart_count += 1
@@ -320,28 +350,27 @@ class PodWorker:
                 process = await hostcontainers.start(launch, log=log, scratch=self.dir)
             except hostcontainers.StartFailed as exc:
                 self.ctx.created.update(exc.created)
-                now = self.ctx.store.now()
-                state.started_at = state.finished_at = now
+                state.started_at = state.finished_at = now()
                 state.exit_code, state.reason, state.message = (
                     hostcontainers.START_ERROR_EXIT,
                     "StartError",
                     exc.message,
                 )
-                self.ctx.events.record(self.pod, "Warning", "Failed", f"Error: {exc.message}")
-                self.report()
+                self.ctx.event(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                await self.report()
                 return
             self.ctx.created.update(process.created)
             self.processes[state.name] = process
             state.container_id = f"wlmvk-host://{self.uid}/{state.name}/{index}"
             state.started_at, state.exit_code, state.reason, state.message = (
-                self.ctx.store.now(),
+                now(),
                 None,
                 "",
                 "",
             )
-            self.ctx.events.record(self.pod, "Normal", "Created", f"Created container {state.name}")
-            self.ctx.events.record(self.pod, "Normal", "Started", f"Started container {state.name}")
-            self.report()
+            self.ctx.event(self.pod, "Normal", "Created", f"Created container {state.name}")
+            self.ctx.event(self.pod, "Normal", "Started", f"Started container {state.name}")
+            await self.report()
             try:
                 code = await process.wait()
             except asyncio.CancelledError:
@@ -349,11 +378,11 @@ class PodWorker:
                 raise
             finally:
                 self.processes.pop(state.name, None)
-            state.finished_at = self.ctx.store.now()
+            state.finished_at = now()
             state.exit_code, state.reason = code, hostpodstatus.terminated_reason(code)
             if code != 0 and spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 state.message = hostlogs.tail_text(log.path)
-            self.report()
+            await self.report()
         finally:
             log.close()
             self.ctx.in_use.subtract(targets)
@@ -389,7 +418,7 @@ class PodWorker:
             return
         for name, process in list(self.processes.items()):
             if grace > 0:
-                self.ctx.events.record(self.pod, "Normal", "Killing", f"Stopping container {name}")
+                self.ctx.event(self.pod, "Normal", "Killing", f"Stopping container {name}")
             process.signal(signal.SIGTERM if grace > 0 else signal.SIGKILL)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
@@ -401,45 +430,44 @@ class PodWorker:
         while self.processes and loop.time() < deadline:
             await asyncio.sleep(0.02)
 
-    def _finalize(self) -> None:
+    async def _finalize(self) -> None:
         """The kubelet's last word: delete with grace 0 so the API server removes the pod."""
         if self.removed:
             return
         try:
-            self.ctx.store.delete(
-                PODS, self.name, self.namespace, grace_period_seconds=0, preconditions={"uid": self.uid}
+            await self.ctx.client.delete(
+                PODS, self.name, namespace=self.namespace, grace_period_seconds=0, uid=self.uid
             )
-        except ApiError as exc:
+        except WlmvkError as exc:
             _log.debug("final delete failed", pod=self.label, error=exc.message)
 
     # -- status ----------------------------------------------------------------------------------
 
-    def report(self) -> None:
-        """Write the pod's status if it changed."""
-        try:
-            current = self.ctx.store.get(PODS, self.name, self.namespace)
-        except ApiError:
-            return
-        if current["metadata"].get("uid") != self.uid:
-            return
-        status = hostpodstatus.pod_status(
-            current,
+    def status(self) -> Obj:
+        """The pod's status as this worker sees it now."""
+        return hostpodstatus.pod_status(
+            {**self.pod, "status": self.written or self.pod.get("status") or {}},
             init=self.init,
             containers=self.containers,
             sandbox_ready=self.sandbox_ready,
             host_ip=self.ctx.host_ip,
             start_time=self.start_time,
-            now=self.ctx.store.now(),
+            now=now(),
             failure=self.failure,
         )
-        merged = {**(current.get("status") or {}), **status}
-        if merged == current.get("status"):
+
+    async def report(self) -> None:
+        """Write the pod's status through ``pods/{name}/status`` if it changed."""
+        status = self.status()
+        if status == self.written:
             return
-        current["status"] = merged
+        patch = {"metadata": {"uid": self.uid}, "status": status}
         try:
-            self.ctx.store.update(PODS, current, subresource="status")
-        except ApiError as exc:
-            _log.debug("status update failed", pod=self.label, error=exc.message)
+            await self.ctx.client.patch_status(PODS, self.name, patch, namespace=self.namespace)
+        except WlmvkError as exc:
+            _log.info("status update failed", pod=self.label, error=exc.message)
+            return
+        self.written = status
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -449,11 +477,18 @@ class PodWorker:
         )
 
     def _lookup(self, kind: str, name: str) -> Obj | None:
-        gvr = CONFIGMAPS if kind == "configmaps" else SECRETS
-        try:
-            return self.ctx.store.get(gvr, name, self.namespace)
-        except ApiError:
-            return None
+        return self.refs.get((kind, name))
+
+    async def _fetch_refs(self) -> None:
+        """Read the ConfigMaps and Secrets the pod refers to (missing ones are None)."""
+        refs: dict[tuple[str, str], Obj | None] = {}
+        for kind, name in sorted(podenv.references(self.pod)):
+            resource = CONFIGMAPS if kind == "configmaps" else SECRETS
+            try:
+                refs[kind, name] = await self.ctx.client.get(resource, name, namespace=self.namespace)
+            except NotFound:
+                refs[kind, name] = None
+        self.refs = refs
 
     def _launch_spec(self, spec: Mapping[str, Any]) -> hostcontainers.LaunchSpec:
         pod_security = self.pod["spec"].get("securityContext") or {}
@@ -481,9 +516,9 @@ class PodWorker:
             "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
             "HOME": home,
         }
-        node = self._node_allocatable()
-        # The stored pod carries the status just written (podIP, hostIP) for fieldRefs.
-        pod = self._stored() or self.pod
+        # fieldRefs see the status this worker has written (podIP, hostIP).
+        pod = {**self.pod, "status": self.written or self.pod.get("status") or {}}
+        node = self.ctx.allocatable
         env = podenv.container_env(pod, spec, self._lookup, base=base, node_allocatable=node)
         try:
             argv = podenv.command_line(spec, env)
@@ -500,21 +535,6 @@ class PodWorker:
             mounts=mounts,
             isolation=self.ctx.isolation,
         )
-
-    def _stored(self) -> Obj | None:
-        try:
-            pod = self.ctx.store.get(PODS, self.name, self.namespace)
-        except ApiError:
-            return None
-        return pod if pod["metadata"].get("uid") == self.uid else None
-
-    def _node_allocatable(self) -> dict[str, Any]:
-        try:
-            node = self.ctx.store.get(NODES, self.ctx.node_name)
-        except ApiError:
-            return {}
-        found: dict[str, Any] = (node.get("status") or {}).get("allocatable") or {}
-        return found
 
 
 def _account(uid: Any) -> pwd.struct_passwd | None:
