@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import trustme
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.wlm.client import RedBoxClient
@@ -73,3 +77,21 @@ def slurm_cmd(*argv: str) -> str:
 def read_text(path: str) -> str:
     with open(path) as handle:
         return handle.read()
+
+
+def tls_listener(directory: Path) -> tuple[trustme.CA, int, list[str]]:
+    """A CA, a free loopback port and red-box's flags for a TLS TCP listener on it.
+
+    The certificate (for 127.0.0.1 and localhost) and its key are written to
+    ``directory`` as cert.pem and key.pem, the CA's certificate as ca.pem.
+    """
+    authority = trustme.CA()
+    cert = authority.issue_cert("127.0.0.1", "localhost")
+    cert.private_key_pem.write_to_path(str(directory / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(directory / "cert.pem"))
+    authority.cert_pem.write_to_path(str(directory / "ca.pem"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    flags = ["--tcp", f"127.0.0.1:{port}", "--tls-cert", str(directory / "cert.pem")]
+    return authority, port, [*flags, "--tls-key", str(directory / "key.pem")]

@@ -6,7 +6,6 @@ import asyncio
 import os
 import pwd
 import signal
-import socket
 import ssl
 import stat
 import subprocess
@@ -17,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import trustme
 from grpclib.client import Channel
 
-from tests.e2e.redbox.helpers import script, wait_for
+from tests.e2e.redbox.helpers import script, tls_listener, wait_for
 from tests.fixtures.redbox import RedBox
 from wlmvk._proto import api
 from wlmvk.core.errors import Unavailable
@@ -205,21 +203,8 @@ async def test_red_box_running_as_the_job_owner(redbox_factory: Factory) -> None
 
 
 async def test_tcp_listener_with_tls(redbox_factory: Factory, tmp_path: Path) -> None:
-    authority = trustme.CA()
-    cert = authority.issue_cert("127.0.0.1", "localhost")
-    cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
-    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    box = redbox_factory(
-        "--tcp",
-        f"127.0.0.1:{port}",
-        "--tls-cert",
-        str(tmp_path / "cert.pem"),
-        "--tls-key",
-        str(tmp_path / "key.pem"),
-    )
+    authority, port, flags = tls_listener(tmp_path)
+    box = redbox_factory(*flags)
     context = ssl.create_default_context()
     authority.configure_trust(context)
     context.set_alpn_protocols(["h2"])
