@@ -12,8 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
-from tests.fixtures.apiserver import KUBECTL, RunningApiServer
+from tests.e2e.apiserver_controllers.conftest import (
+    Scratch,
+    assert_logs_follow,
+    gated_script,
+    needs_root,
+    pid_written,
+)
+from tests.fixtures.apiserver import RunningApiServer
 from wlmvk.testing.apiserver import hostkubelet
 from wlmvk.testing.apiserver.controllers import default_controllers
 
@@ -66,10 +72,6 @@ def host_dirs(scratch: Scratch) -> tuple[Path, Path, str]:
     results = scratch(0o755)
     os.chown(results, 1000, 1000)
     return data, results, str(scratch(0o755))
-
-
-def touch(path: Path) -> None:
-    path.write_text("")
 
 
 def exists(path: str) -> bool:
@@ -193,19 +195,9 @@ async def test_logs_follow_a_running_container_until_it_exits(
     apiserver: RunningApiServer, scratch: Scratch
 ) -> None:
     gate = scratch(0o777)
-    script = f"echo first; while [ ! -e {gate}/go ]; do sleep 0.05; done; echo second"
-    await apply(apiserver, pod("chatty", ["sh", "-c", script], restartPolicy="Never"))
+    await apply(apiserver, pod("chatty", ["sh", "-c", gated_script(gate)], restartPolicy="Never"))
     await phase_becomes(apiserver, "chatty", "Running")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-    env.update(KUBECONFIG=str(apiserver.kubeconfig), HOME=str(apiserver.home))
-    follower = await asyncio.create_subprocess_exec(
-        KUBECTL, "logs", "-f", "chatty", stdout=asyncio.subprocess.PIPE, env=env
-    )
-    assert follower.stdout is not None
-    assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"first\n"
-    touch(gate / "go")
-    assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"second\n"
-    assert await asyncio.wait_for(follower.wait(), 30) == 0, "the stream ends when the container exits"
+    await assert_logs_follow(apiserver, "chatty", gate)
 
 
 async def test_exit_codes_restarts_and_no_command(apiserver: RunningApiServer) -> None:
@@ -251,12 +243,7 @@ async def test_deleting_a_running_pod_stops_its_process(
     )
     await apply(apiserver, pod("sleeper", ["sh", "-c", script], terminationGracePeriodSeconds=5))
     await phase_becomes(apiserver, "sleeper", "Running")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not (marker / "pid").exists() or not (marker / "pid").read_text().strip():
-        assert loop.time() < deadline
-        await asyncio.sleep(0.05)
-    pid = int((marker / "pid").read_text())
+    pid = await pid_written(marker / "pid")
     deleted = await apiserver.kubectl("delete", "pod", "sleeper")
     assert deleted.returncode == 0, deleted.stderr
     assert (marker / "got").read_text() == "terminated\n", "SIGTERM first, within the grace period"

@@ -132,11 +132,14 @@ def references(pod: Mapping[str, Any]) -> set[tuple[str, str]]:
     """Every ConfigMap and Secret the pod's volumes, ``envFrom`` and ``env`` name: (kind, name)."""
     spec = pod.get("spec") or {}
     found: set[tuple[str, str]] = set()
-    for volume in spec.get("volumes") or []:
-        if "configMap" in volume:
-            found.add(("configmaps", str(volume["configMap"].get("name", ""))))
-        if "secret" in volume:
-            found.add(("secrets", str(volume["secret"].get("secretName", ""))))
+    volumes = list(spec.get("volumes") or [])
+    sources = volumes + [s for v in volumes for s in (v.get("projected") or {}).get("sources") or []]
+    for source in sources:
+        if "configMap" in source:
+            found.add(("configmaps", str(source["configMap"].get("name", ""))))
+        if "secret" in source:
+            secret = source["secret"]
+            found.add(("secrets", str(secret.get("secretName") or secret.get("name") or "")))
     for container in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
         for source in container.get("envFrom") or []:
             for key, kind in (("configMapRef", "configmaps"), ("secretRef", "secrets")):

@@ -55,6 +55,7 @@ CONFIG_RETRY = 2.0
 Obj = Body
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
 SECRETS = Resource("", "v1", "secrets", kind="Secret")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 
 
 def now() -> datetime:
@@ -260,7 +261,8 @@ class PodWorker:
         while not self.stopping:
             try:
                 await self._fetch_refs()
-                self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup)
+                tokens = await self._fetch_tokens()
+                self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup, tokens=tokens)
             except hostvolumes.MountFailed as exc:
                 self.ctx.event(self.pod, "Warning", "FailedMount", exc.message)
                 await self._wait_change(MOUNT_RETRY)
@@ -478,6 +480,28 @@ class PodWorker:
 
     def _lookup(self, kind: str, name: str) -> Obj | None:
         return self.refs.get((kind, name))
+
+    async def _fetch_tokens(self) -> dict[tuple[str, int], str]:
+        """A TokenRequest bound to the pod for each projected ServiceAccount token it mounts."""
+        account = self.pod["spec"].get("serviceAccountName") or "default"
+        path = SERVICEACCOUNTS.path(namespace=self.namespace, name=account, subresource="token")
+        tokens: dict[tuple[str, int], str] = {}
+        for audience, seconds in sorted(hostvolumes.token_requests(self.pod)):
+            spec: Body = {
+                "expirationSeconds": seconds,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid},
+            }
+            if audience:
+                spec["audiences"] = [audience]
+            body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+            try:
+                answer = await self.ctx.client.request("POST", path, body=body)
+            except WlmvkError as exc:
+                raise hostvolumes.MountFailed(
+                    f"MountVolume.SetUp failed: failed to fetch token: {exc.message}"
+                ) from exc
+            tokens[audience, seconds] = str((answer.get("status") or {}).get("token", ""))
+        return tokens
 
     async def _fetch_refs(self) -> None:
         """Read the ConfigMaps and Secrets the pod refers to (missing ones are None)."""

@@ -8,6 +8,10 @@
   Memory`` is a plain directory too);
 - ``configMap`` / ``secret`` / ``downwardAPI``: a directory with one file per
   key (or per ``items`` entry), mode ``defaultMode`` (0644);
+- ``projected``: the files of its configMap, secret and downwardAPI sources in
+  one directory, and each ``serviceAccountToken`` at its path (the tokens come
+  in from the caller, keyed by :func:`token_requests`' (audience, seconds));
+  this is the ``kube-api-access-*`` volume a real API server adds to pods;
 - anything else fails the mount when a container mounts it.
 
 A failure is a :class:`MountFailed` whose message is the kubelet's
@@ -28,6 +32,9 @@ from wlmvk.testing.hostnode import env as podenv
 
 Body = dict[str, Any]
 Lookup = podenv.Lookup
+Tokens = Mapping[tuple[str, int], str]
+"""(audience, expirationSeconds) -> a token of the pod's ServiceAccount bound to the pod."""
+Files = dict[str, tuple[bytes, int]]
 
 
 class MountFailed(FailedPrecondition):
@@ -67,7 +74,20 @@ def check_host_path(path: str, kind: str) -> None:
         raise ValueError(f"hostPath type check failed: {path} {check[1]}")
 
 
-def prepare(pod: Mapping[str, Any], pod_dir: Path, lookup: Lookup) -> dict[str, str]:
+def token_requests(pod: Mapping[str, Any]) -> set[tuple[str, int]]:
+    """The (audience, expirationSeconds) of every projected ServiceAccount token (audience "" = the API's)."""
+    found: set[tuple[str, int]] = set()
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            token = source.get("serviceAccountToken")
+            if token is not None:
+                found.add((str(token.get("audience") or ""), int(token.get("expirationSeconds") or 3600)))
+    return found
+
+
+def prepare(
+    pod: Mapping[str, Any], pod_dir: Path, lookup: Lookup, *, tokens: Tokens | None = None
+) -> dict[str, str]:
     """Set up every volume the pod's containers mount; returns volume name -> host path."""
     spec = pod.get("spec") or {}
     mounted = {
@@ -81,7 +101,7 @@ def prepare(pod: Mapping[str, Any], pod_dir: Path, lookup: Lookup) -> dict[str, 
         if name not in mounted:
             continue
         try:
-            paths[name] = _prepare_one(pod, volume, pod_dir / "volumes" / name, lookup)
+            paths[name] = _prepare_one(pod, volume, pod_dir / "volumes" / name, lookup, tokens or {})
         except (OSError, ValueError, WlmvkError) as exc:
             text = exc.message if isinstance(exc, WlmvkError) else str(exc)
             raise MountFailed(f'MountVolume.SetUp failed for volume "{name}" : {text}') from exc
@@ -92,7 +112,9 @@ def prepare(pod: Mapping[str, Any], pod_dir: Path, lookup: Lookup) -> dict[str, 
     return paths
 
 
-def _prepare_one(pod: Mapping[str, Any], volume: Mapping[str, Any], where: Path, lookup: Lookup) -> str:
+def _prepare_one(
+    pod: Mapping[str, Any], volume: Mapping[str, Any], where: Path, lookup: Lookup, tokens: Tokens
+) -> str:
     if "hostPath" in volume:
         source = volume["hostPath"]
         path = str(source.get("path", ""))
@@ -102,34 +124,71 @@ def _prepare_one(pod: Mapping[str, Any], volume: Mapping[str, Any], where: Path,
         where.mkdir(parents=True, exist_ok=True)
         where.chmod(0o777)
         return str(where)
-    if "configMap" in volume or "secret" in volume:
-        key = "configMap" if "configMap" in volume else "secret"
-        source = volume[key]
-        kind, name = (
-            ("configmaps", source.get("name", ""))
-            if key == "configMap"
-            else ("secrets", source.get("secretName", ""))
-        )
-        obj = lookup(kind, str(name))
-        if obj is None:
-            if source.get("optional"):
-                obj = {}
-            else:
-                raise ValueError(f'{kind[:-1]} "{name}" not found')
-        data = _decoded(kind, obj)
-        _write_files(where, data, source.get("items"), int(source.get("defaultMode", 0o644)))
-        return str(where)
-    if "downwardAPI" in volume:
-        source = volume["downwardAPI"]
-        fields: dict[str, bytes] = {}
-        for item in source.get("items") or []:
-            if "fieldRef" in item:
-                value = podenv.field_value(pod, str(item["fieldRef"].get("fieldPath", "")))
-                fields[item["path"]] = value.encode()
-        _write_files(where, fields, None, int(source.get("defaultMode", 0o644)))
+    for kind in ("configMap", "secret", "downwardAPI"):
+        if kind in volume:
+            source = volume[kind]
+            _write_files(
+                where, _source_files(pod, kind, source, lookup, int(source.get("defaultMode", 0o644)))
+            )
+            return str(where)
+    if "projected" in volume:
+        projected = volume["projected"]
+        mode = int(projected.get("defaultMode", 0o644))
+        files: Files = {}
+        for source in projected.get("sources") or []:
+            for kind in ("configMap", "secret", "downwardAPI"):
+                if kind in source:
+                    files.update(_source_files(pod, kind, source[kind], lookup, mode))
+            if "serviceAccountToken" in source:
+                token = source["serviceAccountToken"]
+                key = (str(token.get("audience") or ""), int(token.get("expirationSeconds") or 3600))
+                if key not in tokens:
+                    raise ValueError("no ServiceAccount token could be had for the pod")
+                files[str(token.get("path", "token"))] = (tokens[key].encode(), mode)
+        _write_files(where, files)
         return str(where)
     kinds = sorted(k for k in volume if k != "name")
     raise ValueError(f"volume type {', '.join(kinds) or 'none'} is not supported by the host kubelet")
+
+
+def _source_files(
+    pod: Mapping[str, Any], kind: str, source: Mapping[str, Any], lookup: Lookup, mode: int
+) -> Files:
+    """The files of one configMap, secret or downwardAPI source: relative path -> (content, mode)."""
+    if kind == "downwardAPI":
+        fields: Files = {}
+        for item in source.get("items") or []:
+            if "fieldRef" in item:
+                value = podenv.field_value(pod, str(item["fieldRef"].get("fieldPath", "")))
+                fields[str(item["path"])] = (value.encode(), int(item.get("mode", mode)))
+        return fields
+    # A secret volume names its Secret "secretName", a projected secret source "name".
+    resource, name = (
+        ("configmaps", source.get("name") or "")
+        if kind == "configMap"
+        else ("secrets", source.get("secretName") or source.get("name") or "")
+    )
+    obj = lookup(resource, str(name))
+    if obj is None:
+        if source.get("optional"):
+            obj = {}
+        else:
+            raise ValueError(f'{resource[:-1]} "{name}" not found')
+    data = _decoded(resource, obj)
+    items = source.get("items")
+    chosen: list[tuple[str, str, int]] = (
+        [(i["key"], i.get("path", i["key"]), int(i.get("mode", mode))) for i in items]
+        if items
+        else [(k, k, mode) for k in data]
+    )
+    files: Files = {}
+    for key, relative, file_mode in chosen:
+        if key not in data:
+            if source.get("optional"):
+                continue
+            raise ValueError(f"configmap references non-existent config key: {key}")
+        files[relative] = (data[key], file_mode)
+    return files
 
 
 def _decoded(kind: str, obj: Mapping[str, Any]) -> dict[str, bytes]:
@@ -143,24 +202,16 @@ def _decoded(kind: str, obj: Mapping[str, Any]) -> dict[str, bytes]:
     return data
 
 
-def _write_files(where: Path, data: Mapping[str, bytes | str], items: Any, mode: int) -> None:
+def _write_files(where: Path, files: Files) -> None:
     where.mkdir(parents=True, exist_ok=True)
     where.chmod(0o755)
-    chosen: list[tuple[str, str, int]] = (
-        [(i["key"], i.get("path", i["key"]), int(i.get("mode", mode))) for i in items]
-        if items
-        else [(k, k, mode) for k in data]
-    )
-    for key, relative, file_mode in chosen:
-        if key not in data:
-            raise ValueError(f"configmap references non-existent config key: {key}")
-        target = where / relative
+    for relative, (content, mode) in files.items():
         if ".." in Path(relative).parts or Path(relative).is_absolute():
             raise ValueError(f"invalid path {relative!r}")
+        target = where / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        value = data[key]
-        target.write_bytes(value.encode() if isinstance(value, str) else value)
-        target.chmod(file_mode)
+        target.write_bytes(content)
+        target.chmod(mode)
 
 
 def container_mounts(
