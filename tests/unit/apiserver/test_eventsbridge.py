@@ -54,7 +54,7 @@ def test_core_event_appears_in_events_api_and_updates_follow() -> None:
     assert mirrored["regarding"] == REF
     assert mirrored["deprecatedCount"] == 2
     assert mirrored["deprecatedSource"] == {"component": "kubelet", "host": "vm"}
-    assert mirrored["reportingController"] == "kubelet"
+    assert "reportingController" not in mirrored  # kube-apiserver maps only reportingComponent
 
 
 def test_conversions_round_trip_the_shared_fields() -> None:

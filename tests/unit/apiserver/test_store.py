@@ -40,7 +40,7 @@ def test_create_sets_identity_and_defaults(store: Store) -> None:
     assert int(meta["resourceVersion"]) == store.resource_version
     assert made["kind"] == "Pod"
     assert made["apiVersion"] == "v1"
-    assert made["status"] == {"phase": "Pending"}
+    assert made["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     assert made["spec"]["restartPolicy"] == "Always"
     assert {t["key"] for t in made["spec"]["tolerations"]} == {
         "node.kubernetes.io/not-ready",
@@ -102,6 +102,20 @@ def test_pod_graceful_deletion(store: Store) -> None:
     store.delete(PODS, "p", grace_period_seconds=0)
     with pytest.raises(ApiError):
         store.get(PODS, "p")
+
+
+async def test_pod_deletion_is_written_before_the_pod_goes(store: Store) -> None:
+    store.create(PODS, pod(node="n1"))
+    with store.watch(PODS, resource_version=store.resource_version) as w:
+        store.delete(PODS, "p")  # marked: grace 30, generation + 1
+        store.delete(PODS, "p", grace_period_seconds=40)  # a longer grace period changes nothing
+        store.delete(PODS, "p", grace_period_seconds=0)
+        events = await drain(w, 3)
+    seen = [
+        (e.type, e.object["metadata"]["generation"], e.object["metadata"]["deletionGracePeriodSeconds"])
+        for e in events
+    ]
+    assert seen == [("MODIFIED", 2, 30), ("MODIFIED", 2, 0), ("DELETED", 2, 0)]
 
 
 def test_unbound_and_terminal_pods_go_at_once(store: Store) -> None:
@@ -247,8 +261,10 @@ async def test_watch_selector_transitions(store: Store) -> None:
     with store.watch(PODS, field_selector="spec.nodeName=n1", resource_version=store.resource_version) as w:
         store.bind("default", "p", "n1")
         store.delete(PODS, "p", grace_period_seconds=0)
-        events = await drain(w, 2)
-    assert [e.type for e in events] == ["ADDED", "DELETED"]
+        events = await drain(w, 3)
+    # as kube-apiserver: the deletion is written (grace 0) before the pod goes
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    assert events[1].object["metadata"]["deletionGracePeriodSeconds"] == 0
 
 
 async def test_watch_bookmarks_and_timeout(store: Store) -> None:
@@ -392,7 +408,11 @@ def test_namespace_termination_waits_for_bound_pods_and_finalizers(store: Store)
     store.create(PODS, pod("running", node="n1"), "team")
     store.create(PODS, pod("pending"), "team")
     store.create(CONFIGMAPS, {"metadata": {"name": "held", "finalizers": ["x/y"]}}, "team")
-    store.create(EVENTS, {"metadata": {"name": "e"}, "involvedObject": {"name": "running"}}, "team")
+    store.create(
+        EVENTS,
+        {"metadata": {"name": "e"}, "involvedObject": {"name": "running", "namespace": "team"}},
+        "team",
+    )
     terminating = store.delete(NAMESPACES, "team")
     assert terminating["status"]["phase"] == "Terminating"
     assert [p["metadata"]["name"] for p in store.list(PODS, "team").items] == ["running"]

@@ -6,10 +6,13 @@ as soon as the CRD exists.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from wlmvk.testing.apiserver.patching import BUILTIN_GROUPS
 from wlmvk.testing.apiserver.resources import Obj, ResourceInfo
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
@@ -132,6 +135,12 @@ def api_group(infos: Iterable[ResourceInfo], group: str) -> Obj | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
 
 
+def storage_version_hash(info: ResourceInfo) -> str:
+    """kube-apiserver's hash of a custom resource's storage version (one served version, stored)."""
+    digest = hashlib.sha256(f"{info.api_version}/{info.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
 def resource_list(infos: Iterable[ResourceInfo], group: str, version: str) -> Obj | None:
     """The legacy APIResourceList of one group-version (None if it is not served)."""
     chosen = [i for i in infos if i.group == group and i.gvr.version == version]
@@ -150,6 +159,8 @@ def resource_list(infos: Iterable[ResourceInfo], group: str, version: str) -> Ob
             entry["shortNames"] = list(info.short_names)
         if info.categories:
             entry["categories"] = list(info.categories)
+        if info.group not in BUILTIN_GROUPS:
+            entry["storageVersionHash"] = storage_version_hash(info)
         resources.append(entry)
         for sub in info.subresources:
             resources.append(

@@ -60,19 +60,30 @@ class ApiInvalid(ApiError, InvalidInput):
     """400/422: the request or the object is malformed."""
 
 
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    """A Status' details as kube-apiserver renders them: empty name and group are left out."""
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    return details
+
+
 def not_found(resource: str, name: str, *, group: str = "") -> ApiError:
-    details = {"name": name, "group": group, "kind": resource}
+    details = _details(name, group, resource)
     return ApiNotFound(404, "NotFound", f'{_qualified(resource, group)} "{name}" not found', details=details)
 
 
 def already_exists(resource: str, name: str, *, group: str = "") -> ApiError:
-    details = {"name": name, "group": group, "kind": resource}
+    details = _details(name, group, resource)
     message = f'{_qualified(resource, group)} "{name}" already exists'
     return ApiConflict(409, "AlreadyExists", message, details=details)
 
 
 def conflict(resource: str, name: str, why: str, *, group: str = "") -> ApiError:
-    details = {"name": name, "group": group, "kind": resource}
+    details = _details(name, group, resource)
     message = f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}'
     return ApiConflict(409, "Conflict", message, details=details)
 
@@ -83,12 +94,8 @@ STALE = "the object has been modified; please apply your changes to the latest v
 def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> ApiError:
     listed = ", ".join(f"{c.field}: {c.message}" for c in causes)
     message = f'{kind}.{group} "{name}" is invalid: ' if group else f'{kind} "{name}" is invalid: '
-    details = {
-        "name": name,
-        "group": group,
-        "kind": kind,
-        "causes": [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes],
-    }
+    details = _details(name, group, kind)
+    details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
     if len(causes) > 1:
         listed = "[" + listed + "]"
     return ApiInvalid(422, "Invalid", message + listed, details=details)
@@ -102,8 +109,17 @@ def gone(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
-def method_not_allowed(message: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", message)
+METHOD_NOT_ALLOWED = "the server does not allow this method on the requested resource"
+NO_RESOURCE = "the server could not find the requested resource"
+
+
+def method_not_allowed(message: str = METHOD_NOT_ALLOWED) -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message, details={})
+
+
+def no_resource() -> ApiError:
+    """404 for a path that names no served resource (an unknown kind, group or subresource)."""
+    return ApiNotFound(404, "NotFound", NO_RESOURCE, details={})
 
 
 def unsupported_media_type(message: str) -> ApiError:

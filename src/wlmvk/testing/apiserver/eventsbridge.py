@@ -63,9 +63,8 @@ def to_events_v1(event: Obj) -> Obj:
     for old, new in renames.items():
         if old in event:
             out[new] = clone(event[old])
-    controller = event.get("reportingComponent") or (event.get("source") or {}).get("component")
-    if controller:
-        out["reportingController"] = controller
+    if event.get("reportingComponent"):  # as kube-apiserver: never taken from source.component
+        out["reportingController"] = event["reportingComponent"]
     return out
 
 

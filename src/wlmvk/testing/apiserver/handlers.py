@@ -19,11 +19,19 @@ import structlog
 import yaml
 from aiohttp import web
 
-from wlmvk.testing.apiserver import discovery, openapi, protobuf, scale, schema, tables
+from wlmvk.testing.apiserver import discovery, fieldlabels, openapi, protobuf, scale, schema, tables
 from wlmvk.testing.apiserver.controllers import LogHandler
-from wlmvk.testing.apiserver.errors import ApiError, bad_request, method_not_allowed
-from wlmvk.testing.apiserver.patching import PATCH_TYPES
+from wlmvk.testing.apiserver.errors import (
+    ApiError,
+    Cause,
+    bad_request,
+    invalid,
+    method_not_allowed,
+    no_resource,
+)
+from wlmvk.testing.apiserver.patching import BUILTIN_GROUPS, PATCH_TYPES
 from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, SELF_SUBJECT_ACCESS_REVIEWS, ResourceInfo
+from wlmvk.testing.apiserver.selectors import FieldSelector, parse_field_selector
 from wlmvk.testing.apiserver.store import Store, WatchEvent
 
 _log = structlog.get_logger(__name__)
@@ -132,7 +140,7 @@ async def _ok(request: web.Request) -> web.Response:
 
 
 async def _not_found(request: web.Request) -> web.Response:
-    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    raise no_resource()
 
 
 async def _api(request: web.Request) -> web.Response:
@@ -161,7 +169,7 @@ async def _core_resources(request: web.Request) -> web.Response:
 async def _group(request: web.Request) -> web.Response:
     body = discovery.api_group(_store(request).resources(), request.match_info["group"])
     if body is None:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     return _json(body)
 
 
@@ -169,7 +177,7 @@ async def _group_resources(request: web.Request) -> web.Response:
     m = request.match_info
     body = discovery.resource_list(_store(request).resources(), m["group"], m["version"])
     if body is None:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     return _json(body)
 
 
@@ -187,7 +195,7 @@ async def _openapi_root(request: web.Request) -> web.Response:
 async def _openapi_doc(request: web.Request) -> web.Response:
     doc = openapi.document_for(_store(request).resources(), request.match_info["path"])
     if doc is None:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     return _json(doc)
 
 
@@ -213,16 +221,19 @@ def _target(store: Store, group: str, version: str, rest: str) -> Target:
     ):
         namespace, parts = parts[1], parts[2:]
     if not parts or len(parts) > 3:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     info = store.find(group, version, parts[0])
+    if info is None and group not in BUILTIN_GROUPS:
+        # kube-apiserver's apiextensions handler: a plain-text 404, no Status
+        raise web.HTTPNotFound(text="404 page not found\n")
     if info is None:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     if namespace is not None and not info.namespaced:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     name = parts[1] if len(parts) > 1 else None
     sub = parts[2] if len(parts) > 2 else None
     if sub is not None and sub not in info.subresources:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise no_resource()
     return Target(info, namespace, name, sub)
 
 
@@ -233,7 +244,7 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
     q = request.query
     verb = _verb(method, t, truthy(q.get("watch")))
     if t.subresource is None and verb not in t.info.verbs:
-        raise method_not_allowed(f"the server does not allow this method on the requested resource ({verb})")
+        raise method_not_allowed()
     if t.name is None:
         if method == "GET":
             if truthy(q.get("watch")):
@@ -243,14 +254,12 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
             return await _create(request, t)
         if method == "DELETE":
             return await _delete_collection(request, t)
-        raise method_not_allowed(
-            f"the server does not allow this method on the requested resource ({method})"
-        )
+        raise method_not_allowed()
     if t.subresource == "log":
         return await _pod_log(request, t)
     if t.subresource in ("binding", "eviction"):
         if method != "POST":
-            raise method_not_allowed("binding and eviction accept POST only")
+            raise method_not_allowed()
         if t.subresource == "binding":
             return await _binding(request, t)
         return await _eviction(request, t)
@@ -276,7 +285,7 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
         return await _patch(request, t)
     if method == "DELETE":
         return await _delete(request, t)
-    raise method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+    raise method_not_allowed()
 
 
 async def _scale(request: web.Request, t: Target) -> web.Response:
@@ -295,7 +304,7 @@ async def _scale(request: web.Request, t: Target) -> web.Response:
         return _json(
             scale.patch(store, t.info.gvr, t.name, t.namespace, body, patch_type, dry_run=_dry(request))
         )
-    raise method_not_allowed("scale accepts GET, PUT and PATCH")
+    raise method_not_allowed()
 
 
 def _verb(method: str, t: Target, watch: bool) -> str:
@@ -310,6 +319,13 @@ def _dry(request: web.Request) -> bool:
     return request.query.get("dryRun") == "All"
 
 
+def _field_selector(request: web.Request, t: Target) -> FieldSelector:
+    """The request's field selector, refused (400) on a field label the kind does not support."""
+    selector = parse_field_selector(request.query.get("fieldSelector"))
+    fieldlabels.check(t.info, selector)
+    return selector
+
+
 def _wants_table(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     return any("as=Table" in part for part in accept.split(","))
@@ -322,7 +338,7 @@ def _list(request: web.Request, t: Target) -> web.Response:
         t.info.gvr,
         t.namespace,
         label_selector=q.get("labelSelector"),
-        field_selector=q.get("fieldSelector"),
+        field_selector=_field_selector(request, t),
         copy=False,
     )
     if _wants_table(request):
@@ -412,8 +428,11 @@ async def _patch(request: web.Request, t: Target) -> web.Response:
     body = await _body(request)
     if patch_type == "apply":
         _strict_fields(request, t.info, body)
-        if request.query.get("fieldManager") is None:
-            raise bad_request("PATCH requests with apply content type require fieldManager")
+        if not request.query.get("fieldManager"):
+            required = Cause(
+                "fieldManager", "Required value: is required for apply patch", "FieldValueRequired"
+            )
+            raise invalid("PatchOptions", "", [required], group="meta.k8s.io")
     obj = store.patch(
         t.info.gvr,
         t.name,
@@ -466,7 +485,15 @@ async def _delete(request: web.Request, t: Target) -> web.Response:
         preconditions=options.get("preconditions"),
         dry_run=_dry(request) or options.get("dryRun") == ["All"],
     )
-    return _json(obj)
+    if t.info.gvr in (PODS, NAMESPACES) or "deletionTimestamp" in obj["metadata"]:
+        return _json(obj)  # pods (and pending deletions) answer with the object
+    meta = obj["metadata"]
+    details = {"name": meta["name"], "group": t.info.group, "kind": t.info.plural, "uid": meta.get("uid")}
+    if not t.info.group:
+        del details["group"]
+    return _json(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+    )
 
 
 async def _delete_collection(request: web.Request, t: Target) -> web.Response:
@@ -476,7 +503,7 @@ async def _delete_collection(request: web.Request, t: Target) -> web.Response:
         t.info.gvr,
         t.namespace,
         label_selector=q.get("labelSelector"),
-        field_selector=q.get("fieldSelector"),
+        field_selector=_field_selector(request, t),
         grace_period_seconds=options.get("gracePeriodSeconds"),
         propagation_policy=options.get("propagationPolicy"),
     )
@@ -543,7 +570,7 @@ async def _watch(request: web.Request, t: Target) -> web.StreamResponse:
             t.namespace,
             resource_version=q.get("resourceVersion"),
             label_selector=q.get("labelSelector"),
-            field_selector=q.get("fieldSelector"),
+            field_selector=_field_selector(request, t),
             bookmarks=truthy(q.get("allowWatchBookmarks")),
             bookmark_interval=request.app[SETTINGS_KEY].bookmark_interval,
             timeout=timeout,

@@ -232,11 +232,9 @@ def json_patch(target: Any, operations: Any) -> Any:
         except ApiError:
             raise
         except (KeyError, IndexError, ValueError, TypeError) as e:
+            # kube-apiserver names neither the operation nor the path
             raise ApiInvalid(
-                422,
-                "Invalid",
-                f"the server rejected our request due to an error in our request: "
-                f"{op['op']} {op['path']}: {e}",
+                422, "Invalid", "the server rejected our request due to an error in our request", details={}
             ) from e
     return doc
 

@@ -39,6 +39,19 @@ def validate(schema: Schema, obj: Any) -> list[Cause]:
     return causes
 
 
+def relative_to_status(causes: list[Cause]) -> list[Cause]:
+    """Causes of a status write: kube-apiserver validates the status against its own schema,
+    so messages name the path below ``status`` (``exitCode in body``) and fields keep it."""
+    out = []
+    for cause in causes:
+        if cause.field.startswith("status."):
+            inner = cause.field.removeprefix("status.")
+            message = cause.message.replace(f"{cause.field} in body", f"{inner} in body")
+            cause = Cause(cause.field, message, cause.reason)
+        out.append(cause)
+    return out
+
+
 def prune(schema: Schema, obj: Any) -> list[str]:
     """Drop fields the schema does not declare, in place; returns their paths."""
     dropped: list[str] = []

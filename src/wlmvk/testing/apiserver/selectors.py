@@ -125,7 +125,7 @@ def parse_field_selector(text: str | None) -> FieldSelector:
                 reqs.append(FieldRequirement(tuple(path.split(".")), equal, value))
                 break
         else:
-            raise bad_request(f"invalid field selector: {part!r}")
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
     return FieldSelector(tuple(reqs))
 
 

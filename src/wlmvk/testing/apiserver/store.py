@@ -51,6 +51,8 @@ Semantics, as the real API server:
   node and not Succeeded/Failed are deleted gracefully: ``deletionTimestamp`` = now + grace,
   ``deletionGracePeriodSeconds`` = grace; the pod stays until a delete with
   ``grace_period_seconds=0`` (the kubelet's) removes it. Unbound or terminal pods go at once.
+  As kube-apiserver, a pod deletion is always written first (MODIFIED: ``deletionTimestamp``,
+  the grace period, 0 when it goes now, ``generation`` + 1 the first time), then DELETED.
   ``"Orphan"`` strips the owner's ownerReferences from its dependents; ``"Background"``
   (default) leaves dependents to the garbage collector. Deleting a namespace marks it
   Terminating (creates in it answer 403), deletes its contents with these same rules, and
@@ -71,8 +73,10 @@ ADDED events for the current objects; with ``"N"`` it replays history after N an
 (``history`` events per resource type). Selector transitions follow Kubernetes: an object
 modified into the selector arrives as ADDED, out of it as DELETED. With ``bookmarks`` a
 BOOKMARK (``object`` = ``{"kind", "apiVersion", "metadata": {"resourceVersion"}}``) comes
-after ``bookmark_interval`` seconds without events. The iterator ends after ``timeout``
-seconds, on ``close()`` / ``async with`` exit, or when the resource type is unregistered::
+after ``bookmark_interval`` seconds without events, and (as kube-apiserver) one annotated
+``k8s.io/initial-events-end: "true"`` right after the synthetic ADDED events. The iterator
+ends after ``timeout`` seconds, on ``close()`` / ``async with`` exit, or when the resource
+type is unregistered::
 
     with store.watch(PODS, field_selector="spec.nodeName=n1", resource_version=rv) as w:
         async for event in w:
@@ -89,11 +93,11 @@ import collections
 import functools
 import random
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from wlmvk.testing.apiserver import patching, strategies, validation
+from wlmvk.testing.apiserver import patching, schema, strategies, timestamps, validation
 from wlmvk.testing.apiserver.errors import (
     STALE,
     ApiError,
@@ -103,6 +107,7 @@ from wlmvk.testing.apiserver.errors import (
     conflict,
     gone,
     invalid,
+    no_resource,
     not_found,
 )
 from wlmvk.testing.apiserver.jsonvalues import clone, timestamp
@@ -384,11 +389,17 @@ class Store:
                 merged["status"] = new["status"]
             else:
                 merged.pop("status", None)
+            if info.group in patching.BUILTIN_GROUPS:
+                # Built-in status strategies keep the spec, not the labels and annotations
+                # (custom resources keep everything but the status).
+                for key in ("labels", "annotations"):
+                    if key in meta:
+                        merged["metadata"][key] = meta[key]
+                    else:
+                        merged["metadata"].pop(key, None)
             new = merged
         elif subresource is not None:
-            raise ApiError(
-                404, "NotFound", f"the server could not find the requested resource ({subresource})"
-            )
+            raise no_resource()
         else:
             if info.has_status:
                 if "status" in old:
@@ -422,7 +433,7 @@ class Store:
                         group=info.group,
                     )
         new["metadata"]["generation"] = old_meta.get("generation", 1) + (1 if _spec_changed(old, new) else 0)
-        self._validate(info, new, old if client else None)
+        self._validate(info, new, old if client else None, subresource=subresource)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         new["apiVersion"], new["kind"] = info.api_version, info.kind
         if new == old or dry_run:
@@ -537,14 +548,17 @@ class Store:
         if dry_run:
             return clone(old)
         meta = old["metadata"]
-        for key in ("uid", "resourceVersion"):
+        for key, label, why in (
+            ("uid", "UID", "deleted and then recreated"),
+            ("resourceVersion", "ResourceVersion", "modified"),
+        ):
             want = (preconditions or {}).get(key)
             if want and want != meta.get(key):
                 raise conflict(
-                    info.plural,
+                    info.kind,
                     name,
-                    f"Precondition failed: {key}: {want}, {key} in object meta: {meta.get(key)}",
-                    group=info.group,
+                    f"the {label} in the precondition ({want}) does not match the {label} in record "
+                    f"({meta.get(key)}). The object might have been {why}",
                 )
         if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
             raise bad_request(f"unsupported propagationPolicy {propagation_policy!r}")
@@ -555,22 +569,54 @@ class Store:
         finalizers = list(meta.get("finalizers") or ())
         if propagation_policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
-        grace = strategies.pod_grace_seconds(old, grace_period_seconds) if gvr == PODS else 0
-        if not finalizers and grace == 0:
+        if gvr == PODS:
+            return self._delete_pod(bucket, old, finalizers, grace_period_seconds)
+        if not finalizers:
             gone_obj = clone(old)
             self._commit(bucket, "DELETED", gone_obj, old)
             return clone(gone_obj)
         new = clone(old)
         nmeta = new["metadata"]
-        if finalizers:
-            nmeta["finalizers"] = finalizers
-        deadline = self.now() + timedelta(seconds=grace)
-        if "deletionTimestamp" not in nmeta or grace < nmeta.get("deletionGracePeriodSeconds", 0):
-            nmeta["deletionTimestamp"] = timestamp(deadline)
-            nmeta["deletionGracePeriodSeconds"] = grace
+        nmeta["finalizers"] = finalizers
+        if "deletionTimestamp" not in nmeta:
+            nmeta["deletionTimestamp"] = timestamp(self.now())
+            nmeta["deletionGracePeriodSeconds"] = 0
+            nmeta["generation"] = nmeta.get("generation", 0) + 1
         if new != old:
             self._commit(bucket, "MODIFIED", new, old)
         return clone(new)
+
+    def _delete_pod(self, bucket: _Bucket, old: Obj, finalizers: Sequence[str], requested: int | None) -> Obj:
+        """Pod deletion as kube-apiserver's graceful strategy does it: the pod is first marked
+        (``deletionTimestamp``, ``deletionGracePeriodSeconds``, generation + 1 the first time),
+        a later delete may only shorten the grace period, and a grace period of 0 is written
+        (MODIFIED) before the pod goes (DELETED), unless it already was 0."""
+        meta = old["metadata"]
+        grace = strategies.pod_grace_seconds(old, requested)
+        marked_grace = meta.get("deletionGracePeriodSeconds")
+        if "deletionTimestamp" in meta and not marked_grace:
+            new = old  # marked with grace 0 already: it goes now (or when its finalizers do)
+        elif "deletionTimestamp" in meta and grace >= marked_grace:
+            return clone(old)  # a deletion with a shorter grace period is pending
+        else:
+            new = clone(old)
+            nmeta = new["metadata"]
+            if finalizers:
+                nmeta["finalizers"] = list(finalizers)
+            if "deletionTimestamp" in meta:
+                marked = timestamps.parse(meta["deletionTimestamp"]) or self.now()
+                started = marked - timedelta(seconds=marked_grace)
+            else:
+                started = self.now()
+                nmeta["generation"] = nmeta.get("generation", 0) + 1
+            nmeta["deletionTimestamp"] = timestamp(started + timedelta(seconds=grace))
+            nmeta["deletionGracePeriodSeconds"] = grace
+            self._commit(bucket, "MODIFIED", new, old)
+        if finalizers or new["metadata"]["deletionGracePeriodSeconds"]:
+            return clone(new)
+        gone_obj = clone(new)
+        self._commit(bucket, "DELETED", gone_obj, new)
+        return clone(gone_obj)
 
     def delete_collection(
         self,
@@ -700,6 +746,16 @@ class Store:
             for _, obj in sorted(bucket.objects.items()):
                 if flt.matches(obj):
                     initial.append(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
+            if bookmarks:  # kube-apiserver marks the end of the initial events
+                end = {
+                    "kind": bucket.info.kind,
+                    "apiVersion": bucket.info.api_version,
+                    "metadata": {
+                        "resourceVersion": str(self._rv),
+                        "annotations": {"k8s.io/initial-events-end": "true"},
+                    },
+                }
+                initial.append(WatchEvent("BOOKMARK", end, self._rv))
         else:
             try:
                 since = int(resource_version)
@@ -741,18 +797,33 @@ class Store:
 
     def _check_type(self, info: ResourceInfo, obj: Obj) -> None:
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if info.group not in patching.BUILTIN_GROUPS and api_version not in (None, "", info.api_version):
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({info.api_version})"
+            )
+        if info.group == "" and api_version == "v1" and kind not in (None, "", info.kind):
+            raise bad_request(
+                f'{kind} in version "v1" cannot be handled as a {info.kind}: '
+                f"converting (v1.{kind}) to (core.{info.kind}): unknown conversion"
+            )
         if kind not in (None, "", info.kind) or api_version not in (None, "", info.api_version):
             raise bad_request(
                 f"the API version in the data ({api_version}) and kind ({kind}) do not match "
                 f"the expected {info.api_version} {info.kind}"
             )
 
-    def _validate(self, info: ResourceInfo, obj: Obj, old: Obj | None = None) -> None:
+    def _validate(
+        self, info: ResourceInfo, obj: Obj, old: Obj | None = None, *, subresource: str | None = None
+    ) -> None:
         causes = validation.validate(info, obj)
         if old is not None:
             causes += validation.validate_update(info, old, obj)
         if info.validate is not None:
-            causes += info.validate(obj)
+            own = info.validate(obj)
+            if subresource == "status" and info.schema is not None:
+                own = schema.relative_to_status(own)
+            causes += own
         if causes:
             raise invalid(info.kind, obj["metadata"].get("name", ""), causes, group=info.group)
 

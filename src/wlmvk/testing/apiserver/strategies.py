@@ -64,8 +64,16 @@ def _default_pod(pod: Obj) -> None:
     for container in spec.get("containers") or []:
         container.setdefault("terminationMessagePath", "/dev/termination-log")
         container.setdefault("terminationMessagePolicy", "File")
-        container.setdefault("imagePullPolicy", "IfNotPresent")
+        container.setdefault("imagePullPolicy", _pull_policy(str(container.get("image") or "")))
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
+
+
+def _pull_policy(image: str) -> str:
+    """kube-apiserver's default: Always for an untagged or ``:latest`` image, else IfNotPresent."""
+    if "@" in image:
+        return "IfNotPresent"
+    tag = image.rpartition(":")[2] if ":" in image.rpartition("/")[2] else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
 def pod_grace_seconds(pod: Obj, requested: int | None) -> int:

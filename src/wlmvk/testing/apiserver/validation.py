@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from wlmvk.testing.apiserver.errors import Cause
-from wlmvk.testing.apiserver.resources import NAMESPACES, PODS, Obj, ResourceInfo
+from wlmvk.testing.apiserver.resources import EVENTS, LEASES, NAMESPACES, PODS, Obj, ResourceInfo
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
@@ -53,6 +53,47 @@ def validate(info: ResourceInfo, obj: Obj) -> list[Cause]:
     causes += _labels((obj.get("metadata") or {}).get("labels"))
     if info.gvr == PODS:
         causes += _pod(obj.get("spec") or {})
+    elif info.gvr == LEASES:
+        causes += _lease(obj.get("spec") or {})
+    elif info.gvr == EVENTS:
+        causes += _event(obj)
+    return causes
+
+
+def _lease(spec: dict[str, Any]) -> list[Cause]:
+    causes = []
+    duration = spec.get("leaseDurationSeconds")
+    if isinstance(duration, int) and duration <= 0:
+        causes.append(
+            Cause("spec.leaseDurationSeconds", f"Invalid value: {duration}: must be greater than 0")
+        )
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, int) and transitions < 0:
+        causes.append(
+            Cause(
+                "spec.leaseTransitions", f"Invalid value: {transitions}: must be greater than or equal to 0"
+            )
+        )
+    return causes
+
+
+def _event(event: Obj) -> list[Cause]:
+    """core/v1 Events: kube-apiserver's legacy rules (a "new" Event is one with an eventTime)."""
+    namespace = (event.get("metadata") or {}).get("namespace", "")
+    involved = str((event.get("involvedObject") or {}).get("namespace") or "")
+    mismatch = Cause(
+        "involvedObject.namespace", f"Invalid value: {_quote(involved)}: does not match event.namespace"
+    )
+    if not event.get("eventTime"):
+        if (not involved and namespace not in ("", "default")) or (involved and involved != namespace):
+            return [mismatch]
+        return []
+    causes = []
+    if not involved and namespace not in ("default", "kube-system"):
+        causes.append(mismatch)
+    for name in ("reportingComponent", "reportingInstance", "action", "reason"):
+        if not event.get(name):
+            causes.append(Cause(name, "Required value", "FieldValueRequired"))
     return causes
 
 
@@ -124,6 +165,9 @@ POD_UPDATE_MSG = (
 )
 
 
+CONTAINERS_MSG = "Forbidden: pod updates may not add or remove containers"
+
+
 def validate_update(info: ResourceInfo, old: Obj, new: Obj) -> list[Cause]:
     """Rules about changes: a pod's spec is immutable but for a few fields, and its QoS class."""
     if info.gvr != PODS:
@@ -131,7 +175,12 @@ def validate_update(info: ResourceInfo, old: Obj, new: Obj) -> list[Cause]:
     qos_before = (old.get("status") or {}).get("qosClass")
     qos_after = (new.get("status") or {}).get("qosClass")
     if qos_before and qos_after and qos_after != qos_before:
-        return [Cause("status.qosClass", f'Invalid value: "{qos_after}": field is immutable', "FieldValueInvalid")]
+        return [
+            Cause("status.qosClass", f'Invalid value: "{qos_after}": field is immutable', "FieldValueInvalid")
+        ]
+    for kind in ("containers", "initContainers"):
+        if len((old.get("spec") or {}).get(kind) or []) != len((new.get("spec") or {}).get(kind) or []):
+            return [Cause(f"spec.{kind}", CONTAINERS_MSG, "FieldValueForbidden")]
     before, after = _mutable_removed(old.get("spec") or {}), _mutable_removed(new.get("spec") or {})
     if before != after:
         return [Cause("spec", POD_UPDATE_MSG, "FieldValueForbidden")]
