@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class EventPoster:
     def __init__(self, client: KubeClient, *, component: str, host: str = "", cache_size: int = 4096) -> None:
         self._client = client
         self._component = component
-        self._host = host
+        # reportingInstance: kube-apiserver refuses an Event with an eventTime and without it.
+        self._host = host or socket.gethostname()
         self._cache_size = cache_size
         self._seen: OrderedDict[tuple[str, str, str, str], _Seen] = OrderedDict()
 

@@ -2,8 +2,9 @@
 
 404 NotFound (an object, a resource type), 409 AlreadyExists and Conflict (stale
 resourceVersion, delete preconditions), 405 MethodNotAllowed, 400 BadRequest (name or kind
-mismatches, selectors) and 422 Invalid with field causes (pod names, CRD schema violations of
-manifests/crds, JSON patch failures, apply without a field manager).
+mismatches, undecodable resource lists, selectors) and 422 Invalid with field causes (pod
+names, CRD schema violations of manifests/crds, JSON patch failures, apply without a field
+manager).
 """
 
 from __future__ import annotations
@@ -157,6 +158,27 @@ async def test_mismatched_names_and_kinds_are_400(apiserver: Any, kube_api: Any)
             "BadRequest",
             "the API version in the data (v1) does not match the expected API version "
             "(wlm.sylabs.io/v1alpha1)",
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "json_type"),
+    [("limits", ["cpu", "1"], "array"), ("requests", "1", "string")],
+)
+async def test_a_pod_whose_resources_are_not_maps_cannot_be_decoded_400(
+    apiserver: Any, kube_api: Any, field: str, value: Any, json_type: str
+) -> None:
+    body = pod(unique("res"))
+    body["spec"]["containers"][0]["resources"] = {field: value}
+    assert await call(kube_api, "POST", PODS, body=body) == (
+        400,
+        status(
+            400,
+            "BadRequest",
+            'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+            f"{json_type} into Go struct field ResourceRequirements.spec.containers.resources.{field} "
+            "of type v1.ResourceList",
         ),
     )
 

@@ -73,16 +73,22 @@ async def test_patch_kinds(kube: KubeClient) -> None:
         await kube.patch(CONFIGMAPS, "p", {"data": {}}, namespace="default", kind=PatchKind.JSON)
 
 
-async def test_status_patch_touches_only_status(kube: KubeClient) -> None:
-    await kube.create(PODS, pod("s"), namespace="default")
+async def test_status_patch_keeps_the_spec(kube: KubeClient) -> None:
+    # kube-apiserver's pod status strategy: the spec is the old one, labels may change.
+    created = await kube.create(PODS, pod("s"), namespace="default")
     patched = await kube.patch_status(
         PODS,
         "s",
-        {"status": {"phase": "Running"}, "metadata": {"labels": {"app": "changed"}}},
+        {
+            "status": {"phase": "Running"},
+            "metadata": {"labels": {"app": "changed"}},
+            "spec": {"activeDeadlineSeconds": 5},
+        },
         namespace="default",
     )
     assert patched["status"]["phase"] == "Running"
-    assert patched["metadata"]["labels"]["app"] == "x"
+    assert patched["metadata"]["labels"]["app"] == "changed"
+    assert patched["spec"] == created["spec"]
 
 
 async def test_delete_with_uid_precondition(kube: KubeClient) -> None:

@@ -133,11 +133,6 @@ CASES: dict[str, tuple[Body, str, str]] = {
         "InvalidResources",
         "resources.requests.cpu",
     ),
-    "limits-not-a-map": (
-        {"spec": _with(resources={"limits": ["cpu", "1"]})},
-        "InvalidResources",
-        "resources.limits is not a map",
-    ),
     "deadline-not-a-number": (
         {"spec": {"activeDeadlineSeconds": "soon"}},
         "InvalidResources",

@@ -183,6 +183,8 @@ def test_no_runtime_and_no_command_is_rejected() -> None:
         ),
         ({"container": {"resources": {"limits": {"cpu": "lots"}}}}, "InvalidResources"),
         ({"spec": {"activeDeadlineSeconds": "soon"}}, "InvalidResources"),
+        # An API server cannot decode this pod (400), but a pod body is never trusted.
+        ({"container": {"resources": {"limits": ["cpu", "1"]}}}, "InvalidResources"),
     ],
 )
 def test_unsupported_features_are_rejected_with_a_reason(change: dict[str, object], reason: str) -> None:

@@ -812,6 +812,8 @@ class Store:
                 f"the API version in the data ({api_version}) and kind ({kind}) do not match "
                 f"the expected {info.api_version} {info.kind}"
             )
+        if info.gvr == PODS and (wrong := validation.pod_decoding_error(obj)):
+            raise bad_request(f'Pod in version "v1" cannot be handled as a Pod: {wrong}')
 
     def _validate(
         self, info: ResourceInfo, obj: Obj, old: Obj | None = None, *, subresource: str | None = None

@@ -141,6 +141,35 @@ def _labels(labels: Any) -> list[Cause]:
     return causes
 
 
+def pod_decoding_error(pod: Obj) -> str:
+    """What Go's JSON decoder says of a pod whose resource lists are not maps ("" if they are).
+
+    kube-apiserver cannot even decode such a pod, so it answers 400 before any validation.
+    """
+    spec = pod.get("spec")
+    for kind in ("initContainers", "containers"):
+        for container in (spec.get(kind) or []) if isinstance(spec, dict) else []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            for field in ("limits", "requests"):
+                value = resources.get(field) if isinstance(resources, dict) else None
+                if value is not None and not isinstance(value, dict):
+                    return (
+                        f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+                        f"ResourceRequirements.spec.{kind}.resources.{field} of type v1.ResourceList"
+                    )
+    return ""
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    return "array"
+
+
 def _pod(spec: dict[str, Any]) -> list[Cause]:
     containers = spec.get("containers")
     if not containers:
