@@ -23,8 +23,8 @@ from pathlib import Path
 
 import aiohttp
 
-from wlmvk.testing.apiserver.resources import PODS
-from wlmvk.testing.apiserver.store import Store, Watch
+from wlmvk_dev.apiserver.resources import PODS
+from wlmvk_dev.apiserver.store import Store, Watch
 
 
 def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:

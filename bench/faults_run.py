@@ -39,9 +39,9 @@ from tests.fixtures.redbox import RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
-from wlmvk.testing.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
-from wlmvk.testing.apiserver.resources import PODS as PODS_GVR  # noqa: E402
-from wlmvk.testing.apiserver.server import ApiServer, Config  # noqa: E402
+from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
+from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
+from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
 SLURMCTLD_PID = Path("/var/tmp/wlmvk-slurm/run/slurmctld.pid")
 FAULTS = ("none", "kill9", "redbox", "watch", "slurmctld")

@@ -1,21 +1,68 @@
 """The ``wlmvk`` and ``red-box`` commands: pick a subcommand and hand it argv.
 
 Each subcommand lives in its own application module with a
-``main(argv: list[str]) -> int``; they are imported lazily so that
-``red-box`` never loads Kubernetes code.
+``main(argv: list[str]) -> int``. The imports sit inside small functions, not in
+strings, so the layer contracts see every edge while ``red-box`` still never
+loads Kubernetes code. ``wlmvk dev`` belongs to the separate ``wlmvk-dev``
+distribution (the in-memory API server, the host node, the demo), found through
+its ``wlmvk.dev`` entry point so that the product never imports it.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
 
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "red-box": ("wlmvk.redbox.app", "the WLM gRPC daemon on the Slurm login node"),
-    "kubelet": ("wlmvk.kubelet.app", "the virtual kubelet: partitions as nodes, pods as jobs"),
-    "operator": ("wlmvk.operator.app", "the SlurmJob/WlmJob controller"),
-    "stage": ("wlmvk.staging.app", "stage data in or out through red-box (staging pods)"),
-    "dev": ("wlmvk.devtools", "local development: apiserver, up (the demo)"),
+Main = Callable[[list[str]], int]
+
+
+def _red_box(argv: list[str]) -> int:
+    from wlmvk.redbox import app
+
+    return app.main(argv)
+
+
+def _kubelet(argv: list[str]) -> int:
+    from wlmvk.kubelet import app
+
+    return app.main(argv)
+
+
+def _operator(argv: list[str]) -> int:
+    from wlmvk.operator import app
+
+    return app.main(argv)
+
+
+def _stage(argv: list[str]) -> int:
+    from wlmvk.staging import app
+
+    return app.main(argv)
+
+
+DEV_MISSING = (
+    "wlmvk dev: the development tools are not installed. They are the separate wlmvk-dev\n"
+    "distribution in the dev/ folder of a wlmvk checkout: pip install -e ./dev\n"
+    "(scripts/bootstrap installs it)."
+)
+
+
+def _dev(argv: list[str]) -> int:
+    found = entry_points(group="wlmvk.dev", name="main")
+    if not found:
+        print(DEV_MISSING, file=sys.stderr)
+        return 2
+    tool: Main = next(iter(found)).load()
+    return tool(argv)
+
+
+SUBCOMMANDS: dict[str, tuple[Main, str]] = {
+    "red-box": (_red_box, "the WLM gRPC daemon on the Slurm login node"),
+    "kubelet": (_kubelet, "the virtual kubelet: partitions as nodes, pods as jobs"),
+    "operator": (_operator, "the SlurmJob/WlmJob controller"),
+    "stage": (_stage, "stage data in or out through red-box (staging pods)"),
+    "dev": (_dev, "local development (wlmvk-dev): apiserver, node, up (the demo)"),
 }
 
 
@@ -40,16 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     if entry is None:
         print(f"wlmvk: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(entry[0])
-    code: int = module.main(args[1:])
-    return code
+    return entry[0](args[1:])
 
 
 def red_box() -> int:
     """The ``red-box`` console script."""
-    module = importlib.import_module("wlmvk.redbox.app")
-    code: int = module.main(sys.argv[1:])
-    return code
+    return _red_box(sys.argv[1:])
 
 
 def run() -> None:

@@ -18,7 +18,7 @@ from tests.faults import churn
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.redbox import RedBox
 from wlmvk.kube.client import KubeClient
-from wlmvk.testing.apiserver.resources import PODS as PODS_GVR
+from wlmvk_dev.apiserver.resources import PODS as PODS_GVR
 
 pytestmark = [pytest.mark.slurm]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
-from wlmvk.testing.apiserver.resources import CRDS
+from wlmvk_dev.apiserver.resources import CRDS
 
 pytestmark = pytest.mark.kubectl
 

@@ -16,11 +16,11 @@ import pytest
 
 from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk.testing.apiserver import hostkubelet
-from wlmvk.testing.apiserver.controllers import default_log_handler
-from wlmvk.testing.apiserver.resources import CONFIGMAPS, EVENTS, NODES, PODS
-from wlmvk.testing.apiserver.server import ApiServer
-from wlmvk.testing.apiserver.store import Store
+from wlmvk_dev.apiserver import hostkubelet
+from wlmvk_dev.apiserver.controllers import default_log_handler
+from wlmvk_dev.apiserver.resources import CONFIGMAPS, EVENTS, NODES, PODS
+from wlmvk_dev.apiserver.server import ApiServer
+from wlmvk_dev.apiserver.store import Store
 
 NODE = "store-host"
 

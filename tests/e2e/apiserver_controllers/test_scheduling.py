@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk.testing.apiserver.resources import PODS
+from wlmvk_dev.apiserver.resources import PODS
 
 pytestmark = pytest.mark.kubectl
 

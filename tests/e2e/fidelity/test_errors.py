@@ -28,7 +28,7 @@ from tests.e2e.fidelity.support import (
     status,
     unique,
 )
-from wlmvk.testing.apiserver.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
+from wlmvk_dev.apiserver.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
 
 pytestmark = pytest.mark.kube_any
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.testing.apiserver.errors import ApiError
-from wlmvk.testing.apiserver.protobuf import decode
+from wlmvk_dev.apiserver.errors import ApiError
+from wlmvk_dev.apiserver.protobuf import decode
 
 CAPTURED = {
     path: binascii.unhexlify(hexed)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.resources import BUILTINS, GVR, NODES, PODS, ResourceInfo
-from wlmvk.testing.apiserver.tables import human_duration, node_roles, node_status, pod_status, table
+from wlmvk_dev.apiserver.resources import BUILTINS, GVR, NODES, PODS, ResourceInfo
+from wlmvk_dev.apiserver.tables import human_duration, node_roles, node_status, pod_status, table
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -211,7 +211,7 @@ def test_custom_printer_columns() -> None:
 
 
 def test_workloads_show_replica_counts_even_though_nothing_runs_them() -> None:
-    from wlmvk.testing.apiserver.resources import DAEMONSETS, DEPLOYMENTS
+    from wlmvk_dev.apiserver.resources import DAEMONSETS, DEPLOYMENTS
 
     deploy = {
         "metadata": {"name": "op", "creationTimestamp": "2026-12-02T11:00:00Z"},

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.errors import ApiError
-from wlmvk.testing.apiserver.resources import BUILTINS, CLUSTERROLES, CONFIGMAPS, GVR, NAMESPACES, PODS
-from wlmvk.testing.apiserver.store import Store
-from wlmvk.testing.apiserver.validation import validate
+from wlmvk_dev.apiserver.errors import ApiError
+from wlmvk_dev.apiserver.resources import BUILTINS, CLUSTERROLES, CONFIGMAPS, GVR, NAMESPACES, PODS
+from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.validation import validate
 
 
 def info(gvr: GVR) -> Any:

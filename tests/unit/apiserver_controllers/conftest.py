@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.store import Store
+from wlmvk_dev.apiserver.store import Store
 
 Condition = Callable[[], Any]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk.testing.hostnode.logs import LogOptions, LogWriter, parse_record, pump, read, tail_text
+from wlmvk_dev.hostnode.logs import LogOptions, LogWriter, parse_record, pump, read, tail_text
 
 LINES = [
     b"2026-12-02T12:00:00.000000001Z stdout F one",

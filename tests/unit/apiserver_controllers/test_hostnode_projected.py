@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.hostnode.config import parse_labels, parse_taints
-from wlmvk.testing.hostnode.env import references
-from wlmvk.testing.hostnode.volumes import MountFailed, prepare, token_requests
+from wlmvk_dev.hostnode.config import parse_labels, parse_taints
+from wlmvk_dev.hostnode.env import references
+from wlmvk_dev.hostnode.volumes import MountFailed, prepare, token_requests
 
 KUBE_API_ACCESS = {
     "name": "kube-api-access-x1",

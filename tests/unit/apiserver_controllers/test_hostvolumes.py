@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.hostnode.volumes import MountFailed, check_host_path, container_mounts, prepare
+from wlmvk_dev.hostnode.volumes import MountFailed, check_host_path, container_mounts, prepare
 
 
 def test_directory_checks(tmp_path: Path) -> None:

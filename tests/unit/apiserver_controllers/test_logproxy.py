@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.errors import ApiError
-from wlmvk.testing.apiserver.logproxy import choose_container, kubelet_url
-from wlmvk.testing.hostnode.logs import LogOptions
+from wlmvk_dev.apiserver.errors import ApiError
+from wlmvk_dev.apiserver.logproxy import choose_container, kubelet_url
+from wlmvk_dev.hostnode.logs import LogOptions
 
 
 def pod(*containers: str, init: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.nodeaffinity import (
+from wlmvk_dev.apiserver.nodeaffinity import (
     parse_int64,
     pod_matches_node,
     preferred_weight,

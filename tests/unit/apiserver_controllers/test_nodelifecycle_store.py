@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk.testing.apiserver import nodelifecycle
-from wlmvk.testing.apiserver.resources import EVENTS, LEASES, NODES, PODS
-from wlmvk.testing.apiserver.store import Store
+from wlmvk_dev.apiserver import nodelifecycle
+from wlmvk_dev.apiserver.resources import EVENTS, LEASES, NODES, PODS
+from wlmvk_dev.apiserver.store import Store
 
 GRACE = 0.6
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.testing.hostnode.env import command_line, container_env, expand, field_value
+from wlmvk_dev.hostnode.env import command_line, container_env, expand, field_value
 
 POD: dict[str, Any] = {
     "metadata": {

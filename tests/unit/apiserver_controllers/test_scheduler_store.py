@@ -6,9 +6,9 @@ import functools
 from typing import Any
 
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk.testing.apiserver import scheduler
-from wlmvk.testing.apiserver.resources import EVENTS, NODES, PODS
-from wlmvk.testing.apiserver.store import Store
+from wlmvk_dev.apiserver import scheduler
+from wlmvk_dev.apiserver.resources import EVENTS, NODES, PODS
+from wlmvk_dev.apiserver.store import Store
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
 

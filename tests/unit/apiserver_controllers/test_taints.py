@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk.testing.apiserver.taints import describe, first_untolerated, tolerates, with_taint, without_taint
+from wlmvk_dev.apiserver.taints import describe, first_untolerated, tolerates, with_taint, without_taint
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
 

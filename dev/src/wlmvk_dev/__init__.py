@@ -1,0 +1,7 @@
+"""wlmvk's development tools, a distribution apart from the product (``wlmvk-dev``).
+
+The in-memory Kubernetes API server (``apiserver``: the fast embedded control plane
+of the tests and the demo, its fidelity measured against kube-apiserver), a host node
+that runs pods as local processes (``hostnode``) and the one-command demo (``demo``).
+None of it ships in the wlmvk wheel or image: it runs pod commands on the machine.
+"""

@@ -1,0 +1,399 @@
+"""The demo's flow: bring everything up, run every example, show what a user would see.
+
+``wlmvk dev up`` (``scripts/demo``) starts, on one machine: a real Slurm
+(scripts/slurm-local), two red-box daemons as the non-root job owner (two
+"clusters" over the one Slurm, with different configs), the in-memory API
+server, one kubelet per red-box and the operator; applies manifests/ with the
+real kubectl; then applies each example and prints ``kubectl get``/``logs``
+output as it goes. Without ``--keep`` everything is stopped at the end (or on
+Ctrl-C); with it, the system stays up and ``scripts/demo down`` stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from wlmvk.core import names
+from wlmvk_dev.demo.processes import Processes
+from wlmvk_dev.demo.progress import Progress, StepFailed
+
+ROOT = Path(__file__).resolve().parents[4]
+JOB_UID = 1000
+SOCKET_DIR = Path("/var/run/syslurm")
+JOBS_ROOT = Path("/var/tmp/wlmvk-slurm/jobs")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One red-box + kubelet pair: a Slurm "cluster" as Kubernetes sees it."""
+
+    name: str
+    socket: Path
+    # 0: any free port (the node's daemonEndpoints say which).
+    kubelet_port: int
+    metrics_port: int
+    config: str
+
+
+CLUSTERS = (
+    Cluster("minikube", SOCKET_DIR / "red-box.sock", 0, 0, ""),
+    Cluster(
+        "second",
+        SOCKET_DIR / "red-box-second.sock",
+        0,
+        0,
+        "cpu:\n  wall_time: 30m\n  additional_features:\n    - name: singularity\n      version: 3.2.0\n",
+    ),
+)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="wlmvk dev up",
+        description="Start Slurm, red-box, the API server, kubelets and the operator; run examples/.",
+    )
+    parser.add_argument(
+        "action", nargs="?", choices=["up", "down"], default="up", help="down: stop a kept demo"
+    )
+    parser.add_argument("--keep", action="store_true", help="leave everything running after the examples")
+    parser.add_argument("--state-dir", default="/var/tmp/wlmvk-demo", help="logs, pids and kubeconfig")
+    parser.add_argument("--port", type=int, default=6443, help="the API server's port on 127.0.0.1")
+    parser.add_argument("--examples", default=str(ROOT / "examples"), help="directory of example manifests")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds each example may take")
+    return parser.parse_args(argv)
+
+
+class Demo:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.state = Path(args.state_dir)
+        self.procs = Processes(self.state)
+        self.progress = Progress()
+        self.kubeconfig = self.state / "kubeconfig"
+        self.bin = Path(sys.executable).parent
+        self.home = self.state / "home"
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def wlmvk(self) -> str:
+        return str(self.bin / "wlmvk")
+
+    def wlmvk_for(self, user: str) -> str:
+        """A ``wlmvk`` that ``user`` can run.
+
+        The virtualenv's interpreter may live where only root can reach it
+        (pyenv under /root): then a small wrapper runs the same checkout and
+        packages with the system's Python of the same minor version.
+        """
+        if _runs_as(user, self.wlmvk()) == "":
+            return self.wlmvk()
+        python = _system_python()
+        paths = [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
+        wrapper = self.state / "bin" / "wlmvk"
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(
+            "#!/bin/sh\n# Written by wlmvk dev up: the checkout's wlmvk for users who cannot reach .venv.\n"
+            f"PYTHONPATH={':'.join(paths)} exec {python} -c "
+            "'import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))' \"$@\"\n"
+        )
+        wrapper.chmod(0o755)
+        for directory in (self.state, wrapper.parent):
+            directory.chmod(0o755)
+        problem = _runs_as(user, str(wrapper))
+        if problem:
+            raise RuntimeError(
+                f"{user} cannot run {wrapper} (is --state-dir reachable by {user}?): {problem}"
+            )
+        return str(wrapper)
+
+    def kubectl(self, *args: str, show: bool = False, check: bool = True) -> str:
+        self.home.mkdir(parents=True, exist_ok=True)
+        argv = ["kubectl", *args]
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.home)}
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=120)
+        out = proc.stdout + proc.stderr
+        if show:
+            self.progress.command(argv, out)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {out.strip()}")
+        return out
+
+    def wait(self, what: str, probe: object, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if probe():  # type: ignore[operator]
+                    return
+            except (OSError, RuntimeError, subprocess.SubprocessError):
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
+
+    # --- steps ---------------------------------------------------------------------------------
+
+    def slurm(self) -> None:
+        with self.progress.step("Slurm is up (scripts/slurm-local)", log="/var/tmp/wlmvk-slurm/log"):
+            subprocess.run([str(ROOT / "scripts" / "slurm-local"), "up"], check=True, capture_output=True)
+            subprocess.run([str(ROOT / "scripts" / "install-kubectl")], check=True, capture_output=True)
+
+    def job_owner(self) -> str:
+        with self.progress.step(f"job owner (uid {JOB_UID})"):
+            try:
+                user = pwd.getpwuid(JOB_UID).pw_name
+            except KeyError:
+                subprocess.run(["useradd", "-m", "-u", str(JOB_UID), "-U", "wlmvk"], check=True)
+                user = "wlmvk"
+            SOCKET_DIR.mkdir(parents=True, exist_ok=True)
+            os.chown(SOCKET_DIR, JOB_UID, JOB_UID)
+            SOCKET_DIR.chmod(0o755)
+            for cluster in CLUSTERS:
+                work = JOBS_ROOT / cluster.name
+                work.mkdir(parents=True, exist_ok=True)
+                os.chown(work, JOB_UID, JOB_UID)
+        return user
+
+    def red_boxes(self, user: str) -> None:
+        for cluster in CLUSTERS:
+            name = f"red-box-{cluster.name}"
+            log = self.procs.logs / f"{name}.log"
+            title = f"red-box for {cluster.name} on {cluster.socket} as {user}"
+            with self.progress.step(title, log=str(log)):
+                argv = ["runuser", "-u", user, "--", self.wlmvk_for(user), "red-box"]
+                argv += ["--socket", str(cluster.socket)]
+                argv += ["--work-dir", str(JOBS_ROOT / cluster.name)]
+                argv += ["--state-dir", str(JOBS_ROOT / cluster.name / ".red-box")]
+                if cluster.config:
+                    conf = self.state / f"red-box-{cluster.name}.yaml"
+                    conf.write_text(cluster.config)
+                    conf.chmod(0o644)
+                    argv += ["--config", str(conf)]
+                self.procs.start(name, argv)
+                self.wait(name, cluster.socket.exists, 30)
+
+    def apiserver(self) -> None:
+        log = self.procs.logs / "apiserver.log"
+        with self.progress.step(f"API server on 127.0.0.1:{self.args.port}", log=str(log)):
+            argv = [self.wlmvk(), "dev", "apiserver", "--port", str(self.args.port)]
+            argv += ["--kubeconfig", str(self.kubeconfig), "--host-node", CLUSTERS[0].name]
+            argv += ["--host-node-label", "node-role.kubernetes.io/control-plane="]
+            self.procs.start("apiserver", argv)
+            ready = lambda: "Ready" in self.kubectl("get", "nodes", check=False)  # noqa: E731
+            self.wait("API server", ready, 30)
+
+    def kubelets(self) -> None:
+        for cluster in CLUSTERS:
+            name = f"kubelet-{cluster.name}"
+            log = self.procs.logs / f"{name}.log"
+            with self.progress.step(f"kubelet for {cluster.name}", log=str(log)):
+                argv = [self.wlmvk(), "kubelet", "--red-box-socket", str(cluster.socket)]
+                argv += ["--kubeconfig", str(self.kubeconfig), "--cluster-name", cluster.name]
+                argv += ["--agent-host", CLUSTERS[0].name, "--port", str(cluster.kubelet_port)]
+                argv += ["--metrics-port", str(cluster.metrics_port)]
+                self.procs.start(name, argv)
+                prefix = f"slurm-{cluster.name}-"
+                self.wait(name, lambda p=prefix: p in self.kubectl("get", "nodes", check=False), 60)
+
+    def manifests(self) -> None:
+        with self.progress.step("kubectl apply -k manifests/"):
+            self.kubectl("apply", "-k", str(ROOT / "manifests"), show=True)
+
+    def operator(self, user: str) -> None:
+        log = self.procs.logs / "operator.log"
+        with self.progress.step("operator", log=str(log)):
+            argv = [self.wlmvk(), "operator", "--kubeconfig", str(self.kubeconfig)]
+            # Staging pods run as the job owner on the agent host (the host kubelet stand-in).
+            argv += ["--stage-command", self.wlmvk_for(user)]
+            argv += ["--run-as-user", str(JOB_UID), "--run-as-group", str(JOB_UID)]
+            self.procs.start("operator", argv)
+            self.wait("operator", lambda: self.procs.alive("operator"), 5)
+
+    def show_cluster(self) -> None:
+        self.kubectl("get", "nodes", show=True)
+
+    def examples(self) -> list[str]:
+        """Apply each example, wait for its end, show what a user would look at; return failures."""
+        failures = []
+        for path in sorted(Path(self.args.examples).glob("*.yaml")):
+            doc = path.read_text()
+            expect = "Failed" if "wlmvk-demo-expect: Failed" in doc else "Succeeded"
+            found = _metadata_name(doc)
+            if found is None:
+                continue
+            kind, name = found
+            with self.progress.step(f"example {path.name}"):
+                _prepare_inputs(doc)
+                self.kubectl("apply", "-f", str(path), show=True)
+                status = self._wait_status(name, self.args.timeout)
+                self.kubectl("get", "slurmjob", show=True, check=False)
+                self.kubectl("get", "pod", show=True, check=False)
+                pod = f"{name}-job" if kind == "SlurmJob" else f"{name}-wlm-job"
+                self.kubectl("logs", pod, show=True, check=False)
+                _show_results(self.progress, doc)
+                if status != expect:
+                    failures.append(f"{path.name}: ended {status!r}, expected {expect!r}")
+        return failures
+
+    def multi_cluster(self) -> list[str]:
+        """One SlurmJob per cluster: the same script, sent to each cluster's cpu partition."""
+        failures = []
+        for cluster in CLUSTERS:
+            name = f"hello-{cluster.name}"
+            node = names.node_name(cluster.name, "cpu")
+            with self.progress.step(f"multi-cluster: {name} on {node}"):
+                manifest = _HELLO.format(name=name, node=node)
+                path = self.state / f"{name}.yaml"
+                path.write_text(manifest)
+                self.kubectl("apply", "-f", str(path), show=True)
+                status = self._wait_status(name, self.args.timeout)
+                if status != "Succeeded":
+                    failures.append(f"{name}: ended {status!r}, expected 'Succeeded'")
+        self.kubectl("get", "slurmjob", "-o", "wide", show=True, check=False)
+        self.kubectl("logs", "hello-second-job", show=True, check=False)
+        self.kubectl("get", "node", names.node_name(CLUSTERS[1].name, "cpu"), "--show-labels", show=True)
+        return failures
+
+    def _wait_status(self, name: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        status = ""
+        while time.monotonic() < deadline:
+            out = self.kubectl("get", "slurmjob,wlmjob", "-o", "json", check=False)
+            try:
+                items = json.loads(out).get("items", [])
+            except ValueError:
+                items = []
+            for item in items:
+                if item["metadata"]["name"] == name:
+                    status = item.get("status", {}).get("status", "")
+            if status in {"Succeeded", "Failed", "Cancelled"}:
+                return status
+            time.sleep(1)
+        return status or "timeout"
+
+    def down(self) -> int:
+        stopped = self.procs.stop_all()
+        self.progress.line(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+        return 0
+
+    def up(self) -> int:
+        try:
+            self.slurm()
+            user = self.job_owner()
+            self.red_boxes(user)
+            self.apiserver()
+            self.kubelets()
+            self.manifests()
+            self.operator(user)
+            self.show_cluster()
+            failures = self.examples()
+            failures += self.multi_cluster()
+        except StepFailed as exc:
+            print(f"demo failed at {exc}", file=sys.stderr)
+            if not self.args.keep:
+                self.down()
+            return 1
+        except KeyboardInterrupt:
+            self.down()
+            return 130
+        for failure in failures:
+            self.progress.line(f"FAILED {failure}")
+        if self.args.keep:
+            print("\nEverything is still running. Try:")
+            print(f"  export KUBECONFIG={self.kubeconfig}\n  kubectl get nodes")
+            print("Stop it with: scripts/demo down")
+        else:
+            self.down()
+        self.progress.line("all examples ended as expected" if not failures else f"{len(failures)} failed")
+        return 1 if failures else 0
+
+
+_HELLO = """apiVersion: wlm.sylabs.io/v1alpha1
+kind: SlurmJob
+metadata:
+  name: {name}
+spec:
+  batch: |
+    #!/bin/sh
+    echo "Hello from Slurm job $SLURM_JOB_ID on partition $SLURM_JOB_PARTITION"
+  nodeSelector:
+    kubernetes.io/hostname: {node}
+"""
+
+
+def _runs_as(user: str, program: str) -> str:
+    """Empty when ``user`` can run ``program --version``, else what went wrong."""
+    argv = ["runuser", "-u", user, "--", program, "--version"]
+    probe = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return "" if probe.returncode == 0 else (probe.stderr.strip() or f"exit {probe.returncode}")
+
+
+def _system_python() -> str:
+    want = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (f"/usr/bin/{want}", f"/usr/local/bin/{want}"):
+        if Path(candidate).exists():
+            return candidate
+    raise RuntimeError(f"the job owner cannot run {sys.executable} and there is no /usr/bin/{want}")
+
+
+def _metadata_name(doc: str) -> tuple[str, str] | None:
+    """(kind, name) of the SlurmJob or WlmJob in an example."""
+    for obj in yaml.safe_load_all(doc):
+        if isinstance(obj, dict) and obj.get("kind") in {"SlurmJob", "WlmJob"}:
+            name = obj.get("metadata", {}).get("name")
+            return (str(obj["kind"]), str(name)) if name else None
+    return None
+
+
+def _volumes(doc: str) -> list[tuple[str, Path]]:
+    found = []
+    for obj in yaml.safe_load_all(doc):
+        if not isinstance(obj, dict):
+            continue
+        spec = obj.get("spec", {})
+        for key in ("prepare", "results"):
+            mount = (spec.get(key) or {}).get("mount") or {}
+            path = (mount.get("hostPath") or {}).get("path")
+            if path:
+                found.append((key, Path(path)))
+    return found
+
+
+def _prepare_inputs(doc: str) -> None:
+    """What the README asks the user to do first: inputs on the node, an output dir writable by 1000."""
+    for key, path in _volumes(doc):
+        path.mkdir(parents=True, exist_ok=True)
+        if key == "prepare" and not any(path.iterdir()):
+            (path / "foo.txt").write_text("foo\n")
+        os.chown(path, JOB_UID, JOB_UID)
+
+
+def _show_results(progress: Progress, doc: str) -> None:
+    for key, path in _volumes(doc):
+        if key != "results":
+            continue
+        listing = subprocess.run(["ls", "-lR", str(path)], capture_output=True, text=True, check=False)
+        progress.command(["ls", "-lR", str(path)], listing.stdout + listing.stderr)
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    demo = Demo(args)
+    if args.action == "down":
+        return demo.down()
+    if os.geteuid() != 0:
+        print("wlmvk dev up: run as root (it installs Slurm and starts daemons)", file=sys.stderr)
+        return 2
+    if shutil.which("kubectl") is None and not (ROOT / "scripts" / "install-kubectl").exists():
+        print("wlmvk dev up: kubectl is missing", file=sys.stderr)
+        return 2
+    return demo.up()

@@ -1,1 +1,0 @@
-"""Test fixtures of high fidelity (the in-memory Kubernetes API server)."""

@@ -1,5 +1,0 @@
-"""``wlmvk dev up``: the whole system on one machine, running the examples end to end."""
-
-from wlmvk.testing.demo.app import main
-
-__all__ = ["main"]
