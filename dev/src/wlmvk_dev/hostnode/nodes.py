@@ -32,7 +32,7 @@ from wlmvk_dev.hostnode.config import NodeConfig
 _log = structlog.get_logger(__name__)
 
 KUBELET_VERSION = "v1.32.0"
-ANNOTATION = "wlmvk_dev/host-kubelet"
+ANNOTATION = "wlmvk.testing/host-kubelet"
 LEASE_NAMESPACE = "kube-node-lease"
 
 _HEALTHY = (
