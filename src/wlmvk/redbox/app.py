@@ -5,7 +5,10 @@ unknown key, a bad value or a partition Slurm does not have is an error
 naming the key and its line), the socket (a stale one is replaced, a live
 one is refused: two red-boxes on one socket would split the clients), the
 state directory. Then the service and the standard health service listen
-on the Unix socket (mode 0600) and, when asked, on TCP with TLS. A
+on the Unix socket (mode 0600) and, when asked, on TCP with mutual TLS
+only (a client certificate of ``--tls-client-ca`` is required at the
+handshake; without a client CA red-box refuses to start; the host defaults
+to loopback). A
 background recorder looks at the jobs red-box follows every few seconds,
 more often than Slurm's MinJobAge, so their end is recorded even without
 accounting. SIGTERM/SIGINT stop it gracefully: health turns NOT_SERVING,
@@ -91,10 +94,20 @@ def parser() -> argparse.ArgumentParser:
         help="serve only the original red-box rpcs; wlmvk's additions answer UNIMPLEMENTED",
     )
     p.add_argument(
-        "--tcp", default="", metavar="HOST:PORT", help="also listen on TCP (requires --tls-cert/--tls-key)"
+        "--tcp",
+        default="",
+        metavar="[HOST:]PORT",
+        help="also listen on TCP with mutual TLS (requires --tls-cert, --tls-key and --tls-client-ca); "
+        "HOST defaults to 127.0.0.1: give 0.0.0.0 or an address to be reached from other hosts",
     )
     p.add_argument("--tls-cert", default="", help="PEM certificate chain for the TCP listener")
     p.add_argument("--tls-key", default="", help="PEM private key for the TCP listener")
+    p.add_argument(
+        "--tls-client-ca",
+        default="",
+        help="PEM bundle of the CA(s) whose client certificates the TCP listener accepts; "
+        "a client without one is refused at the handshake",
+    )
     p.add_argument(
         "--slurm-timeout",
         type=float,
@@ -122,8 +135,21 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
     if not work_dir.is_dir():
         raise InvalidInput(f"--work-dir {work_dir}: no such directory")
     state_dir = Path(args.state_dir) if args.state_dir else cfg.Settings().state_dir
-    if args.tcp and not (args.tls_cert and args.tls_key):
-        raise InvalidInput("--tcp needs --tls-cert and --tls-key")
+    if args.tcp:
+        missing = [
+            flag
+            for flag, value in (
+                ("--tls-cert", args.tls_cert),
+                ("--tls-key", args.tls_key),
+                ("--tls-client-ca", args.tls_client_ca),
+            )
+            if not value
+        ]
+        if missing:
+            # Whoever reaches the port runs jobs and reads files as the job owner:
+            # only clients with a certificate of a CA we were told to trust may.
+            raise InvalidInput(f"--tcp needs {', '.join(missing)}: the TCP listener accepts only mutual TLS")
+        tcp_address(args.tcp)
     return cfg.Settings(
         socket=args.socket,
         config=args.config,
@@ -134,6 +160,7 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         tcp=args.tcp,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
         slurm_timeout=args.slurm_timeout,
         max_script_bytes=args.max_script_bytes,
         poll_interval=args.poll_interval,
@@ -176,9 +203,24 @@ def prepare_socket(path: str) -> None:
     raise InvalidInput(f"{path}: another red-box is already listening there; stop it first")
 
 
-def tls_context(cert: str, key: str) -> ssl.SSLContext:
+def tcp_address(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` of ``--tcp``; the host defaults to loopback, never to every interface."""
+    host, _, port = value.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise InvalidInput(f"--tcp {value}: not [HOST:]PORT")
+    return host.strip("[]") or "127.0.0.1", number
+
+
+def tls_context(cert: str, key: str, client_ca: str) -> ssl.SSLContext:
+    """Mutual TLS: the server's certificate, and client certificates required and verified."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
+    context.load_verify_locations(client_ca)
+    context.verify_mode = ssl.CERT_REQUIRED
     context.set_alpn_protocols(["h2"])
     return context
 
@@ -233,9 +275,10 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
         os.umask(old_umask)
     os.chmod(settings.socket, 0o600)
     if settings.tcp:
-        host, _, port = settings.tcp.rpartition(":")
+        host, port = tcp_address(settings.tcp)
         tcp = Server(handlers)
-        await tcp.start(host or "0.0.0.0", int(port), ssl=tls_context(settings.tls_cert, settings.tls_key))
+        context = tls_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
+        await tcp.start(host, port, ssl=context)
         servers.append(tcp)
     tasks = []
     if settings.poll_interval > 0:

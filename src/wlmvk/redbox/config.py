@@ -38,6 +38,7 @@ class Settings:
     tcp: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    tls_client_ca: str = ""
     slurm_timeout: float = 30.0
     max_script_bytes: int = 1024 * 1024
     poll_interval: float = 3.0

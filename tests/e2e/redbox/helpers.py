@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import trustme
@@ -79,19 +81,49 @@ def read_text(path: str) -> str:
         return handle.read()
 
 
-def tls_listener(directory: Path) -> tuple[trustme.CA, int, list[str]]:
-    """A CA, a free loopback port and red-box's flags for a TLS TCP listener on it.
+@dataclass(frozen=True)
+class TlsListener:
+    """What a test needs for red-box's mutual-TLS TCP listener.
 
-    The certificate (for 127.0.0.1 and localhost) and its key are written to
-    ``directory`` as cert.pem and key.pem, the CA's certificate as ca.pem.
+    ``authority`` signed red-box's certificate (for 127.0.0.1 and localhost);
+    ``client_authority`` is the CA red-box trusts for clients (``--tls-client-ca``),
+    and ``client.pem``/``client-key.pem`` in the directory are a client certificate
+    it signed. ``flags`` are red-box's flags for a listener on ``port``.
     """
-    authority = trustme.CA()
+
+    authority: trustme.CA
+    client_authority: trustme.CA
+    port: int
+    flags: list[str]
+    directory: Path
+
+    def client_context(self, *, with_certificate: bool = True) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        self.authority.configure_trust(context)
+        context.set_alpn_protocols(["h2"])
+        if with_certificate:
+            context.load_cert_chain(self.directory / "client.pem", self.directory / "client-key.pem")
+        return context
+
+
+def tls_listener(directory: Path, *, host: str = "127.0.0.1") -> TlsListener:
+    """A server CA and certificate, a client CA and certificate, a free port, red-box's flags.
+
+    Written to ``directory``: cert.pem/key.pem (red-box's), ca.pem (the server CA),
+    client-ca.pem, client.pem/client-key.pem. ``host`` "" gives ``--tcp PORT``.
+    """
+    authority, client_authority = trustme.CA(), trustme.CA()
     cert = authority.issue_cert("127.0.0.1", "localhost")
     cert.private_key_pem.write_to_path(str(directory / "key.pem"))
     cert.cert_chain_pems[0].write_to_path(str(directory / "cert.pem"))
     authority.cert_pem.write_to_path(str(directory / "ca.pem"))
+    client = client_authority.issue_cert("wlmvk-kubelet")
+    client.private_key_pem.write_to_path(str(directory / "client-key.pem"))
+    client.cert_chain_pems[0].write_to_path(str(directory / "client.pem"))
+    client_authority.cert_pem.write_to_path(str(directory / "client-ca.pem"))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    flags = ["--tcp", f"127.0.0.1:{port}", "--tls-cert", str(directory / "cert.pem")]
-    return authority, port, [*flags, "--tls-key", str(directory / "key.pem")]
+    flags = ["--tcp", f"{host}:{port}" if host else str(port), "--tls-cert", str(directory / "cert.pem")]
+    flags += ["--tls-key", str(directory / "key.pem"), "--tls-client-ca", str(directory / "client-ca.pem")]
+    return TlsListener(authority, client_authority, port, flags, directory)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import pwd
 import signal
+import socket
 import ssl
 import stat
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from grpclib.client import Channel
+from grpclib.exceptions import StreamTerminatedError
 
 from tests.e2e.redbox.helpers import script, tls_listener, wait_for
 from tests.fixtures.redbox import RedBox
@@ -54,6 +56,7 @@ def test_help_documents_every_flag() -> None:
         "--tcp",
         "--tls-cert",
         "--tls-key",
+        "--tls-client-ca",
         "--slurm-timeout",
         "--max-script-bytes",
     ):
@@ -202,19 +205,71 @@ async def test_red_box_running_as_the_job_owner(redbox_factory: Factory) -> None
         await client.close()
 
 
-async def test_tcp_listener_with_tls(redbox_factory: Factory, tmp_path: Path) -> None:
-    authority, port, flags = tls_listener(tmp_path)
-    box = redbox_factory(*flags)
-    context = ssl.create_default_context()
-    authority.configure_trust(context)
-    context.set_alpn_protocols(["h2"])
-    channel = Channel("127.0.0.1", port, ssl=context)
+# TLS 1.3: the client's handshake ends before red-box checks its certificate, so the
+# refusal reaches the client as the connection dropped before any answer.
+REFUSED = (StreamTerminatedError, ssl.SSLError, ConnectionError)
+
+
+async def partitions_over(host: str, port: int, context: ssl.SSLContext) -> list[str]:
+    channel = Channel(host, port, ssl=context)
     try:
         reply = await api.WorkloadManagerStub(channel).partitions(api.PartitionsRequest())
-        assert "debug" in reply.partition
+        return list(reply.partition)
     finally:
         channel.close()
+
+
+async def test_tcp_listener_requires_a_client_certificate_of_its_client_ca(
+    redbox_factory: Factory, tmp_path: Path
+) -> None:
+    listener = tls_listener(tmp_path)
+    box = redbox_factory(*listener.flags)
+    assert "debug" in await partitions_over("127.0.0.1", listener.port, listener.client_context())
+    with pytest.raises(REFUSED):
+        await partitions_over("127.0.0.1", listener.port, listener.client_context(with_certificate=False))
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    # A certificate of another CA (here the server's own) is no better than none.
+    other = listener.authority.issue_cert("wlmvk-kubelet")
+    other.private_key_pem.write_to_path(str(stranger / "key.pem"))
+    other.cert_chain_pems[0].write_to_path(str(stranger / "cert.pem"))
+    foreign = listener.client_context(with_certificate=False)
+    foreign.load_cert_chain(stranger / "cert.pem", stranger / "key.pem")
+    with pytest.raises(REFUSED):
+        await partitions_over("127.0.0.1", listener.port, foreign)
+    assert "debug" in await partitions_over("127.0.0.1", listener.port, listener.client_context())
     assert box.stop() == 0
+
+
+@pytest.mark.parametrize("missing", ["--tls-client-ca", "--tls-cert"])
+def test_tcp_without_a_client_ca_or_certificate_refuses_to_start(
+    tmp_path: Path, missing: str
+) -> None:
+    flags = tls_listener(tmp_path).flags
+    at = flags.index(missing)
+    del flags[at : at + 2]
+    done = run_red_box("--socket", str(tmp_path / "s.sock"), "--state-dir", str(tmp_path), *flags)
+    assert done.returncode == 2
+    assert f"--tcp needs {missing}: the TCP listener accepts only mutual TLS" in done.stderr
+    assert not os.path.exists(tmp_path / "s.sock")
+
+
+def host_address() -> str:
+    """An address of this host that is not loopback (the test needs one)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing address
+        address = str(probe.getsockname()[0])
+    assert not address.startswith("127."), "this test needs a non-loopback address"
+    return address
+
+
+async def test_tcp_port_alone_listens_on_loopback_only(redbox_factory: Factory, tmp_path: Path) -> None:
+    listener = tls_listener(tmp_path, host="")
+    assert listener.flags[:2] == ["--tcp", str(listener.port)]
+    redbox_factory(*listener.flags)
+    assert "debug" in await partitions_over("127.0.0.1", listener.port, listener.client_context())
+    with pytest.raises(ConnectionRefusedError), socket.create_connection((host_address(), listener.port), 5):
+        pass
 
 
 async def test_sigterm_with_an_open_tail_stream_stops_promptly(redbox: RedBox) -> None:

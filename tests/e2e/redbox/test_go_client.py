@@ -115,9 +115,21 @@ def test_go_client_runs_a_job_and_cancels_a_held_one(redbox: RedBox, wlmclient: 
 def test_go_client_over_tls_tcp_sees_what_the_socket_shows(
     redbox_factory: Callable[..., RedBox], wlmclient: Path, tmp_path: Path
 ) -> None:
-    _, port, flags = tls_listener(tmp_path)
-    box = redbox_factory(*flags)
-    over_tcp = run_wlmclient(wlmclient, "info", "-tcp", f"127.0.0.1:{port}", "-ca", str(tmp_path / "ca.pem"))
+    listener = tls_listener(tmp_path)
+    port = listener.port
+    box = redbox_factory(*listener.flags)
+    over_tcp = run_wlmclient(
+        wlmclient,
+        "info",
+        "-tcp",
+        f"127.0.0.1:{port}",
+        "-ca",
+        str(tmp_path / "ca.pem"),
+        "-cert",
+        str(tmp_path / "client.pem"),
+        "-key",
+        str(tmp_path / "client-key.pem"),
+    )
     over_socket = run_wlmclient(wlmclient, "info", "-socket", box.socket)
     assert one(over_tcp, "dial")["target"] == f"tls://127.0.0.1:{port}"
     for step in ("workload_info", "partitions"):

@@ -6,8 +6,8 @@
 // This file owns the command line, the connection and the output lines; the
 // job flow is in flow.go and the serialization modes are in codec.go.
 //
-//	wlmclient run    -socket PATH | -tcp HOST:PORT -ca PEM  [-script FILE] [-partition P] [-timeout D]
-//	wlmclient info   -socket PATH | -tcp HOST:PORT -ca PEM
+//	wlmclient run    -socket PATH | -tcp HOST:PORT -ca PEM -cert PEM -key PEM  [-script FILE] [-partition P] [-timeout D]
+//	wlmclient info   -socket PATH | -tcp HOST:PORT -ca PEM -cert PEM -key PEM
 //	wlmclient encode < {"type": "SubmitJobRequest", "json": {...}} lines
 //	wlmclient decode < {"type": "SubmitJobRequest", "hex": "0a01..."} lines
 //
@@ -66,13 +66,15 @@ func usage(msg string) {
 
 // target names where red-box listens.
 type target struct {
-	socket, tcp, ca string
+	socket, tcp, ca, cert, key string
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.socket, "socket", "", "red-box's Unix socket")
 	fs.StringVar(&t.tcp, "tcp", "", "red-box's TLS TCP listener, HOST:PORT (instead of -socket)")
 	fs.StringVar(&t.ca, "ca", "", "PEM file of the CA that signed the TCP listener's certificate")
+	fs.StringVar(&t.cert, "cert", "", "PEM client certificate for the TCP listener (red-box demands one)")
+	fs.StringVar(&t.key, "key", "", "PEM private key of -cert")
 }
 
 // dial connects as the original clients did: plain gRPC over the Unix
@@ -97,8 +99,16 @@ func (t *target) dial() (*grpc.ClientConn, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("-ca %s: no PEM certificate", t.ca)
 		}
+		config := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if t.cert != "" {
+			pair, err := tls.LoadX509KeyPair(t.cert, t.key)
+			if err != nil {
+				return nil, fmt.Errorf("-cert/-key: %w", err)
+			}
+			config.Certificates = []tls.Certificate{pair}
+		}
 		emit("dial", line{"target": "tls://" + t.tcp})
-		creds := credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+		creds := credentials.NewTLS(config)
 		return grpc.NewClient("passthrough:///"+t.tcp, grpc.WithTransportCredentials(creds))
 	default:
 		return nil, errors.New("-socket or -tcp is required")
