@@ -1,4 +1,4 @@
-"""The operator against the in-memory API server with registered virtual nodes (no WLM behind them).
+"""The operator against a control plane with registered virtual nodes (no WLM behind them).
 
 What is checked here is the Kubernetes side: the pods the operator creates,
 the scheduler's verdict reaching the SlurmJob, garbage collection of owned
@@ -100,6 +100,7 @@ async def operators(apiserver: Any) -> AsyncIterator[list[OperatorProcess]]:
         await process.stop(signal.SIGKILL)
 
 
+@pytest.mark.kube_any
 async def test_job_pod_carries_the_script_and_is_owned(cluster: Any, operators: Any) -> None:
     await operators("a")
     batch = "#!/bin/sh\n#SBATCH -c 2 # two CPUs\n#SBATCH --exclusive\necho hi\n"
@@ -126,6 +127,7 @@ async def test_job_pod_carries_the_script_and_is_owned(cluster: Any, operators: 
     await eventually(deleted, timeout=30, what="pod one-job deleted")
 
 
+@pytest.mark.kube_any
 async def test_job_too_large_for_every_partition_stays_pending_with_the_reason(
     cluster: Any, operators: Any
 ) -> None:
@@ -148,6 +150,7 @@ async def test_job_too_large_for_every_partition_stays_pending_with_the_reason(
     assert "FailedScheduling" in described.stdout
 
 
+@pytest.mark.kube_any
 async def test_one_leader_and_a_takeover_when_it_dies(cluster: Any, operators: Any) -> None:
     first = await operators("first")
 
@@ -179,6 +182,7 @@ async def test_one_leader_and_a_takeover_when_it_dies(cluster: Any, operators: A
     assert sum(int(e.get("count") or 1) for e in created) == 1
 
 
+@pytest.mark.kube_any
 async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operators: Any) -> None:
     first = await operators("first")
 
@@ -197,6 +201,8 @@ async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operator
     await eventually(second_leads, timeout=10, what="immediate takeover")
 
 
+# In-memory only: the real plane's session has the CRDs installed, and removing them would
+# delete every other test's custom resources.
 async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
     apiserver: Any, operators: Any
 ) -> None:
@@ -215,6 +221,7 @@ async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
     assert "CRD not installed" in operator.output()
 
 
+@pytest.mark.kube_any
 async def test_probes(cluster: Any) -> None:
     port = free_port()
     process = await OperatorProcess(

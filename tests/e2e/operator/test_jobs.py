@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import eventually, get_json, status_of, wait_status
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
 
 
 def slurmjob(name: str, batch: str, **spec: Any) -> str:
