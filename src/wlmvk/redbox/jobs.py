@@ -106,6 +106,10 @@ class Jobs:
         return job_id
 
     def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
+        # Checked before the working directory is made: a refused job leaves nothing behind.
+        texts = {"partition": spec.partition, "job name": spec.name, "working dir": spec.working_dir}
+        for what, value in {**texts, "output": spec.std_out, "error": spec.std_err}.items():
+            scripts.check_text(what, value)
         working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
         outputs = []
         for path in (spec.std_out, spec.std_err):

@@ -6,6 +6,10 @@ idempotency key in ``--comment=wlmvk:<key>``, where Slurm keeps it (and
 accounting stores it) so a lost job can be found by key even when red-box
 lost its own records. A container job becomes a ``#!/bin/sh`` script that
 runs the image with Apptainer or Singularity, as the original built it.
+
+No control character reaches what Slurm stores and prints back unescaped
+(the options, the ``#SBATCH`` lines, ``SBATCH_*`` variables): a newline or
+separator there would be read back as a broken row by every status query.
 """
 
 from __future__ import annotations
@@ -21,6 +25,18 @@ from wlmvk.redbox.slurm.parsing import COMMENT_PREFIX
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BUT_TAB = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def check_text(what: str, value: str) -> str:
+    """Refuse a control character in ``value``, naming ``what`` it is."""
+    if _CONTROL.search(value):
+        raise InvalidInput(
+            f"{what} {value[:200]!r}: control characters (newline, tab, ...) are not accepted: "
+            "Slurm would print them back unescaped"
+        )
+    return value
 
 
 def check_key(key: str) -> str:
@@ -35,6 +51,9 @@ def check_script(script: str, *, limit: int) -> bytes:
         raise InvalidInput("the batch script is empty")
     if len(data) > limit:
         raise InvalidInput(f"the batch script has {len(data)} bytes; the limit is {limit}")
+    for number, line in enumerate(script.split("\n"), 1):
+        if line.lstrip().startswith("#SBATCH") and _CONTROL_BUT_TAB.search(line.rstrip("\r")):
+            raise InvalidInput(f"line {number} of the batch script: a control character in {line[:200]!r}")
     return data
 
 
@@ -51,6 +70,8 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
             raise InvalidInput(f"environment variable name {name[:100]!r} is not valid")
         if "\x00" in value:
             raise InvalidInput(f"environment variable {name} contains a NUL byte")
+        if name.startswith("SBATCH_"):
+            check_text(f"environment variable {name}", value)  # sbatch reads these as options
         size = len(name.encode()) + 1 + len(value.encode())
         if size > MAX_ENV_ENTRY:
             raise InvalidInput(f"environment variable {name} has {size} bytes; the limit is {MAX_ENV_ENTRY}")

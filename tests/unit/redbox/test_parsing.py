@@ -22,7 +22,9 @@ def by_id(states: list) -> dict:  # type: ignore[type-arg]
 
 
 def test_squeue_finished_jobs_carry_exit_code_signal_and_key() -> None:
-    states = by_id(parsing.squeue_states(captured("squeue_states_1.txt")))
+    rows = parsing.squeue_rows(captured("squeue_states_1.txt"))
+    assert rows.skipped == ()
+    states = by_id(rows.states)
     assert set(states) == {3, 4, 5, 8, 10, 11, 12, 13, 14}
     held = states[3]
     assert held.status is JobStatus.PENDING
@@ -49,13 +51,57 @@ def test_squeue_finished_jobs_carry_exit_code_signal_and_key() -> None:
     assert running.working_dir == "/var/tmp/wlmvk-slurm/jobs"
 
 
-def test_squeue_rejects_a_foreign_format() -> None:
-    with pytest.raises(ValueError, match="fields"):
-        parsing.squeue_states("1|RUNNING|None\n")
+def test_squeue_skips_and_reports_a_foreign_row() -> None:
+    rows = parsing.squeue_rows("1|RUNNING|None\n")
+    assert rows == parsing.Rows(states=[], skipped=("1|RUNNING|None",))
+
+
+def test_squeue_reads_every_job_around_hostile_names_comments_and_paths() -> None:
+    """Captured: jobs named ``nl\\nin|name`` (working dir with a newline and ``|``, a comment forging a row
+    after a newline) and ``sep\\x1fin\\x1fname``, between two plain jobs. The plain ones are read, the
+    hostile ones are skipped and reported, nothing raises."""
+    rows = parsing.squeue_rows(captured("squeue_hostile.txt"))
+    assert sorted((s.job_id, s.name, s.idempotency_key) for s in rows.states) == [
+        (625, "plain", "key-plain"),
+        (628, "after", "key-after"),
+    ]
+    assert [text.split(parsing.SEP, 1)[0] for text in rows.skipped] == ["627", "626", "99"]
+    unknown = rows.unreadable()
+    assert [(s.job_id, s.status, s.reason) for s in unknown] == [
+        (job_id, JobStatus.UNKNOWN, parsing.UNREADABLE_REASON) for job_id in (627, 626, 99)
+    ]
+
+
+def squeue_line(**values: str) -> str:
+    """One squeue -O row as Slurm prints it: every field followed by the separator."""
+    row = dict.fromkeys(parsing.SQUEUE_FIELDS, "") | {"State": "RUNNING", "exit_code": "0"} | values
+    return "".join(row[name] + parsing.SEP for name in parsing.SQUEUE_FIELDS) + "\n"
+
+
+def test_a_newline_in_a_field_is_part_of_the_field() -> None:
+    rows = parsing.squeue_rows(squeue_line(JobID="7", Comment="wlmvk:k", WorkDir="/w\nx", Name="a\n\nb"))
+    assert rows.skipped == ()
+    (state,) = rows.states
+    assert (state.working_dir, state.name, state.idempotency_key) == ("/w\nx", "a\n\nb", "k")
+
+
+def test_a_row_whose_values_do_not_read_is_skipped_alone() -> None:
+    bad = squeue_line(JobID="9", State="COMPLETED", exit_code="not-a-number")
+    rows = parsing.squeue_rows(bad + squeue_line(JobID="8", State="COMPLETED"))
+    assert [s.job_id for s in rows.states] == [8]
+    assert rows.skipped == (bad.removesuffix("\n"),)
+
+
+def test_a_skipped_fragment_does_not_hide_a_readable_row_of_its_job() -> None:
+    rows = parsing.squeue_rows("8" + parsing.SEP + "forged\n" + squeue_line(JobID="8"))
+    assert [(s.job_id, s.status) for s in rows.states] == [(8, JobStatus.RUNNING)]
+    assert rows.unreadable() == []
 
 
 def test_sacct_states_cover_every_terminal_kind() -> None:
-    states = by_id(parsing.sacct_states(captured("sacct_states.txt")))
+    rows = parsing.sacct_rows(captured("sacct_states.txt"), sep="|")
+    assert rows.skipped == ()
+    states = by_id(rows.states)
     assert (states[2].status, states[2].exit_code, states[2].idempotency_key) == (
         JobStatus.FAILED,
         3,
@@ -76,10 +122,22 @@ def test_sacct_states_cover_every_terminal_kind() -> None:
 
 
 def test_sacct_skips_step_rows_and_keeps_bars_in_names() -> None:
-    line = "7|FAILED|None|3:0||debug|vm|2026-12-02T16:06:43|2026-12-02T16:06:43|2026-12-02T16:06:43|/w|a|b"
-    step = "7.batch|FAILED|None|3:0||||2026-12-02T16:06:43|2026-12-02T16:06:43|2026-12-02T16:06:43||batch"
-    (state,) = parsing.sacct_states(f"{line}\n{step}\n")
-    assert state.name == "a|b"
+    times = ["2026-12-02T16:06:43"] * 3
+    line = parsing.SEP.join(["7", "FAILED", "None", "3:0", "", "debug", "vm", *times, "/w", "a|b"])
+    step = parsing.SEP.join(["7.batch", "FAILED", "None", "3:0", "", "", "", *times, "", "batch"])
+    rows = parsing.sacct_rows(f"{line}\n{step}\n")
+    assert [s.name for s in rows.states] == ["a|b"]
+    assert rows.skipped == ()
+
+
+def test_sacct_reads_every_job_around_hostile_names_comments_and_paths() -> None:
+    """Captured with ``--delimiter=\\x1f`` after cancelling the jobs of ``squeue_hostile.txt``."""
+    rows = parsing.sacct_rows(captured("sacct_hostile.txt"))
+    assert sorted((s.job_id, s.status, s.idempotency_key) for s in rows.states) == [
+        (625, JobStatus.CANCELLED, "key-plain"),
+        (628, JobStatus.CANCELLED, "key-after"),
+    ]
+    assert [text.split(parsing.SEP, 1)[0] for text in rows.skipped] == ["626", "99", "627"]
 
 
 def test_sacct_steps_of_the_original_query() -> None:

@@ -77,3 +77,23 @@ def test_container_script_for_a_local_image_verifies_it() -> None:
     text = scripts.container_script(spec, "singularity", pull_name="unused")
     assert "srun singularity verify /images/tool.sif || exit" in text
     assert "srun singularity run /images/tool.sif || exit" in text
+
+
+@pytest.mark.parametrize("value", ["a\nb", "a\x1fb", "tab\there", "cr\r", "del\x7f"])
+def test_control_characters_are_refused_with_the_field_named(value: str) -> None:
+    with pytest.raises(InvalidInput, match=r"^working dir .*control characters"):
+        scripts.check_text("working dir", value)
+    assert scripts.check_text("working dir", "/a b|c/ünï") == "/a b|c/ünï"
+
+
+def test_a_control_character_in_an_sbatch_line_is_refused_elsewhere_allowed() -> None:
+    with pytest.raises(InvalidInput, match="line 2 of the batch script"):
+        scripts.check_script("#!/bin/sh\n#SBATCH --comment=a\x1fb\necho\n", limit=1000)
+    text = "#!/bin/sh\r\n#SBATCH\t--job-name=tabbed\r\nprintf 'a\\x1fb\x1f'\n"
+    assert scripts.check_script(text, limit=1000) == text.encode()
+
+
+def test_sbatch_variables_are_options_and_checked_like_them() -> None:
+    with pytest.raises(InvalidInput, match="environment variable SBATCH_JOB_NAME"):
+        scripts.check_env({"SBATCH_JOB_NAME": "x\ny"})
+    assert scripts.check_env({"GREETING": "multi\nline"}) == {"GREETING": "multi\nline"}

@@ -6,17 +6,26 @@ Slurm's stderr in the message: a controller that does not answer is
 ``Unavailable``, an unknown job id ``NotFound``, a rejected submission
 ``InvalidInput``. Accounting that is switched off is not an error: the
 accounting queries answer ``None`` and the caller uses its own records.
+
+Job queries see only the jobs of red-box's own user (``-u``): another
+user's job can neither be read, nor adopted by key, nor break a parse. A
+row that cannot be read is logged and left out, the others answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping, Sequence
+
+import structlog
 
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.redbox.slurm import parsing
 from wlmvk.redbox.slurm.runner import Completed, Runner
+
+_log = structlog.get_logger(__name__)
 
 _UNREACHABLE = (
     "Unable to contact slurm controller",
@@ -30,8 +39,13 @@ _UNREACHABLE = (
 _NO_ACCOUNTING = ("accounting storage is disabled", "not running a supported accounting_storage")
 _UNKNOWN_JOB = "Invalid job id specified"
 
-ACCOUNTING_WINDOW = "now-7days"
-"""How far back a lookup by idempotency key searches the accounting database."""
+ACCOUNTING_WINDOW = "now-3days"
+"""How far back a lookup by idempotency key searches the accounting database.
+
+Keys are looked up in Slurm only when red-box's own record lacks them (a lost
+state directory, a reply lost mid-submission): a kubelet asks again within
+minutes, so three days cover a long weekend without reading a week of jobs.
+"""
 
 
 def classify(done: Completed) -> Exception:
@@ -53,8 +67,10 @@ def no_accounting(done: Completed) -> bool:
 class Slurm:
     """Slurm's CLI as red-box uses it."""
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, *, user: str = "") -> None:
         self.runner = runner
+        # squeue and sacct take a uid as well as a name; ours unless told.
+        self.user = user or str(os.geteuid())
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -78,7 +94,7 @@ class Slurm:
 
         With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
         """
-        argv = ["squeue", "-h", "-t", "all", "-O", parsing.SQUEUE_FORMAT]
+        argv = ["squeue", "-h", "-t", "all", "-u", self.user, "-O", parsing.SQUEUE_FORMAT]
         if job_ids is not None:
             if not job_ids:
                 return []
@@ -89,7 +105,7 @@ class Slurm:
             if isinstance(error, NotFound):
                 return []
             raise error
-        return parsing.squeue_states(done.stdout)
+        return _read(parsing.squeue_rows(done.stdout), "squeue")
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         """``sacct`` rows of these jobs, or None when accounting is off."""
@@ -102,13 +118,14 @@ class Slurm:
         return await self._sacct(["-S", ACCOUNTING_WINDOW])
 
     async def _sacct(self, selection: Sequence[str]) -> list[JobState] | None:
-        argv = ["sacct", "-X", "-n", "-a", "--parsable2", "-o", parsing.SACCT_FORMAT, *selection]
+        argv = ["sacct", "-X", "-n", "-u", self.user, "--parsable2", f"--delimiter={parsing.SEP}"]
+        argv += ["-o", parsing.SACCT_FORMAT, *selection]
         done = await self.runner.run(argv)
         if not done.ok:
             if no_accounting(done):
                 return None
             raise classify(done)
-        return parsing.sacct_states(done.stdout)
+        return _read(parsing.sacct_rows(done.stdout), "sacct")
 
     async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
         """``scontrol -o show job ID``: one record per job (an array has several)."""
@@ -155,3 +172,10 @@ class Slurm:
         if not done.ok:
             raise classify(done)
         return parsing.config_value(done.stdout, "ClusterName")
+
+
+def _read(rows: parsing.Rows, command: str) -> list[JobState]:
+    """The readable rows, and UNKNOWN for a job whose row is not: its pod is left as it is."""
+    for text in rows.skipped:
+        _log.warning("unreadable job row skipped", command=command, row=text[:500])
+    return rows.states + rows.unreadable()
