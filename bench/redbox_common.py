@@ -81,23 +81,28 @@ def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv)
 
 
+async def wait_serving(client: RedBoxClient) -> None:
+    """Until red-box answers (20 s at most: then the next call says why)."""
+    for _ in range(200):
+        try:
+            await client.partitions()
+            return
+        except Unavailable:
+            await asyncio.sleep(0.1)
+
+
 @contextlib.asynccontextmanager
-async def red_box_process() -> AsyncIterator[RedBoxClient]:
-    """A red-box in its own process, as deployed; the client in this one."""
+async def red_box_process(work: Path | None = None) -> AsyncIterator[RedBoxClient]:
+    """A red-box in its own process, as deployed (working root ``work``); the client in this one."""
     home = Path(tempfile.mkdtemp(prefix="rbbench", dir="/tmp"))
-    work = Path(tempfile.mkdtemp(prefix="bench-", dir=JOBS_ROOT))
+    work = work or Path(tempfile.mkdtemp(prefix="bench-", dir=JOBS_ROOT))
     socket = str(home / "rb.sock")
     argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", socket, "--work-dir", str(work)]
     argv += ["--state-dir", str(home / "state"), "--log-level", "warning", "--poll-interval", "0"]
     proc = _spawn(argv)
     client = RedBoxClient(socket, timeout=120)
     try:
-        for _ in range(200):
-            try:
-                await client.partitions()
-                break
-            except Unavailable:
-                await asyncio.sleep(0.1)
+        await wait_serving(client)
         yield client
     finally:
         await client.close()

@@ -6,6 +6,14 @@ through the backend: ``open_file`` for what is there now (cut to
 ``tailLines`` and ``limitBytes``), then, with ``follow``, ``tail_file`` from
 that offset until the job has ended and its last bytes were drained.
 
+One pod's log must not take the kubelet's memory, whatever its size or shape:
+the output streams through chunk by chunk; ``limitBytes`` stops the reading
+once met; ``tailLines`` keeps a ring of the last lines (or, for a tail longer
+than ``TAIL_RING_BYTES``, counts lines in a first pass and skips them in a
+second); lines are cut at ``loglines.MAX_LINE``; the follow queue is bounded.
+red-box's ``OpenFile`` has no offset, so a tail still reads the file from
+its start (at red-box's pace, in bounded memory) instead of seeking to its end.
+
 Slurm output carries no per-line times: a line's time is when the kubelet
 first saw it (job start for what was already written). ``sinceTime`` and
 ``sinceSeconds`` compare against that, and ``timestamps`` prints it.
@@ -14,14 +22,16 @@ first saw it (job start for what was already written). ``sinceTime`` and
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput
+from wlmvk.kubelet.loglines import MAX_LINE, LineCutter, stamp_pieces
 
 
 @dataclass(frozen=True)
@@ -80,20 +90,6 @@ def parse_options(query: Mapping[str, str], *, now: datetime) -> LogOptions:
     )
 
 
-def last_lines(data: bytes, count: int) -> bytes:
-    """The last ``count`` lines of ``data`` (a trailing partial line counts as one)."""
-    if count == 0:
-        return b""
-    lines = data.splitlines(keepends=True)
-    return b"".join(lines[-count:])
-
-
-def stamp(data: bytes, moment: datetime) -> bytes:
-    """Prefix each line with an RFC 3339 nano timestamp, as the kubelet does."""
-    prefix = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z ").encode()
-    return b"".join(prefix + line for line in data.splitlines(keepends=True))
-
-
 @dataclass(frozen=True)
 class LogSource:
     """Where a pod's log is and how to know it is complete."""
@@ -102,6 +98,20 @@ class LogSource:
     started: datetime | None
     # Resolves when the job ends (or at once when it has).
     wait_ended: Callable[[], Awaitable[object]]
+
+
+# Chunks (256 KiB each from red-box) read ahead of a slow reader while following.
+FOLLOW_QUEUE = 4
+# A tail of up to this many bytes of pieces is kept in one pass; a longer one is
+# found by counting the pieces first, then reading again past those not wanted.
+TAIL_RING_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class _Reading:
+    """What reading the existing output found: its size, where following starts."""
+
+    size: int = 0
 
 
 async def stream_logs(
@@ -114,96 +124,189 @@ async def stream_logs(
 ) -> AsyncIterator[bytes]:
     """The log bytes for ``options`` (see the module docstring); the first chunk may be empty."""
     budget = options.limit_bytes
-    chunks = [chunk async for chunk in backend.open_file(source.path)]
-    existing = b"".join(chunks)
-    first_time = source.started or now()
-    head = existing
-    if options.since is not None and first_time < options.since:
-        head = b""
-    if options.tail_lines is not None:
-        head = last_lines(head, options.tail_lines)
-    if options.timestamps:
-        head = stamp(head, first_time)
-    if budget is not None:
-        head = head[:budget]
-        budget -= len(head)
+    reading = _Reading()
     # Always yield first (even nothing): the server answers errors of the opening read
     # with an HTTP status, and starts the response once this arrives.
-    yield head
-    if not options.follow or (budget is not None and budget <= 0):
+    first = True
+    async with contextlib.aclosing(_head(backend, source, options, reading, now)) as head:
+        async for out in head:
+            if budget is not None:
+                out = out[:budget]
+                budget -= len(out)
+            if out or first:
+                first = False
+                yield out
+            if budget is not None and budget <= 0:
+                return
+    if first:
+        yield b""
+    if not options.follow:
         return
-    async for chunk in _follow(backend, source, skip=len(existing), drain=drain):
-        out = stamp(chunk, now()) if options.timestamps else chunk
-        if budget is not None:
-            out = out[:budget]
-            budget -= len(out)
-        if out:
-            yield out
-        if budget is not None and budget <= 0:
+    async with contextlib.aclosing(_follow(backend, source, skip=reading.size, drain=drain)) as tail:
+        async for chunk in tail:
+            out = stamp_pieces(chunk, now()) if options.timestamps else b"".join(chunk)
+            if budget is not None:
+                out = out[:budget]
+                budget -= len(out)
+            if out:
+                yield out
+            if budget is not None and budget <= 0:
+                return
+
+
+async def _chunks(
+    backend: Backend, path: str, reading: _Reading, *, stop_at: int | None = None
+) -> AsyncGenerator[bytes, None]:
+    """The file's chunks as they come (``stop_at``: no byte past it); counts ``reading.size``."""
+    stream = backend.open_file(path)
+    try:
+        async for chunk in stream:
+            if stop_at is not None:
+                chunk = chunk[: max(0, stop_at - reading.size)]
+            reading.size += len(chunk)
+            if chunk:
+                yield chunk
+            if stop_at is not None and reading.size >= stop_at:
+                return
+    finally:
+        await _close(stream)
+
+
+async def _head(
+    backend: Backend,
+    source: LogSource,
+    options: LogOptions,
+    reading: _Reading,
+    now: Callable[[], datetime],
+) -> AsyncGenerator[bytes, None]:
+    """The output already written, as ``options`` want it, read with bounded memory."""
+    moment = source.started or now()
+    hidden = options.since is not None and moment < options.since
+    chunks = _chunks(backend, source.path, reading)
+    async with contextlib.aclosing(chunks):
+        if hidden or options.tail_lines == 0:
+            # Nothing to show; read on only to learn where following starts.
+            async for _ in chunks:
+                if not options.follow:
+                    return
             return
+        if options.tail_lines is not None:
+            async for out in _tail(backend, source.path, chunks, reading, options.tail_lines):
+                yield stamp_pieces(out, moment) if options.timestamps else b"".join(out)
+            return
+        if not options.timestamps:
+            async for chunk in chunks:
+                yield chunk
+            return
+        cutter = LineCutter()
+        async for chunk in chunks:
+            yield stamp_pieces(cutter.feed(chunk), moment)
+        yield stamp_pieces(cutter.finish(), moment)
 
 
-async def _follow(backend: Backend, source: LogSource, *, skip: int, drain: float) -> AsyncIterator[bytes]:
-    """New bytes past ``skip`` until the job ended and ``drain`` seconds brought nothing more."""
+async def _tail(
+    backend: Backend, path: str, chunks: AsyncIterator[bytes], reading: _Reading, count: int
+) -> AsyncGenerator[list[bytes], None]:
+    """Groups of the last ``count`` pieces of the file, holding at most ``TAIL_RING_BYTES`` or so."""
+    cutter = LineCutter()
+    if count * (MAX_LINE + 1) <= TAIL_RING_BYTES:
+        ring: collections.deque[bytes] = collections.deque(maxlen=count)
+        async for chunk in chunks:
+            ring.extend(cutter.feed(chunk))
+        ring.extend(cutter.finish())
+        yield list(ring)
+        return
+    total = 0
+    async for chunk in chunks:
+        total += len(cutter.feed(chunk))
+    total += len(cutter.finish())
+    # Second pass up to the size the first one saw; following starts there.
+    skip, size = max(0, total - count), reading.size
+    again = _Reading()
+    async with contextlib.aclosing(_chunks(backend, path, again, stop_at=size)) as second:
+        async for chunk in second:
+            pieces = cutter.feed(chunk)
+            dropped = min(skip, len(pieces))
+            skip -= dropped
+            if pieces[dropped:]:
+                yield pieces[dropped:]
+    last = cutter.finish()
+    if last and not skip:
+        yield last
+
+
+async def _close(stream: AsyncIterator[bytes]) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(BaseException):
+            await aclose()
+
+
+async def _follow(
+    backend: Backend, source: LogSource, *, skip: int, drain: float
+) -> AsyncGenerator[list[bytes], None]:
+    """Groups of new pieces past ``skip`` until the job ended and ``drain`` seconds brought nothing more.
+
+    Pieces are whole lines (or ``MAX_LINE`` runs) while following, so that
+    timestamps stay per line; the queue between red-box's stream and the reader
+    is bounded, so a slow reader slows the stream instead of filling memory.
+    """
     stream = backend.tail_file(source.path)
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=FOLLOW_QUEUE)
 
     async def pump() -> None:
-        try:
-            async for chunk in stream:
-                await queue.put(chunk)
-        finally:
-            await queue.put(None)
+        async for chunk in stream:
+            await queue.put(chunk)
 
     pumping = asyncio.create_task(pump(), name=f"tail {source.path}")
     ending: asyncio.Future[object] = asyncio.ensure_future(source.wait_ended())
-    pending = b""
+    cutter = LineCutter()
     try:
         while True:
-            chunk = await _next_chunk(queue, ending, drain)
+            chunk = await _next_chunk(queue, pumping, ending, drain)
             if chunk is None:
-                if pumping.done() and not pumping.cancelled() and pumping.exception() is not None:
-                    raise pumping.exception()  # type: ignore[misc]
                 break
             if skip:
                 cut = min(skip, len(chunk))
                 skip -= cut
                 chunk = chunk[cut:]
-            # Hand out whole lines while following, so that timestamps stay per line.
-            pending += chunk
-            whole, sep, rest = pending.rpartition(b"\n")
-            if sep:
-                pending = rest
-                yield whole + sep
-        if pending:
-            yield pending
+            pieces = cutter.feed(chunk)
+            if pieces:
+                yield pieces
+        last = cutter.finish()
+        if last:
+            yield last
     finally:
         ending.cancel()
         pumping.cancel()
         with contextlib.suppress(BaseException):
             await pumping
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(BaseException):
-                await aclose()
+        await _close(stream)
 
 
 async def _next_chunk(
-    queue: asyncio.Queue[bytes | None], ending: asyncio.Future[object], drain: float
+    queue: asyncio.Queue[bytes], pumping: asyncio.Task[None], ending: asyncio.Future[object], drain: float
 ) -> bytes | None:
     """The next chunk; None when the stream ended, or the job ended and ``drain`` seconds were quiet."""
     while True:
-        if ending.done():
-            try:
-                return await asyncio.wait_for(queue.get(), timeout=drain)
-            except TimeoutError:
-                return None
-        getter: asyncio.Future[bytes | None] = asyncio.ensure_future(queue.get())
-        waiters: set[asyncio.Future[Any]] = {getter, ending}
+        if not queue.empty():
+            return queue.get_nowait()
+        if pumping.done():
+            if not pumping.cancelled() and (error := pumping.exception()) is not None:
+                raise error
+            return None
+        getter: asyncio.Future[bytes] = asyncio.ensure_future(queue.get())
+        waiters: set[asyncio.Future[Any]] = {getter, pumping}
+        if not ending.done():
+            waiters.add(ending)
         try:
-            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                waiters, timeout=drain if ending.done() else None, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             if not getter.done():
                 getter.cancel()
         if getter in done:
             return getter.result()
+        if not done:
+            return None

@@ -19,6 +19,7 @@ from tests.e2e.kubelet.helpers import (
 )
 from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS, Body
+from wlmvk.kubelet.loglines import MAX_LINE
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
 
@@ -111,6 +112,19 @@ async def test_kubectl_logs_follow_sees_a_line_written_after_it_started(stack: S
     rest = await asyncio.wait_for(follow.stdout.read(), 60)
     assert rest == b""
     assert await asyncio.wait_for(follow.wait(), 30) == 0
+
+
+async def test_kubectl_logs_of_a_huge_output_without_newlines_tail_and_limit(stack: Stack) -> None:
+    name = unique("blob")
+    size = 20_000_000
+    script = f"head -c {size} /dev/zero | tr '\\0' x"
+    await stack.kube.create(PODS, job_pod(name, script), namespace="default")
+    await wait_phase(stack, name, "Succeeded")
+    limited = await stack.kubectl("logs", name, "--limit-bytes=10")
+    assert (limited.returncode, limited.stdout) == (0, "x" * 10)
+    tail = await stack.kubectl("logs", name, "--tail=1")
+    assert tail.returncode == 0, tail.stderr
+    assert tail.stdout == "x" * (size % MAX_LINE), "the last piece of a line cut every MAX_LINE bytes"
 
 
 async def test_kubectl_delete_pod_cancels_the_job(stack: Stack) -> None:

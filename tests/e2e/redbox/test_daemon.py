@@ -242,9 +242,7 @@ async def test_tcp_listener_requires_a_client_certificate_of_its_client_ca(
 
 
 @pytest.mark.parametrize("missing", ["--tls-client-ca", "--tls-cert"])
-def test_tcp_without_a_client_ca_or_certificate_refuses_to_start(
-    tmp_path: Path, missing: str
-) -> None:
+def test_tcp_without_a_client_ca_or_certificate_refuses_to_start(tmp_path: Path, missing: str) -> None:
     flags = tls_listener(tmp_path).flags
     at = flags.index(missing)
     del flags[at : at + 2]

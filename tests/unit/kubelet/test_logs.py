@@ -1,14 +1,25 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 
 from tests.unit.kubelet.fakebackend import FakeBackend
+from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet.logs import LogOptions, LogSource, last_lines, parse_options, stamp, stream_logs
+from wlmvk.kubelet.loglines import MAX_LINE, last_lines, stamp
+from wlmvk.kubelet.logs import (
+    FOLLOW_QUEUE,
+    TAIL_RING_BYTES,
+    LogOptions,
+    LogSource,
+    parse_options,
+    stream_logs,
+)
 
 NOW = datetime(2026, 12, 2, 15, 0, 0, tzinfo=UTC)
 
@@ -128,4 +139,89 @@ async def test_follow_with_timestamps_stamps_each_new_line() -> None:
     assert await anext(stream) == b""
     backend.write(job_id, b"a\nb\n")
     assert await asyncio.wait_for(anext(stream), 2) == stamp(b"a\nb\n", NOW)
+    await stream.aclose()
+
+
+class GeneratedOutput:
+    """A job's output made on the fly (never held whole), counting what the kubelet pulls."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, size: int, *, pattern: bytes = b"x") -> None:
+        self.size = size
+        self.block = (pattern * (self.CHUNK // len(pattern) + 1))[: self.CHUNK]
+        self.opened = 0
+        self.pulled = 0
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        for start in range(0, self.size, self.CHUNK):
+            self.pulled += 1
+            yield self.block[: min(self.CHUNK, self.size - start)]
+
+    async def _growing(self) -> AsyncIterator[bytes]:
+        """What is there, then a job that never stops writing (the chunks pulled counted)."""
+        async for chunk in self._chunks():
+            yield chunk
+        while True:
+            self.pulled += 1
+            yield self.block
+            await asyncio.sleep(0)
+
+    def open_file(self, path: str) -> AsyncIterator[bytes]:
+        self.opened += 1
+        return self._chunks()
+
+    def tail_file(self, path: str) -> AsyncIterator[bytes]:
+        return self._growing()
+
+
+async def generated_logs(output: GeneratedOutput, options: LogOptions) -> bytes:
+    done = asyncio.Event()
+    done.set()
+    stream = stream_logs(cast(Backend, output), LogSource("out", NOW, done.wait), options, drain=0.05)
+    return b"".join([chunk async for chunk in stream])
+
+
+BIG = 32 * 1024 * 1024 + 7  # no newline at all
+
+
+async def test_limit_bytes_stops_reading_a_huge_output_without_newlines() -> None:
+    output = GeneratedOutput(BIG)
+    assert await generated_logs(output, LogOptions(limit_bytes=10)) == b"x" * 10
+    assert output.pulled == 1, "red-box's stream is closed once the limit is met"
+
+
+async def test_tail_of_a_huge_output_without_newlines_is_its_last_cut_piece() -> None:
+    output = GeneratedOutput(BIG)
+    assert await generated_logs(output, LogOptions(tail_lines=1)) == b"x" * (BIG % MAX_LINE)
+    assert await generated_logs(output, LogOptions(tail_lines=1, limit_bytes=10)) == b"x" * 7
+    two = await generated_logs(output, LogOptions(tail_lines=2))
+    assert two == b"x" * (MAX_LINE + BIG % MAX_LINE)
+    assert output.opened == 3, "a short tail is found in one pass"
+
+
+async def test_a_long_tail_is_found_in_two_passes_with_the_same_bytes() -> None:
+    lines = b"".join(b"line %06d\n" % i for i in range(100_000))
+    backend = FakeBackend()
+    path, ended = await run_job(backend, lines)
+    ended.set()
+    source = LogSource(path, NOW, ended.wait)
+    count = TAIL_RING_BYTES // MAX_LINE + 10
+    assert await read_all(backend, source, LogOptions(tail_lines=count)) == last_lines(lines, count)
+    assert backend.calls["open_file"] == 2
+    assert await read_all(backend, source, LogOptions(tail_lines=200_000)) == lines
+
+
+async def test_following_a_slow_reader_pulls_a_bounded_number_of_chunks_ahead() -> None:
+    output = GeneratedOutput(1024 * 1024, pattern=b"0123456789abcde\n")
+    never = asyncio.Event()
+    stream = stream_logs(
+        cast(Backend, output), LogSource("out", NOW, never.wait), LogOptions(follow=True, tail_lines=0)
+    )
+    assert await anext(stream) == b""
+    first = await anext(stream)
+    assert first.startswith(b"0123456789abcde\n")
+    pulled = output.pulled
+    await asyncio.sleep(0.3)  # the reader dawdles; red-box's stream must wait for it
+    assert output.pulled - pulled <= FOLLOW_QUEUE + 1
     await stream.aclose()
