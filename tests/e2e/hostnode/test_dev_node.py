@@ -50,7 +50,7 @@ async def node(apiserver: Any) -> AsyncIterator[Node]:
         str(apiserver.kubeconfig),
     ]
     argv += ["--name", name, "--port", "0", "--renew-interval", "0.5", "--restart-backoff", "0.2"]
-    argv += ["--log-level", "warning"]
+    argv += ["--image", "entry:1=/bin/echo from-the-entrypoint", "--log-level", "warning"]
     proc = await asyncio.create_subprocess_exec(sys.executable, *argv, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
@@ -154,6 +154,40 @@ async def test_a_pod_with_env_field_refs_and_a_config_map_volume_succeeds_and_lo
     assert tail.stdout == "hello again\n"
     limited = await apiserver.kubectl("logs", "greeter", "--limit-bytes=5")
     assert limited.stdout == "greet"
+
+
+async def test_a_container_without_command_runs_the_program_given_for_its_image(
+    apiserver: Any, node: Node
+) -> None:
+    body = pod(node, "entry", "unused", container={"image": "entry:1", "args": ["$(WHO)"]})
+    del body["spec"]["containers"][0]["command"]
+    body["spec"]["containers"][0]["env"] = [{"name": "WHO", "value": "me"}]
+    await apply(apiserver, body)
+    await phase_becomes(apiserver, "entry", "Succeeded")
+    assert (await apiserver.kubectl("logs", "entry")).stdout == "from-the-entrypoint me\n"
+
+
+async def test_containers_find_the_api_server_as_in_cluster_clients_do(apiserver: Any, node: Node) -> None:
+    await apply(apiserver, pod(node, "incluster", "echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"))
+    await phase_becomes(apiserver, "incluster", "Succeeded")
+    address = apiserver.url.removeprefix("https://").removeprefix("http://")
+    assert (await apiserver.kubectl("logs", "incluster")).stdout == f"{address}\n"
+
+
+async def test_a_volume_over_tmp_does_not_hide_a_host_path_under_tmp(
+    apiserver: Any, node: Node, scratch: Scratch
+) -> None:
+    data = scratch(0o755)
+    (data / "note").write_text("from the host\n")
+    volumes = [
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "data", "hostPath": {"path": str(data), "type": "Directory"}},
+    ]
+    mounts = [{"name": "tmp", "mountPath": "/tmp"}, {"name": "data", "mountPath": "/var/run/e2e-data"}]
+    script = "cat /var/run/e2e-data/note; ls -A /tmp | wc -l"
+    await apply(apiserver, pod(node, "shadow", script, volumes=volumes, container={"volumeMounts": mounts}))
+    await phase_becomes(apiserver, "shadow", "Succeeded")
+    assert (await apiserver.kubectl("logs", "shadow")).stdout == "from the host\n0\n"
 
 
 async def test_a_failing_command_fails_the_pod_with_its_exit_code(apiserver: Any, node: Node) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.hostnode.config import parse_labels, parse_taints
+from wlmvk_dev.hostnode.config import parse_image, parse_labels, parse_taints, service_env
 from wlmvk_dev.hostnode.env import references
 from wlmvk_dev.hostnode.volumes import MountFailed, prepare, token_requests
 
@@ -95,3 +95,27 @@ def test_label_and_taint_flags() -> None:
     )
     with pytest.raises(ValueError, match="taint 'x=y': want key"):
         parse_taints("x=y")
+
+
+def test_image_flag() -> None:
+    assert parse_image("wlmvk:latest=/var/tmp/bin/wlmvk --x 'a b'") == (
+        "wlmvk:latest",
+        ("/var/tmp/bin/wlmvk", "--x", "a b"),
+    )
+    for wrong in ("wlmvk:latest", "=/bin/true", "img="):
+        with pytest.raises(ValueError, match="want IMAGE=COMMAND"):
+            parse_image(wrong)
+
+
+def test_the_kubernetes_service_variables_name_the_api_server() -> None:
+    assert service_env("https://127.0.0.1:16443") == {
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "16443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "16443",
+        "KUBERNETES_PORT": "tcp://127.0.0.1:16443",
+        "KUBERNETES_PORT_16443_TCP": "tcp://127.0.0.1:16443",
+        "KUBERNETES_PORT_16443_TCP_PROTO": "tcp",
+        "KUBERNETES_PORT_16443_TCP_PORT": "16443",
+        "KUBERNETES_PORT_16443_TCP_ADDR": "127.0.0.1",
+    }
+    assert service_env("https://[::1]")["KUBERNETES_PORT"] == "tcp://[::1]:443"

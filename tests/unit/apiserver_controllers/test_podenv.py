@@ -141,5 +141,25 @@ def test_command_and_args_are_expanded() -> None:
 
 
 def test_no_command_is_a_clear_error() -> None:
-    with pytest.raises(InvalidInput, match="busybox"):
-        command_line({"image": "busybox", "args": ["x"]}, {})
+    with pytest.raises(InvalidInput) as raised:
+        command_line({"image": "busybox", "args": ["x"]}, {}, {"wlmvk:latest": ["/bin/wlmvk"]})
+    assert raised.value.message == (
+        'the host kubelet runs commands on this host and cannot run the entrypoint of image "busybox": '
+        "set the container's command (or give the node --image busybox=PROGRAM)"
+    )
+
+
+def test_no_command_runs_the_program_standing_in_for_the_image_entrypoint_with_args() -> None:
+    container = {"image": "wlmvk:latest", "args": ["kubelet", "--node-ip=$(HOST_IP)"]}
+    images = {"wlmvk:latest": ["/opt/wlmvk", "--quiet"]}
+    assert command_line(container, {"HOST_IP": "10.0.0.7"}, images) == [
+        "/opt/wlmvk",
+        "--quiet",
+        "kubelet",
+        "--node-ip=10.0.0.7",
+    ]
+
+
+def test_a_command_wins_over_the_image_entrypoint() -> None:
+    container = {"image": "wlmvk:latest", "command": ["sh", "-c"], "args": ["true"]}
+    assert command_line(container, {}, {"wlmvk:latest": ["/opt/wlmvk"]}) == ["sh", "-c", "true"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 
 from wlmvk.core.logging import configure
@@ -20,8 +21,10 @@ from wlmvk_dev.hostnode.config import (
     NodeConfig,
     default_node_name,
     default_path,
+    parse_image,
     parse_labels,
     parse_taints,
+    service_env,
 )
 
 
@@ -39,6 +42,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--root", default=None, help="pod directories and logs (default: a fresh /tmp directory)")
     p.add_argument(
         "--path", default=default_path(), help="PATH of the containers (default: venv, then /usr...)"
+    )
+    p.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="IMAGE=COMMAND",
+        help="run COMMAND for a container of IMAGE that sets no command (its entrypoint); repeatable",
     )
     p.add_argument("--isolation", choices=("auto", "namespace", "symlink"), default="auto", help="volumes")
     p.add_argument("--renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
@@ -61,6 +71,7 @@ def config_from(args: argparse.Namespace) -> NodeConfig:
         isolation=args.isolation,
         renew_interval=args.renew_interval,
         restart_backoff=args.restart_backoff,
+        images=dict(parse_image(item) for item in args.image),
     )
 
 
@@ -87,6 +98,7 @@ async def serve(config: NodeConfig, *, kubeconfig: str, context: str | None) -> 
         print(f"wlmvk node: {config.node_name} kubelet API https://{config.address}:{port}", flush=True)
 
     client = await KubeClient.connect(kubeconfig, context=context)
+    config = dataclasses.replace(config, service_env=service_env(client.host))
     try:
         node = guarded(
             kubelet.run(client, config, on_registered=announce), name=f"host-node:{config.node_name}"

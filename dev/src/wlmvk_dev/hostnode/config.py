@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from wlmvk_dev.hostnode import env
 
@@ -48,6 +50,42 @@ class NodeConfig:
     """Seconds between node status heartbeats (the Lease is the frequent one)."""
     restart_backoff: float = 10.0
     max_restart_backoff: float = 300.0
+    images: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Image -> the local program standing in for its entrypoint (nothing is pulled)."""
+    service_env: Mapping[str, str] = field(default_factory=dict)
+    """The ``kubernetes`` Service's variables every container gets (KUBERNETES_SERVICE_HOST...)."""
+
+
+def parse_image(text: str) -> tuple[str, tuple[str, ...]]:
+    """``IMAGE=COMMAND`` (COMMAND split as a shell would) as (image, entrypoint); ``ValueError`` if wrong."""
+    image, eq, command = text.partition("=")
+    argv = tuple(shlex.split(command))
+    if not eq or not image or not argv:
+        raise ValueError(f"--image {text!r}: want IMAGE=COMMAND, e.g. wlmvk:latest=/usr/local/bin/wlmvk")
+    return image, argv
+
+
+def service_env(server: str) -> dict[str, str]:
+    """The variables a kubelet gives every container for the ``kubernetes`` Service.
+
+    A real kubelet writes the Service's ClusterIP, which kube-proxy forwards to the API server;
+    no kube-proxy runs beside a host node, so they name the API server's own address, the one
+    in-cluster clients (client-go, kubernetes_asyncio) then reach with the pod's token.
+    """
+    url = urlsplit(server)
+    host = url.hostname or "127.0.0.1"
+    port = str(url.port or (443 if url.scheme == "https" else 80))
+    bracketed = f"[{host}]" if ":" in host else host
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": f"tcp://{bracketed}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP": f"tcp://{bracketed}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }
 
 
 def parse_labels(text: str) -> dict[str, str]:

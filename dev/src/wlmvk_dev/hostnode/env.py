@@ -10,6 +10,8 @@
   status.hostIP(s), status.podIP(s); ``resourceFieldRef`` (limits/requests of
   cpu, memory, with a divisor); ``configMapKeyRef`` / ``secretKeyRef``
   (optional ones may be missing).
+- A container without ``command`` runs its image's entrypoint: a local program
+  the node maps the image to, with ``args``.
 
 Nothing here touches the system: ConfigMaps and Secrets come in as a lookup
 (``references`` names the ones a pod needs).
@@ -20,7 +22,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wlmvk.core.errors import InvalidInput, NotFound
@@ -117,13 +119,24 @@ def container_env(
     return env
 
 
-def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """``command`` + ``args`` with ``$(VAR)`` expanded; ``InvalidInput`` when there is no command."""
+def command_line(
+    container: Mapping[str, Any],
+    env: Mapping[str, str],
+    images: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """``command`` + ``args`` with ``$(VAR)`` expanded; ``InvalidInput`` when there is no command.
+
+    Without a ``command`` the image's entrypoint runs, as in Kubernetes: here the local
+    program ``images`` names for the image stands in for it, followed by ``args``.
+    """
     command = list(container.get("command") or [])
+    image = str(container.get("image", ""))
+    if not command and images and image in images:
+        return list(images[image]) + [expand(str(part), env) for part in container.get("args") or []]
     if not command:
         raise InvalidInput(
             "the host kubelet runs commands on this host and cannot run the entrypoint of image "
-            f'"{container.get("image", "")}": set the container\'s command'
+            f'"{image}": set the container\'s command (or give the node --image {image}=PROGRAM)'
         )
     return [expand(str(part), env) for part in command + list(container.get("args") or [])]
 

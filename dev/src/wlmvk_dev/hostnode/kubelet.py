@@ -72,6 +72,8 @@ class HostKubelet:
             max_restart_backoff=config.max_restart_backoff,
             events=self.events,
             allocatable=nodes.capacity(config),
+            images=config.images,
+            service_env=config.service_env,
         )
         self.workers: dict[str, PodWorker] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}

@@ -6,12 +6,13 @@ spec (and removes the file), then:
 
 1. gives the container its volumes: in a private mount namespace
    (``unshare(CLONE_NEWNS)``, ``/`` made recursively private) each volume is
-   bind-mounted at its ``mountPath`` (read-only when asked), so the process
+   bind-mounted at its ``mountPath`` (read-only when asked) from its source,
+   opened before any mount so that no volume hides another's; the process
    sees exactly the paths of its pod spec while the rest of the host is
    untouched; missing mount points are created first. Where no mount
-   namespace can be had (not root, seccomp), ``isolation: auto`` falls back to
-   a symbolic link at each ``mountPath`` that does not exist yet; ``readOnly``
-   cannot be enforced then;
+   namespace can be had (not root, seccomp), ``isolation: auto`` falls back
+   to a symbolic link at each ``mountPath`` that does not exist yet;
+   ``readOnly`` cannot be enforced then;
 2. writes the paths it created (as the host sees them) to ``created`` so the
    kubelet can remove them when no container uses them any more;
 3. creates the working directory if missing (as container runtimes do), drops
@@ -60,21 +61,27 @@ def main(argv: list[str]) -> int:
 def launch(spec: dict[str, Any]) -> None:
     mounts: list[dict[str, Any]] = spec.get("mounts") or []
     created: list[str] = []
+    # Opened before any mount: the report lives on the host, maybe under a path a volume hides.
+    report = open(spec["created"], "w") if spec.get("created") else None  # noqa: SIM115
     if mounts:
         isolation = spec.get("isolation", "auto")
         namespace = isolation in ("auto", "namespace") and _private_namespace(
             required=isolation == "namespace"
         )
         done: list[dict[str, Any]] = []
-        for mount in sorted(mounts, key=lambda m: m["target"].rstrip("/").count("/")):
+        ordered = sorted(mounts, key=lambda m: m["target"].rstrip("/").count("/"))
+        # Every source is pinned before the first mount: a volume mounted over /tmp must not
+        # hide the host's /tmp/x that another volume comes from (a runtime sees the host's paths).
+        pinned = [_pin(mount) for mount in ordered] if namespace else []
+        for n, mount in enumerate(ordered):
             if namespace:
-                _bind(mount, done, created)
+                _bind(mount, pinned[n], done, created)
             else:
                 _link(mount, done, created)
             done.append(mount)
-    if spec.get("created"):
-        with open(spec["created"], "w") as f:
-            json.dump(created, f)
+    if report is not None:
+        with report:
+            json.dump(created, report)
     cwd = spec.get("cwd") or "/"
     os.makedirs(cwd, exist_ok=True)
     uid, gid = spec.get("uid"), spec.get("gid")
@@ -126,12 +133,21 @@ def _mount(source: str | None, target: str, flags: int) -> None:
         raise LaunchError(f"mount {source or ''} on {target}: {os.strerror(err)}")
 
 
-def _bind(mount: dict[str, Any], done: list[dict[str, Any]], created: list[str]) -> None:
+def _pin(mount: dict[str, Any]) -> int:
+    """An ``O_PATH`` descriptor of the mount's source, as the host sees it now."""
     source, target = mount["source"], mount["target"]
-    if not os.path.exists(source):
-        raise LaunchError(f"mount source {source} for {target}: no such file or directory")
-    _ensure(target, os.path.isdir(source), done, created)
-    _mount(source, target, MS_BIND | MS_REC)
+    try:
+        return os.open(source, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise LaunchError(f"mount source {source} for {target}: no such file or directory") from None
+
+
+def _bind(mount: dict[str, Any], fd: int, done: list[dict[str, Any]], created: list[str]) -> None:
+    target = mount["target"]
+    pinned = f"/proc/self/fd/{fd}"
+    _ensure(target, os.path.isdir(pinned), done, created)
+    _mount(pinned, target, MS_BIND | MS_REC)
+    os.close(fd)
     if mount.get("readOnly"):
         _mount(None, target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
 

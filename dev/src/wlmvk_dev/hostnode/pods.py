@@ -76,6 +76,8 @@ class HostContext:
     max_restart_backoff: float
     events: EventQueue
     allocatable: Mapping[str, str]
+    images: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    service_env: Mapping[str, str] = field(default_factory=dict)
     in_use: Counter[str] = field(default_factory=Counter)
     created: set[str] = field(default_factory=set)
 
@@ -536,6 +538,7 @@ class PodWorker:
             groups = list(dict.fromkeys(groups))
         home = account.pw_dir if account is not None else ("/root" if uid in (None, 0) else "/")
         base = {
+            **self.ctx.service_env,
             "PATH": self.ctx.path,
             "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
             "HOME": home,
@@ -545,7 +548,7 @@ class PodWorker:
         node = self.ctx.allocatable
         env = podenv.container_env(pod, spec, self._lookup, base=base, node_allocatable=node)
         try:
-            argv = podenv.command_line(spec, env)
+            argv = podenv.command_line(spec, env, self.ctx.images)
         except InvalidInput as exc:
             raise hostcontainers.StartFailed(exc.message, []) from exc
         mounts = hostvolumes.container_mounts(spec, self.volumes, env)
