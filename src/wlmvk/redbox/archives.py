@@ -8,6 +8,11 @@ all of these (and its refusals become ``InvalidInput``); zip entries are
 checked the same way. Packing streams a tar archive from a worker thread
 through a small bounded queue, so a large result directory is never held
 in memory.
+
+Every thread started here ends when its caller is cancelled (a client gone
+mid-call): the workers check a stop event between entries (``in_thread``),
+and the packer's reader is released. The pool has only cpus+4 threads: one
+kept by each cancelled call would soon hang every file rpc of red-box.
 """
 
 from __future__ import annotations
@@ -21,19 +26,35 @@ import tarfile
 import tempfile
 import threading
 import zipfile
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from wlmvk.core.errors import InvalidInput, NotFound
 
 CHUNK = 256 * 1024
 
+T = TypeVar("T")
+
+
+async def in_thread(work: Callable[[threading.Event], T]) -> T:
+    """Run ``work(stop)`` in a pool thread; a cancelled caller sets ``stop``, which ``work`` checks."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(work, stop)
+    finally:
+        stop.set()
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise InterruptedError("the caller went away")
+
 
 # --- tar in -------------------------------------------------------------------------------
 
 
-def extract_tar(source: IO[bytes], dest: Path) -> tuple[int, int]:
+def extract_tar(source: IO[bytes], dest: Path, stop: threading.Event | None = None) -> tuple[int, int]:
     """Unpack a tar stream into ``dest`` safely; returns (regular files, their bytes).
 
     Every entry is checked before it is written, with the rules of the
@@ -49,6 +70,7 @@ def extract_tar(source: IO[bytes], dest: Path) -> tuple[int, int]:
     try:
         with tarfile.open(fileobj=source, mode="r|*") as archive:
             for member in archive:
+                _check(stop)
                 _check_member(member, root)
                 _extract_member(archive, member, root)
                 if member.isreg():
@@ -104,7 +126,7 @@ async def receive_tar(chunks: AsyncIterable[bytes], dest: Path) -> tuple[int, in
         async for chunk in chunks:
             spool.write(chunk)
         spool.seek(0)
-        return await asyncio.to_thread(extract_tar, spool, dest)
+        return await in_thread(lambda stop: extract_tar(spool, dest, stop))
 
 
 # --- tar out ------------------------------------------------------------------------------
@@ -155,7 +177,7 @@ def _pack(path: Path, arcname: str, writer: _QueueWriter) -> None:
             writer.put(exc)
 
 
-async def send_tar(path: Path, arcname: str) -> AsyncIterator[bytes]:
+async def send_tar(path: Path, arcname: str) -> AsyncGenerator[bytes, None]:
     """A tar stream of ``path`` (file or directory) whose top entry is ``arcname``."""
     chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=8)
     stop = threading.Event()
@@ -172,36 +194,45 @@ async def send_tar(path: Path, arcname: str) -> AsyncIterator[bytes]:
                 raise item
             yield item
     finally:
+        # A cancelled call leaves a pool thread blocked in ``chunks.get``: the packer
+        # stops at its next put, and a last item, after the drain, releases that thread
+        # (else each cancelled StageOut would keep one of the few pool threads for good).
         stop.set()
         with contextlib.suppress(queue.Empty):
             while True:
                 chunks.get_nowait()
+        chunks.put_nowait(None)
 
 
 # --- the dptech fork's zip rpcs -----------------------------------------------------------
 
 
-def zip_path(path: Path, target: Path) -> None:
+def zip_path(path: Path, target: Path, stop: threading.Event | None = None) -> None:
     """Zip a file or directory; entry names are relative to its parent (``bar/x``), dirs end in ``/``."""
     if not path.exists():
         raise NotFound(f"{path}: no such file or directory")
     base = path.parent
     target.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        if path.is_file():
-            archive.write(path, path.name)
-            return
-        for root, dirs, files in os.walk(path):
-            here = Path(root)
-            archive.write(here, here.relative_to(base).as_posix() + "/")
-            dirs.sort()
-            for name in sorted(files):
-                entry = here / name
-                if entry.is_file() and not entry.is_symlink():
-                    archive.write(entry, entry.relative_to(base).as_posix())
+    try:
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            if path.is_file():
+                archive.write(path, path.name)
+                return
+            for root, dirs, files in os.walk(path):
+                here = Path(root)
+                archive.write(here, here.relative_to(base).as_posix() + "/")
+                dirs.sort()
+                for name in sorted(files):
+                    _check(stop)
+                    entry = here / name
+                    if entry.is_file() and not entry.is_symlink():
+                        archive.write(entry, entry.relative_to(base).as_posix())
+    except InterruptedError:
+        target.unlink(missing_ok=True)  # nobody waits for a half-written zip
+        raise
 
 
-def unzip_into(source: Path, dest: Path) -> None:
+def unzip_into(source: Path, dest: Path, stop: threading.Event | None = None) -> None:
     """Extract a zip into ``dest``; an entry that would land outside it is refused (zip-slip)."""
     if not source.is_file():
         raise NotFound(f"{source}: no such file")
@@ -217,4 +248,6 @@ def unzip_into(source: Path, dest: Path) -> None:
             target = Path(os.path.realpath(real_dest / name))
             if name.startswith("/") or (target != real_dest and real_dest not in target.parents):
                 raise InvalidInput(f"refused zip entry {name!r}: it leads outside {dest}")
-        archive.extractall(real_dest)
+        for info in archive.infolist():
+            _check(stop)
+            archive.extract(info, real_dest)

@@ -12,6 +12,7 @@ kubelet's fallbacks are tested against it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import time
@@ -336,7 +337,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
             files.refuse_special(source, zip_request.path)
             files.refuse_special(target, zip_request.target)
-            await asyncio.to_thread(archives.zip_path, source, target)
+            await archives.in_thread(lambda stop: archives.zip_path(source, target, stop))
             return api.ZipResponse()
 
     async def unzip(self, unzip_request: api.UnzipRequest) -> api.UnzipResponse:
@@ -344,7 +345,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             source = self.confinement.resolve(unzip_request.source)
             files.refuse_special(source, unzip_request.source)
             dest = self.confinement.directory(unzip_request.path or ".", create=True)
-            await asyncio.to_thread(archives.unzip_into, source, dest)
+            await archives.in_thread(lambda stop: archives.unzip_into(source, dest, stop))
             return api.UnzipResponse()
 
     async def stage_in(
@@ -374,8 +375,10 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                 raise NotFound(f"{given}: no such file or directory")
             files.refuse_special(path, given)
             arcname = Path(given).name or path.name
-            async for data in archives.send_tar(path, arcname):
-                yield api.Chunk(content=data)
+            # Closed here, not when collected: its finally stops the packing thread.
+            async with contextlib.aclosing(archives.send_tar(path, arcname)) as chunks:
+                async for data in chunks:
+                    yield api.Chunk(content=data)
 
     # --- the cluster ---
 

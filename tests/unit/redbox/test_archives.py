@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tarfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -121,3 +123,43 @@ def test_unzip_refuses_zip_slip(tmp_path: Path, name: str) -> None:
     with pytest.raises(InvalidInput, match="leads outside"):
         archives.unzip_into(tmp_path / "slip.zip", tmp_path / "dest")
     assert not (tmp_path / "evil").exists()
+
+
+def test_a_stopped_zip_ends_at_the_next_entry_and_leaves_no_zip(tmp_path: Path) -> None:
+    (tmp_path / "bar").mkdir()
+    (tmp_path / "bar" / "x").write_text("x")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(InterruptedError):
+        archives.zip_path(tmp_path / "bar", tmp_path / "bar.zip", stop)
+    assert not (tmp_path / "bar.zip").exists()
+
+
+def test_a_stopped_unzip_and_tar_extraction_end_before_the_first_entry(tmp_path: Path) -> None:
+    (tmp_path / "bar").mkdir()
+    (tmp_path / "bar" / "x").write_text("x")
+    archives.zip_path(tmp_path / "bar", tmp_path / "bar.zip")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(InterruptedError):
+        archives.unzip_into(tmp_path / "bar.zip", tmp_path / "out", stop)
+    assert list((tmp_path / "out").iterdir()) == []
+    with pytest.raises(InterruptedError):
+        archives.extract_tar(tar_bytes((entry("f"), b"x")), tmp_path / "out", stop)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+async def test_in_thread_stops_its_work_when_the_caller_is_cancelled() -> None:
+    started, finished = threading.Event(), threading.Event()
+
+    def work(stop: threading.Event) -> None:
+        started.set()
+        stop.wait(60)
+        finished.set()
+
+    call = asyncio.ensure_future(archives.in_thread(work))
+    await asyncio.to_thread(started.wait, 60)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await asyncio.to_thread(finished.wait, 60), "the worker saw the stop and ended"
