@@ -233,6 +233,9 @@ async def recorder(jobs: Jobs, interval: float) -> None:
             await jobs.poll_unfinished()
         except Unavailable as exc:
             _log.warning("could not poll Slurm", error=exc.message)
+        except Exception:
+            # Whatever broke one look must not end the recording of every job for good.
+            _log.exception("recorder poll crashed; polling again", interval=interval)
 
 
 @dataclass
