@@ -1,77 +1,158 @@
-"""Submit 200 jobs through red-box vs a plain sequential ``sbatch`` loop; prints the ratio.
+"""Submission speed: red-box against ``sbatch`` itself, side by side in one run; prints ratios.
 
-Both sides submit the same held one-line script (``#SBATCH --hold``), so
-nothing runs; every job is cancelled afterwards. red-box runs in its own process
-(as deployed) and is driven the way the kubelet drives it: concurrent
-SubmitJob calls through the real client over its Unix socket. The ratio
-is loop time / red-box time (>= 1.0 means red-box is at least as fast).
-One run, one figure; re-run to see the spread.
+Arms, interleaved over ``--rounds`` rounds (so that a slow minute of the
+machine hits every arm alike), each submitting ``count`` jobs of the same held
+one-line script (``#SBATCH --hold``: nothing runs; every job is cancelled at
+the end of its round):
+
+- ``loop``: a sequential ``sbatch`` loop, the baseline every ratio divides by;
+- ``parallel4``: four ``sbatch`` at once, about what Slurm itself can take here;
+- ``redbox-keys@C``: red-box in its own process (as deployed), driven as the
+  kubelet drives it, with the real client over its Unix socket, C calls in
+  flight, each with its own idempotency key (the pod UID, in the kubelet);
+- ``redbox-nokeys@C``: the same without keys (the original API's calls);
+- ``original@C``: the original Go red-box (sylabs/wlm-operator's
+  ``cmd/red-box``) behind the same client at the same concurrency, when
+  ``--original PATH`` names its binary. CI cannot build it: its figure is a
+  recorded reference (docs/performance.md), not a CI comparison.
+
+Every arm submits to the same partition (the original needs one named). Each
+figure is the median of the rounds; the ratio is the arm's jobs/s over the
+loop's. ``--json FILE`` also writes the figures for ``bench/run-all``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
-from redbox_common import red_box_process, scancel
+from redbox_common import red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
 from wlmvk.core.jobs import JobId, JobSpec
+from wlmvk.wlm.client import RedBoxClient
 
-COUNT = 200
-CONCURRENCY = 8
+COUNT = 300
+PARTITION = "debug"
 SCRIPT = "#!/bin/sh\n#SBATCH --hold\n#SBATCH --output=/dev/null\ntrue\n"
+SBATCH = ["sbatch", "--parsable", f"--partition={PARTITION}"]
 
 
-def sbatch_loop(count: int) -> tuple[float, list[int]]:
-    ids = []
-    started = time.perf_counter()
-    for _ in range(count):
-        done = subprocess.run(
-            ["sbatch", "--parsable"], input=SCRIPT, capture_output=True, text=True, check=True
-        )
-        ids.append(int(done.stdout.split(";")[0]))
-    return time.perf_counter() - started, ids
+def _sbatch_one() -> int:
+    done = subprocess.run(SBATCH, input=SCRIPT, capture_output=True, text=True, check=True)
+    return int(done.stdout.split(";")[0])
 
 
-async def through_red_box(count: int, *, keyed: bool) -> tuple[float, list[JobId]]:
-    async with red_box_process() as client:
-        limit = asyncio.Semaphore(CONCURRENCY)
+async def sbatch_loop(count: int) -> list[int]:
+    return [_sbatch_one() for _ in range(count)]
 
-        async def one() -> JobId:
-            key = uuid.uuid4().hex if keyed else ""
-            async with limit:
-                return await client.submit(JobSpec(script=SCRIPT, idempotency_key=key))
 
-        started = time.perf_counter()
-        ids = await asyncio.gather(*(one() for _ in range(count)))
-        return time.perf_counter() - started, list(ids)
+async def sbatch_parallel(count: int, width: int = 4) -> list[int]:
+    limit = asyncio.Semaphore(width)
+
+    async def one() -> int:
+        async with limit:
+            proc = await asyncio.create_subprocess_exec(
+                *SBATCH, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            )
+            out, _ = await proc.communicate(SCRIPT.encode())
+            return int(out.decode().split(";")[0])
+
+    return list(await asyncio.gather(*(one() for _ in range(count))))
+
+
+async def through(client: RedBoxClient, count: int, *, concurrency: int, keyed: bool) -> list[int]:
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one() -> JobId:
+        key = uuid.uuid4().hex if keyed else ""
+        async with limit:
+            return await client.submit(JobSpec(script=SCRIPT, partition=PARTITION, idempotency_key=key))
+
+    return [int(j) for j in await asyncio.gather(*(one() for _ in range(count)))]
+
+
+@contextlib.asynccontextmanager
+async def original_process(binary: str) -> AsyncIterator[RedBoxClient]:
+    """The original Go red-box on its own socket, in a scratch directory (its sbatch runs there)."""
+    home = Path(tempfile.mkdtemp(prefix="rborig", dir="/tmp"))
+    socket = str(home / "rb.sock")
+    proc = await asyncio.create_subprocess_exec(
+        binary, "-socket", socket, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    client = RedBoxClient(socket, timeout=120)
+    try:
+        await wait_serving(client)
+        yield client
+    finally:
+        await client.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            proc.kill()  # its GracefulStop can wait for a connection grpclib keeps
+            await proc.wait()
+
+
+Arm = Callable[[int], Awaitable[list[int]]]
+
+
+async def measure(count: int, rounds: int, concurrency: list[int], original: str) -> dict[str, list[float]]:
+    rates: dict[str, list[float]] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        ours = await stack.enter_async_context(red_box_process())
+        theirs = await stack.enter_async_context(original_process(original)) if original else None
+        arms: dict[str, Arm] = {"loop": sbatch_loop, "parallel4": sbatch_parallel}
+        for c in concurrency:
+            arms[f"redbox-keys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=True)
+            arms[f"redbox-nokeys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=False)
+            if theirs is not None:
+                arms[f"original@{c}"] = lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False)
+        for number in range(rounds):
+            for name, arm in arms.items():
+                started = time.perf_counter()
+                ids = await arm(count)
+                elapsed = time.perf_counter() - started
+                scancel(ids)
+                rates.setdefault(name, []).append(count / elapsed)
+                print(f"round {number + 1} {name:<18} {count / elapsed:7.1f} jobs/s", flush=True)
+    return rates
 
 
 def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("count", type=int, nargs="?", default=COUNT, help="jobs per arm and round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--concurrency", default="8,16", help="calls in flight to red-box (comma list)")
+    p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
+    p.add_argument("--json", default="", help="also write the figures here")
+    args = p.parse_args()
     wlog.configure("warning")
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else COUNT
-    created: list[int] = []
-    try:
-        loop_time, ids = sbatch_loop(count)
-        created += ids
-        box_time, box_ids = asyncio.run(through_red_box(count, keyed=False))
-        created += box_ids
-        keyed_time, keyed_ids = asyncio.run(through_red_box(count, keyed=True))
-        created += keyed_ids
-    finally:
-        scancel(created)
-    print(f"jobs: {count}; red-box concurrency: {CONCURRENCY}")
-    print(f"plain sbatch loop:          {loop_time:7.3f} s  ({count / loop_time:6.1f} jobs/s)")
-    print(f"red-box, no keys:           {box_time:7.3f} s  ({count / box_time:6.1f} jobs/s)")
-    print(f"red-box, idempotency keys:  {keyed_time:7.3f} s  ({count / keyed_time:6.1f} jobs/s)")
-    print(
-        f"ratio (loop / red-box):     {loop_time / box_time:5.2f}x without keys, "
-        f"{loop_time / keyed_time:5.2f}x with keys"
-    )
+    concurrency = [int(c) for c in args.concurrency.split(",")]
+    rates = asyncio.run(measure(args.count, args.rounds, concurrency, args.original))
+    loop = statistics.median(rates["loop"])
+    print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
+    print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7}   rounds")
+    figures = {}
+    for name, values in rates.items():
+        median = statistics.median(values)
+        spread = " ".join(f"{v:.0f}" for v in values)
+        print(f"{name:<18} {median:7.1f} {median / loop:7.2f}   {spread}")
+        figures[name] = {"jobs_per_s": median, "x_loop": median / loop, "rounds": values}
+    if args.json:
+        Path(args.json).write_text(json.dumps({"count": args.count, "arms": figures}, indent=1))
     return 0
 
 

@@ -99,9 +99,11 @@ class Jobs:
             _log.info("job exists for key", job_id=found, key=key)
             return found
         self.store.intend(key)
+        await self.store.durable()  # on the disk before sbatch can make a job
         job_id = await self.slurm.submit(script, options, env=env)
         self.store.remember_key(key, job_id)
         self.store.track(job_id)
+        await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id
 

@@ -6,10 +6,18 @@ and each key -> job id to a JSON-lines journal under ``--state-dir`` and
 replays it at start, so a restarted red-box still answers for jobs that
 left squeue. The journal is compacted (rewritten atomically) at start, and
 records older than ``keep_days`` are dropped then.
+
+Writing a line hands it to the operating system at once (it survives red-box
+being killed); ``durable()`` waits until it is on the disk too (it survives
+the machine going down). That wait is a group commit: one fsync, run off the
+event loop, covers every line written before it started, so concurrent
+submissions share fsyncs instead of queueing for one each, and the loop keeps
+serving while the disk works.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -60,6 +68,9 @@ class Store:
         # red-box died in between, so Slurm may hold a job this record lacks.
         self._intents: set[str] = set()
         self._journal: Any = None
+        self._written = 0  # lines written so far
+        self._synced = 0  # of those, the ones an fsync has put on the disk
+        self._syncing: asyncio.Future[None] | None = None
 
     def open(self) -> None:
         """Create the directory, replay and compact the journal, and open it for appending."""
@@ -123,6 +134,24 @@ class Store:
             return
         self._journal.write(line)
         self._journal.flush()
+        self._written += 1
+
+    async def durable(self) -> None:
+        """Return once every line written so far is on the disk (group commit, see above)."""
+        target = self._written
+        while self._synced < target and self._journal is not None:
+            if self._syncing is None:
+                self._syncing = asyncio.ensure_future(self._sync())
+            # Shielded: a caller that goes away must not cancel the fsync others wait for.
+            await asyncio.shield(self._syncing)
+
+    async def _sync(self) -> None:
+        try:
+            covered = self._written
+            await asyncio.to_thread(os.fsync, self._journal.fileno())
+            self._synced = max(self._synced, covered)
+        finally:
+            self._syncing = None
 
     # --- keys ---
 
@@ -134,11 +163,9 @@ class Store:
         return key in self._intents
 
     def intend(self, key: str) -> None:
-        """Write ahead that a submission with ``key`` starts (durable before sbatch runs)."""
+        """Write ahead that a submission with ``key`` starts (``durable()`` before sbatch runs)."""
         self._intents.add(key)
         self._append(self._line("intent", at=time.time(), key=key))
-        if self._journal is not None:
-            os.fsync(self._journal.fileno())
 
     def remember_key(self, key: str, job_id: JobId) -> None:
         now = time.time()
@@ -146,8 +173,6 @@ class Store:
         self._keys[key] = job_id
         self._seen.setdefault(job_id, now)
         self._append(self._line("key", at=now, key=key, job_id=job_id))
-        if self._journal is not None:
-            os.fsync(self._journal.fileno())
 
     # --- states ---
 

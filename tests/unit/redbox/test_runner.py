@@ -1,19 +1,35 @@
-"""The command runner: output, failures, and a hanging command killed after its timeout."""
+"""The command runner: output, failures, and a hanging command killed after its timeout.
+
+The running tests run twice: children collected by pidfd (``spawning``) and,
+as on kernels without pidfds, by asyncio's subprocess support.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.redbox.slurm import spawning
 from wlmvk.redbox.slurm.commands import classify, no_accounting
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 
 
+@pytest.fixture(params=["pidfd", "asyncio"])
+def spawn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "asyncio":
+        monkeypatch.setattr(spawning, "available", lambda: False)
+    else:
+        assert spawning.available(), "this machine's kernel has pidfds"
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("spawn_path")
 async def test_runs_argv_with_stdin_and_env() -> None:
     runner = Runner(timeout=5)
     done = await runner.run(["sh", "-c", 'cat; printf "$X"'], stdin=b"in-", env={"X": "env", "PATH": "/bin"})
@@ -22,6 +38,21 @@ async def test_runs_argv_with_stdin_and_env() -> None:
     assert runner.spawned == 1
 
 
+@pytest.mark.usefixtures("spawn_path")
+async def test_a_large_stdin_stdout_and_stderr_and_the_exit_status() -> None:
+    script = b"x" * 300_000 + b"\n"  # more than a pipe holds: written as the child reads
+    argv = ["sh", "-c", "wc -c; echo warn >&2; exit 3"]
+    done = await Runner(timeout=10).run(argv, stdin=script)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (3, "300001", "warn\n")
+
+
+@pytest.mark.usefixtures("spawn_path")
+async def test_a_child_that_ignores_its_stdin() -> None:
+    done = await Runner(timeout=10).run(["sh", "-c", "exec 0<&-; echo ok"], stdin=b"y" * 300_000)
+    assert (done.returncode, done.stdout) == (0, "ok\n")
+
+
+@pytest.mark.usefixtures("spawn_path")
 async def test_a_hanging_command_is_killed_and_unavailable() -> None:
     runner = Runner(timeout=0.3)
     started = time.monotonic()
@@ -30,6 +61,7 @@ async def test_a_hanging_command_is_killed_and_unavailable() -> None:
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.usefixtures("spawn_path")
 async def test_a_missing_command_is_unavailable() -> None:
     with pytest.raises(Unavailable, match="not found"):
         await Runner().run(["no-such-slurm-command-xyz"])
@@ -60,3 +92,15 @@ def test_classify_controller_down_and_accounting_off() -> None:
     assert isinstance(classify(down), Unavailable)
     assert no_accounting(_failed("sacct", "Slurm accounting storage is disabled"))
     assert not no_accounting(down)
+
+
+@pytest.mark.usefixtures("spawn_path")
+async def test_no_descriptor_is_left_open() -> None:
+    runner = Runner(timeout=0.3)
+    await runner.run(["true"])  # the loop's own descriptors exist from here on
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        await runner.run(["cat"], stdin=b"in")
+        with pytest.raises(Unavailable):
+            await runner.run(["sleep", "30"])
+    assert sorted(os.listdir("/proc/self/fd")) == before

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.redbox.store import JOURNAL, Store
@@ -75,3 +80,41 @@ def test_a_torn_line_is_skipped_and_compaction_drops_old_records(tmp_path: Path)
     assert store.job_for_key("ancient") is None
     store.close()
     assert len(journal.read_text().splitlines()) == 1
+
+
+async def test_durable_waits_for_the_disk_off_the_loop_and_shares_fsyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    disk = threading.Event()
+    real_fsync = os.fsync
+
+    def slow_disk(fd: int) -> None:
+        synced.append(fd)
+        disk.wait(10)  # the disk is slow until the test lets it go
+        real_fsync(fd)
+
+    store = Store(tmp_path)
+    store.open()
+    monkeypatch.setattr(os, "fsync", slow_disk)
+    store.intend("a")
+    first = asyncio.ensure_future(store.durable())
+    while not synced:
+        await asyncio.sleep(0.01)  # the loop runs while the fsync waits for the disk
+    store.intend("b")
+    store.remember_key("c", JobId(3))
+    later = [asyncio.ensure_future(store.durable()) for _ in range(3)]
+    await asyncio.sleep(0.05)
+    assert not first.done()
+    assert not any(t.done() for t in later)
+    disk.set()
+    await asyncio.gather(first, *later)
+    assert len(synced) == 2  # one for "a", one shared by everything written while it ran
+    await store.durable()  # nothing new: no fsync
+    assert len(synced) == 2
+    store.close()
+    again = Store(tmp_path)
+    again.open()
+    assert again.intended("a")
+    assert again.intended("b")
+    assert again.job_for_key("c") == 3

@@ -5,6 +5,8 @@ This is the only place in wlmvk that starts a Slurm process. At most
 that hangs (a slurmctld that stopped answering) is killed with its process
 group after ``timeout`` seconds and reported as ``Unavailable``, so red-box
 keeps serving. A command that is not installed is ``Unavailable`` too.
+Children are started and collected by ``spawning`` (cheap, on the loop);
+where the kernel lacks pidfds, by asyncio's subprocess support.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import structlog
 
 from wlmvk.core.errors import Unavailable
+from wlmvk.redbox.slurm import spawning
 
 _log = structlog.get_logger(__name__)
 
@@ -74,33 +77,20 @@ class Runner:
         limit = self.timeout if timeout is None else timeout
         self.spawned += 1
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=self.cwd,
-                env=None if env is None else dict(env),
-                start_new_session=True,
-            )
+            if spawning.available():
+                code, out, err = await self._by_pidfd(argv, stdin=stdin, env=env, limit=limit)
+            else:
+                code, out, err = await self._by_asyncio(argv, stdin=stdin, env=env, limit=limit)
         except FileNotFoundError as exc:
             raise Unavailable(f"{argv[0]}: command not found (is Slurm installed?)") from exc
-        except OSError as exc:
-            raise Unavailable(f"{argv[0]}: {exc}") from exc
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin), limit)
-        except (TimeoutError, asyncio.CancelledError) as exc:
-            _kill(proc)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+        except TimeoutError as exc:  # an OSError too: caught first
             _log.warning("slurm command timed out", argv=list(argv), timeout=limit)
             raise Unavailable(f"{argv[0]}: no answer from Slurm within {limit:g} s (killed)") from exc
-        assert proc.returncode is not None
+        except OSError as exc:
+            raise Unavailable(f"{argv[0]}: {exc}") from exc
         done = Completed(
             argv=tuple(argv),
-            returncode=proc.returncode,
+            returncode=code,
             stdout=out.decode("utf-8", "replace"),
             stderr=err.decode("utf-8", "replace"),
         )
@@ -109,6 +99,39 @@ class Runner:
                 "slurm command failed", argv=list(argv), rc=done.returncode, stderr=done.stderr.strip()
             )
         return done
+
+    async def _by_pidfd(
+        self, argv: Sequence[str], *, stdin: bytes | None, env: Mapping[str, str] | None, limit: float
+    ) -> tuple[int, bytes, bytes]:
+        child = spawning.Child(argv, stdin=stdin, env=env, cwd=self.cwd)
+        try:
+            return await asyncio.wait_for(child.output(), limit)
+        except (TimeoutError, asyncio.CancelledError):
+            await child.kill(grace=5)
+            raise
+
+    async def _by_asyncio(
+        self, argv: Sequence[str], *, stdin: bytes | None, env: Mapping[str, str] | None, limit: float
+    ) -> tuple[int, bytes, bytes]:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            executable=spawning.executable(argv[0], env),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=self.cwd,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(stdin), limit)
+        except (TimeoutError, asyncio.CancelledError):
+            _kill(proc)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
+            raise
+        assert proc.returncode is not None
+        return proc.returncode, out, err
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
