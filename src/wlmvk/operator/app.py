@@ -58,8 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--stage-command",
-        default=_env("WLMVK_STAGE_COMMAND", "wlmvk"),
-        help="command that runs wlmvk in the staging image (split like a shell would)",
+        default=_env("WLMVK_STAGE_COMMAND", ""),
+        help="command that runs wlmvk in the staging image (split like a shell would; "
+        "default: the image's entrypoint)",
     )
     p.add_argument(
         "--stage-env",

@@ -178,7 +178,7 @@ def _staging_pod(
                     "name": container,
                     "image": settings.image,
                     "imagePullPolicy": settings.image_pull_policy,
-                    "command": command[:1],
+                    **({"command": command[:1]} if command else {}),
                     "args": command[1:] + argv,
                     "env": [{"name": key, "value": value} for key, value in settings.env],
                     "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -16,8 +16,9 @@ class StagingSettings:
     """How staging pods (``wlmvk stage in|out``) are built."""
 
     image: str = "wlmvk:latest"
-    # The command that runs wlmvk in the image (its entrypoint by default).
-    command: tuple[str, ...] = ("wlmvk",)
+    # The command that runs wlmvk in the image; empty: the image's entrypoint (wlmvk's image
+    # has ENTRYPOINT ["wlmvk"]), so the staging pods set only their args.
+    command: tuple[str, ...] = ()
     # Host path of the red-box socket on the agent host, when the virtual node does not say.
     socket_host_path: str = DEFAULT_RED_BOX_SOCKET
     run_as_user: int = 1000

@@ -131,15 +131,16 @@ def running(pod: Body) -> Body:
 class World:
     """A resource and its pods; applies the operator's actions as the API server would."""
 
-    def __init__(self, body: Body, nodes: list[Body]) -> None:
+    def __init__(self, body: Body, nodes: list[Body], settings: OperatorSettings = SETTINGS) -> None:
         self.body = body
         self.nodes = nodes
+        self.settings = settings
         self.pods: dict[str, Body] = {}
         self.events: list[reconcile.Emit] = []
 
     def step(self) -> list[reconcile.Action]:
         actions = reconcile.decide(
-            self.body, owned=list(self.pods.values()), nodes=self.nodes, settings=SETTINGS, now=NOW
+            self.body, owned=list(self.pods.values()), nodes=self.nodes, settings=self.settings, now=NOW
         )
         for action in actions:
             if isinstance(action, reconcile.CreatePod):

@@ -25,7 +25,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.work_root == ""
     assert settings.namespace == ""
     assert settings.staging.image == "wlmvk:latest"
-    assert settings.staging.command == ("wlmvk",)
+    assert settings.staging.command == ()
     assert settings.staging.socket_host_path == "/var/run/syslurm/red-box.sock"
     assert (settings.staging.run_as_user, settings.staging.run_as_group) == (1000, 1000)
     assert settings.leader_election is True

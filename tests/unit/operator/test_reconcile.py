@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from tests.unit.operator.builders import (
+    SETTINGS,
     World,
     hostpath,
     running,
@@ -201,6 +203,15 @@ def readme_job() -> World:
     )
     nodes = [virtual_node("debug"), virtual_node("cpu", host="agent7", socket="/run/rb/c1.sock")]
     return World(body, nodes)
+
+
+def test_staging_pods_run_the_images_entrypoint_unless_a_command_is_set() -> None:
+    world = readme_job()
+    world.settings = replace(SETTINGS, staging=replace(SETTINGS.staging, command=()))
+    world.step()
+    container = world.pods["prepare-and-results-job-prepare"]["spec"]["containers"][0]
+    assert "command" not in container
+    assert container["args"][:2] == ["stage", "in"]
 
 
 def test_prepare_pod_runs_stage_in_on_the_agent_host() -> None:
