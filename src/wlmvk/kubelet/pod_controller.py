@@ -15,6 +15,11 @@ into the pod's ``wlm.sylabs.io/job-id`` annotation right after submission,
 and every pod present at start that has no job id is looked up by its UID
 before anything is submitted. Against an original red-box (no lookup) the
 annotation alone protects, which is said once in the log at start.
+
+A job id found in a pod's annotation is only a claim (anybody who may write
+the pod can write it): it becomes the pod's job once the job's key, read by
+the next status tick, is the pod's UID. Another pod's job is never adopted,
+read or cancelled: the pod fails with reason ``ForeignJob``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import structlog
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
-from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState
+from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
 from wlmvk.core.tasks import restarting
 from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
 from wlmvk.kube.client import KubeClient
@@ -54,6 +59,8 @@ class PodRecord:
     uid: str
     pod: Body
     job_id: JobId | None = None
+    claimed: JobId | None = None
+    foreign: bool = False
     state: JobState | None = None
     written_state: JobState | None = None
     written_key: int = 0
@@ -113,6 +120,13 @@ def _urgent(record: PodRecord) -> bool:
     if record.gone or is_deleting(record.pod):
         return True
     return record.job_id is None and not record.final
+
+
+def _belongs(state: JobState, uid: str) -> bool:
+    """A claimed job is the pod's when its key is the pod's UID; a job Slurm lost holds nothing to protect."""
+    if state.idempotency_key:
+        return state.idempotency_key == uid
+    return state.status is JobStatus.NOT_FOUND
 
 
 def job_id_of(pod: Body) -> JobId | None:
@@ -244,13 +258,16 @@ class PodController:
         uid = str(meta(pod).get("uid", ""))
         record = self._records.get(uid)
         if record is None:
-            record = PodRecord(uid=uid, pod=slim(pod), job_id=job_id_of(pod), looked_up=not lookup)
+            record = PodRecord(uid=uid, pod=slim(pod), looked_up=not lookup)
             self._records[uid] = record
             self._by_name[(record.namespace, record.name)] = uid
         else:
             record.pod = slim(pod)
-            if record.job_id is None:
-                record.job_id = job_id_of(pod)
+        if record.job_id is None and record.claimed is None:
+            if self._find_supported:
+                record.claimed = job_id_of(pod)
+            else:
+                record.job_id = job_id_of(pod)  # an original red-box reports no keys to check
         self._wake(record)
 
     def _wake(self, record: PodRecord) -> None:
@@ -304,7 +321,12 @@ class PodController:
             for record in self._records.values()
             if record.job_id is not None and not record.final and not record.ended.is_set()
         }
-        if not live:
+        claims = [
+            (record.claimed, record)
+            for record in self._records.values()
+            if record.claimed is not None and not (record.job_id or record.final or record.foreign)
+        ]
+        if not live and not claims:
             try:
                 await self._backend.info()  # keeps reachability (and the node conditions) current
             except WlmvkError:
@@ -312,10 +334,18 @@ class PodController:
             return
         self._metrics.status_ticks.inc()
         try:
-            states = await self._backend.states(list(live))
+            states = await self._backend.states(list(dict.fromkeys([*live, *(job for job, _ in claims)])))
         except WlmvkError as exc:
             _log.warning("job states unavailable", error=exc.message, jobs=len(live))
             return
+        for job_id, record in claims:
+            claimed = states.get(job_id)
+            if claimed is not None and _belongs(claimed, record.uid):
+                record.job_id, record.claimed = job_id, None
+                live[job_id] = record
+            elif claimed is not None:
+                record.foreign = True
+                self._wake(record)
         for job_id, record in live.items():
             state = states.get(job_id)
             if state is None or state == record.state:
@@ -340,8 +370,15 @@ class PodController:
             elif record.job_id is None:
                 if record.phase in pod_status.TERMINAL_PHASES:
                     record.final = True
-                else:
+                elif record.foreign:
+                    message = (
+                        f"annotation {names.ANNOTATION_JOB_ID}={record.claimed}: that Slurm job is not"
+                        " this pod's (its key is not the pod's UID); it is not adopted"
+                    )
+                    await self._reject(record, "ForeignJob", message)
+                elif record.claimed is None:
                     await self._submit(record, log)
+                # else: a claimed job id, checked by the next status tick
             elif record.phase in pod_status.TERMINAL_PHASES and record.written_state is None:
                 record.final = True  # finished before this kubelet started
                 record.ended.set()
