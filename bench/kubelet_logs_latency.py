@@ -14,9 +14,11 @@ import argparse
 import asyncio
 import ssl
 import statistics
+import tempfile
 import time
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 import aiohttp
 from kubelet_stack import Stack, scancel_name_prefix, wait_until
@@ -26,6 +28,7 @@ from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.kubelet.settings import Settings
+from wlmvk_dev.apiserver import kubeletclient
 
 
 async def main() -> None:
@@ -35,6 +38,8 @@ async def main() -> None:
     prefix = f"kl{uuid.uuid4().hex[:5]}"
     stack = Stack().start()
     latencies: list[float] = []
+    # The client below stands where the API server's log proxy does: with a client certificate.
+    credentials = kubeletclient.issue(Path(tempfile.mkdtemp(prefix="kl-pki-")))
     try:
         settings = replace(
             Settings(),
@@ -45,6 +50,7 @@ async def main() -> None:
             port=0,
             metrics_port=-1,
             status_interval=1.0,
+            client_ca=str(credentials.ca),
         )
         kubelet = Kubelet(settings)
         await kubelet.start()
@@ -69,6 +75,7 @@ async def main() -> None:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+        context.load_cert_chain(credentials.cert, credentials.key)
         url = f"https://127.0.0.1:{kubelet.port}/containerLogs/default/{prefix}/main?follow=true"
         async with aiohttp.ClientSession() as session, session.get(url, ssl=context) as response:
             async for raw in response.content:

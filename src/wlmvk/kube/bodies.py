@@ -68,6 +68,10 @@ NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 EVENTS = Resource("", "v1", "events", kind="Event")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", kind="Lease")
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", namespaced=False, kind="TokenReview")
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", namespaced=False, kind="SubjectAccessReview"
+)
 
 
 def meta(body: Body) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def server_context(
 
     As the real kubelet does, the certificate is requested, not demanded, at the
     handshake: a client that presents none gets in far enough to be answered 401
-    by the API (``server.kubelet_app(..., require_client_cert=True)``). A
+    by the API (``kubelet.auth.Gate``). A
     certificate that the CA did not sign fails the handshake itself: Python's ssl
     cannot request a certificate without verifying it (Go's RequestClientCert).
     """

@@ -27,7 +27,7 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import nodes, server
+from wlmvk.kubelet import access, auth, nodes, server
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.health import MeteredBackend, Reachability
@@ -133,7 +133,17 @@ class Kubelet:
             names=["localhost", socket.gethostname()],
             addresses=sorted({s.node_ip, "127.0.0.1"}),
         )
-        api = server.kubelet_app(handlers, require_client_cert=bool(s.client_ca))
+        assert self._client is not None
+        gate = auth.Gate(
+            auth.AuthSettings(
+                anonymous=s.anonymous_auth,
+                token_webhook=s.authentication_token_webhook,
+                authorization_mode=s.authorization_mode,
+            ),
+            create=self._client.create,
+            nodes_for=self._nodes_for,
+        )
+        api = server.kubelet_app(handlers, gate=gate)
         runner = web.AppRunner(api, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, s.listen_host, s.port, ssl_context=context)
@@ -146,6 +156,15 @@ class Kubelet:
             await web.TCPSite(metrics_runner, s.metrics_host, s.metrics_port).start()
             self._runners.append(metrics_runner)
             self.metrics_port = _bound_port(metrics_runner, s.metrics_port)
+
+    def _nodes_for(self, path: str) -> list[str]:
+        """The nodes a request is authorized on: its pod's, else every node served ("" before any)."""
+        pod = access.pod_of(path)
+        record = self.pods.record(*pod) if pod and self.pods else None
+        node = str(record.pod.get("spec", {}).get("nodeName") or "") if record else ""
+        if node:
+            return [node]
+        return sorted(self.directory.owned) or [""]
 
     def _pods_view(self) -> list[dict[str, Any]]:
         return self.pods.pods() if self.pods else []

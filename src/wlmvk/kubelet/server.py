@@ -5,9 +5,10 @@ out answers 501 with a message. Query parameters are parsed once into
 ``LogOptions``; ``core.errors`` map to HTTP codes in ``_http_error`` only.
 Metrics are served by ``metrics_app`` on their own port.
 
-With ``require_client_cert`` every request must come over a TLS connection on
-which the client presented a certificate the CA verified: one without gets
-401 Unauthorized, as from a kubelet with anonymous auth off.
+With a ``gate`` (``auth.Gate``) every request is authenticated and authorized
+before its handler runs, as the kubelet does: 401 Unauthorized without an
+identity, 403 Forbidden without the right on the node. The metrics app has
+no gate: it listens apart, on loopback unless told otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from wlmvk.core.errors import (
     Unsupported,
     WlmvkError,
 )
+from wlmvk.kubelet import auth
 from wlmvk.kubelet.logs import LogOptions, parse_options
 
 _log = structlog.get_logger(__name__)
@@ -72,9 +74,8 @@ def _exception(code: int, message: str) -> web.HTTPException:
     return error
 
 
-def kubelet_app(handlers: Handlers, *, require_client_cert: bool = False) -> web.Application:
-    middlewares = [_authenticate] if require_client_cert else []
-    app = web.Application(middlewares=middlewares)
+def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.Application:
+    app = web.Application(middlewares=[_guarded_by(gate)] if gate is not None else [])
 
     async def healthz(request: web.Request) -> web.Response:
         if handlers.healthy is not None and not handlers.healthy():
@@ -132,16 +133,26 @@ def kubelet_app(handlers: Handlers, *, require_client_cert: bool = False) -> web
     return app
 
 
-@web.middleware
-async def _authenticate(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    transport = request.transport
-    certificate = transport.get_extra_info("peercert") if transport is not None else None
-    if not certificate:
-        _log.info("refused a request without a client certificate", path=request.path, peer=request.remote)
-        raise _exception(401, "Unauthorized: present a client certificate signed by the kubelet's client CA")
-    return await handler(request)
+def _guarded_by(gate: auth.Gate) -> Any:
+    @web.middleware
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        transport = request.transport
+        peercert = transport.get_extra_info("peercert") if transport is not None else None
+        refusal = await gate.check(
+            auth.Request(
+                peercert=peercert or None,
+                authorization=request.headers.get("Authorization", ""),
+                method=request.method,
+                path=request.path,
+            )
+        )
+        if refusal is not None:
+            raise _exception(refusal.status, refusal.message)
+        return await handler(request)
+
+    return guard
 
 
 def metrics_app(render: Callable[[], str]) -> web.Application:

@@ -8,6 +8,11 @@ import socket
 from dataclasses import dataclass
 
 from wlmvk.core import names
+from wlmvk.kubelet import auth
+
+# Not 10255: that is the real kubelet's legacy read-only port, which another
+# kubelet on the host may still hold.
+DEFAULT_METRICS_PORT = 10262
 
 
 @dataclass(frozen=True)
@@ -19,11 +24,14 @@ class Settings:
     node_ip: str = "127.0.0.1"
     listen_host: str = "0.0.0.0"
     port: int = 10250
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int = 10255
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = DEFAULT_METRICS_PORT
     tls_cert: str = ""
     tls_key: str = ""
     client_ca: str = ""
+    anonymous_auth: bool = False
+    authentication_token_webhook: bool = True
+    authorization_mode: str = auth.WEBHOOK
     status_interval: float = 5.0
     discovery_interval: float = 30.0
     node_status_interval: float = 60.0
@@ -64,11 +72,45 @@ def parse(argv: list[str]) -> Settings:
     )
     add("--listen", default="0.0.0.0", help="address of the kubelet HTTPS API")
     add("--port", type=int, default=10250, help="port of the kubelet HTTPS API (0 = any free port)")
-    add("--metrics-listen", default="0.0.0.0", help="address of the Prometheus /metrics endpoint")
-    add("--metrics-port", type=int, default=10255, help="port of /metrics (0 = any free port, -1 = off)")
+    add(
+        "--metrics-listen",
+        default="127.0.0.1",
+        help="address of the Prometheus /metrics endpoint (plain HTTP, no authentication: loopback"
+        " unless set, e.g. to 0.0.0.0 for a scraper on the pod network)",
+    )
+    add(
+        "--metrics-port",
+        type=int,
+        default=DEFAULT_METRICS_PORT,
+        help="port of /metrics (0 = any free port, -1 = off; default %(default)s)",
+    )
     add("--tls-cert", default="", help="server certificate (PEM); default: a self-signed one made at start")
     add("--tls-key", default="", help="key of --tls-cert (PEM)")
-    add("--client-ca", default="", help="CA bundle: when set, clients must present a certificate it signed")
+    add(
+        "--client-ca",
+        default="",
+        help="CA bundle of client certificates: a client presenting one it signed is the user of its"
+        " CommonName, in the groups of its Organizations (kube-apiserver's --kubelet-client-certificate)",
+    )
+    add(
+        "--anonymous-auth",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="let requests without credentials in as system:anonymous, to be authorized (default: off, 401)",
+    )
+    add(
+        "--authentication-token-webhook",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="authenticate bearer tokens with a TokenReview to the API server (default: on)",
+    )
+    add(
+        "--authorization-mode",
+        choices=auth.AUTHORIZATION_MODES,
+        default=auth.WEBHOOK,
+        help="Webhook: a SubjectAccessReview of nodes/proxy, nodes/log... per request, as the kubelet;"
+        " AlwaysAllow: any authenticated request (default %(default)s)",
+    )
     add("--status-interval", type=float, default=5.0, help="seconds between batched job state queries")
     add("--discovery-interval", type=float, default=30.0, help="seconds between partition re-discoveries")
     add("--node-status-interval", type=float, default=60.0, help="max seconds between node status writes")
@@ -100,6 +142,9 @@ def parse(argv: list[str]) -> Settings:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         client_ca=args.client_ca,
+        anonymous_auth=args.anonymous_auth,
+        authentication_token_webhook=args.authentication_token_webhook,
+        authorization_mode=args.authorization_mode,
         status_interval=args.status_interval,
         discovery_interval=args.discovery_interval,
         node_status_interval=args.node_status_interval,

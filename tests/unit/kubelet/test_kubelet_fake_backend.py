@@ -354,6 +354,7 @@ async def test_logs_follow_over_https(
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(*apiserver.kubelet_client)  # as the API server's log proxy
     base = f"https://127.0.0.1:{kubelet.port}"
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{base}/containerLogs/default/talker/main?tailLines=1", ssl=context) as r:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from aiohttp import web
 
 from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.kube import tls
-from wlmvk.kubelet import server
+from wlmvk.kube.bodies import TOKEN_REVIEWS, Body, Resource
+from wlmvk.kubelet import auth, server
 from wlmvk.kubelet.logs import LogOptions
 
 
@@ -30,9 +32,9 @@ async def logs(namespace: str, pod: str, container: str, options: LogOptions) ->
 
 
 async def serve(
-    context: ssl.SSLContext, handlers: server.Handlers, *, require_client_cert: bool = False
+    context: ssl.SSLContext, handlers: server.Handlers, *, gate: auth.Gate | None = None
 ) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(server.kubelet_app(handlers, require_client_cert=require_client_cert))
+    runner = web.AppRunner(server.kubelet_app(handlers, gate=gate))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
     await site.start()
@@ -89,32 +91,109 @@ def ca() -> trustme.CA:
     return trustme.CA()
 
 
-async def test_client_certificates_are_required_with_a_client_ca(ca: trustme.CA, tmp_path: Path) -> None:
+class Reviews:
+    """The API server's side of the reviews: known tokens, and the (user, subresource, node) allowed."""
+
+    def __init__(self, tokens: dict[str, str], allowed: set[tuple[str, str, str]]) -> None:
+        self.tokens = tokens
+        self.allowed = allowed
+        self.asked: list[tuple[str, ...]] = []
+
+    async def create(self, resource: Resource, body: Body) -> Body:
+        if resource == TOKEN_REVIEWS:
+            token = body["spec"]["token"]
+            self.asked.append(("token", token))
+            if token not in self.tokens:
+                return {**body, "status": {"authenticated": False}}
+            user = {"username": self.tokens[token], "groups": ["system:serviceaccounts"]}
+            return {**body, "status": {"authenticated": True, "user": user}}
+        spec = body["spec"]
+        attrs = spec["resourceAttributes"]
+        assert (attrs["resource"], attrs["version"], attrs["group"], attrs["verb"]) == (
+            "nodes",
+            "v1",
+            "",
+            "get",
+        )
+        asked = (spec["user"], attrs["subresource"], attrs["name"])
+        self.asked.append(asked)
+        return {**body, "status": {"allowed": asked in self.allowed}}
+
+
+async def test_requests_are_authenticated_then_authorized_per_node(ca: trustme.CA, tmp_path: Path) -> None:
     server_cert = ca.issue_cert("127.0.0.1", "localhost")
     cert, key, ca_file = tmp_path / "s.pem", tmp_path / "s.key", tmp_path / "ca.pem"
     server_cert.cert_chain_pems[0].write_to_path(str(cert))
     server_cert.private_key_pem.write_to_path(str(key))
     ca.cert_pem.write_to_path(str(ca_file))
     context = tls.server_context(cert=str(cert), key=str(key), client_ca=str(ca_file), names=[], addresses=[])
-    runner, port = await serve(context, server.Handlers(healthy=lambda: True), require_client_cert=True)
-    url = f"https://127.0.0.1:{port}/healthz"
+    reviews = Reviews(
+        tokens={"t-reader": "sa-reader", "t-half": "sa-half"},
+        allowed={
+            ("apiserver", "proxy", "node-a"),
+            ("sa-reader", "pods", "node-a"),
+            ("sa-reader", "proxy", "node-b"),
+            ("sa-half", "proxy", "node-a"),
+        },
+    )
+
+    def nodes_for(path: str) -> list[str]:
+        return ["node-a"] if path.startswith("/containerLogs/ns/p/") else ["node-a", "node-b"]
+
+    gate = auth.Gate(auth.AuthSettings(), create=reviews.create, nodes_for=nodes_for)
+    handlers = server.Handlers(logs=logs, pods=lambda: [], healthy=lambda: True)
+    runner, port = await serve(context, handlers, gate=gate)
+    base = f"https://127.0.0.1:{port}"
+
+    def client(name: str | None) -> ssl.SSLContext:
+        made = ssl.create_default_context()
+        ca.configure_trust(made)
+        if name is not None:
+            ca.issue_cert(common_name=name).configure_cert(made)
+        return made
+
+    async def get(path: str, context: ssl.SSLContext, token: str = "") -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(base + path, ssl=context, headers=headers) as r,
+        ):
+            return r.status, await r.text()
+
     try:
-        anonymous = ssl.create_default_context()
-        ca.configure_trust(anonymous)
-        async with aiohttp.ClientSession() as session, session.get(url, ssl=anonymous) as r:
-            assert r.status == 401  # as a kubelet with anonymous auth off
-            assert "client certificate" in await r.text()
-        stranger = ssl.create_default_context()
-        ca.configure_trust(stranger)
-        trustme.CA().issue_cert("someone").configure_cert(stranger)
-        async with aiohttp.ClientSession() as session:
-            with pytest.raises(aiohttp.ClientError):  # another CA's certificate: refused at the handshake
-                async with session.get(url, ssl=stranger) as r:
-                    await r.read()
-        with_cert = ssl.create_default_context()
-        ca.configure_trust(with_cert)
-        ca.issue_cert("apiserver-client").configure_cert(with_cert)
-        async with aiohttp.ClientSession() as session, session.get(url, ssl=with_cert) as r:
-            assert r.status == 200
+        assert await get("/healthz", client(None)) == (401, "Unauthorized\n")
+        assert await get("/healthz", client(None), token="t-unknown") == (401, "Unauthorized\n")
+        assert await get("/containerLogs/ns/p/c", client("apiserver")) == (200, "ns/p/c tail=None\n")
+        assert await get("/containerLogs/ns/p/c", client("nosy")) == (
+            403,
+            "Forbidden (user=nosy, verb=get, resource=nodes, subresource(s)=[proxy])\n",
+        )
+        # /pods answers for every node: pods (or proxy) on each of them is needed.
+        assert await get("/pods", client(None), token="t-reader") == (200, json.dumps(POD_LIST))
+        assert await get("/pods", client(None), token="t-half") == (
+            403,
+            "Forbidden (user=sa-half, verb=get, resource=nodes, subresource(s)=[pods proxy])\n",
+        )
+        asked = len(reviews.asked)
+        assert await get("/pods", client(None), token="t-reader") == (200, json.dumps(POD_LIST))
+        assert len(reviews.asked) == asked, "a token and an allowed access are not asked again at once"
+        stranger = client(None)
+        trustme.CA().issue_cert(common_name="apiserver").configure_cert(stranger)
+        with pytest.raises(aiohttp.ClientError):  # another CA's certificate: refused at the handshake
+            await get("/healthz", stranger)
     finally:
         await runner.cleanup()
+
+
+POD_LIST = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}
+
+
+async def test_anonymous_requests_when_allowed_are_still_authorized() -> None:
+    reviews = Reviews(tokens={}, allowed={("system:anonymous", "healthz", "node-a")})
+    gate = auth.Gate(auth.AuthSettings(anonymous=True), create=reviews.create, nodes_for=lambda _: ["node-a"])
+    anonymous = auth.Request(peercert=None, authorization="", method="GET", path="/healthz")
+    assert await gate.check(anonymous) is None
+    refused = await gate.check(auth.Request(peercert=None, authorization="", method="GET", path="/pods"))
+    assert refused == auth.Refusal(
+        403, "Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[pods proxy])"
+    )

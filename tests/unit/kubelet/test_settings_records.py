@@ -14,7 +14,11 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     parsed = settings.parse([])
     assert parsed.red_box_socket == "/var/run/syslurm/red-box.sock"
     assert parsed.node_ip == "127.0.0.1"
-    assert (parsed.port, parsed.metrics_port) == (10250, 10255)
+    assert (parsed.listen_host, parsed.port) == ("0.0.0.0", 10250)
+    # Metrics apart, on loopback, and not on 10255, the real kubelet's legacy read-only port.
+    assert (parsed.metrics_host, parsed.metrics_port) == ("127.0.0.1", 10262)
+    assert (parsed.anonymous_auth, parsed.authentication_token_webhook) == (False, True)
+    assert parsed.authorization_mode == "Webhook"
     assert (parsed.status_interval, parsed.discovery_interval) == (5.0, 30.0)
     assert (parsed.lease_duration, parsed.lease_renew_interval, parsed.node_status_interval) == (
         40,

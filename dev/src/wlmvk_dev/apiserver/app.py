@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import signal
+from pathlib import Path
 
 import structlog
 
 from wlmvk.core.logging import configure
-from wlmvk_dev.apiserver import hostkubelet
+from wlmvk_dev.apiserver import hostkubelet, kubeletclient
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler
 from wlmvk_dev.apiserver.server import ApiServer, Config
 
@@ -25,6 +26,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks")
     p.add_argument("--history", type=int, default=10_000, help="watch events kept per resource type")
     p.add_argument("--no-controllers", action="store_true", help="do not run scheduler/gc/node lifecycle")
+    p.add_argument(
+        "--kubelet-client-dir",
+        default="",
+        help="where to write the client certificate the log proxy presents to kubelets and its CA"
+        " (kubelet-client-ca.crt: each kubelet's --client-ca; default: the kubeconfig's directory)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info, warning, error")
     hostkubelet.add_arguments(p)
     return p.parse_args(argv)
@@ -44,13 +51,14 @@ async def serve(args: argparse.Namespace) -> None:
     config = Config(
         host=args.host, port=args.port, bookmark_interval=args.bookmark_interval, history=args.history
     )
+    credentials = kubeletclient.issue(Path(args.kubelet_client_dir or Path(args.kubeconfig).parent))
     server = ApiServer(
         config,
         controllers=[
             *([] if args.no_controllers else default_controllers()),
             *hostkubelet.controllers_from(args),
         ],
-        log_handler=default_log_handler(),
+        log_handler=default_log_handler(credentials),
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -60,5 +68,8 @@ async def serve(args: argparse.Namespace) -> None:
     async with server:
         path = server.write_kubeconfig(args.kubeconfig)
         _log.info("serving", url=server.url, kubeconfig=str(path))
-        print(f"wlmvk apiserver: {server.url} (kubeconfig {path})", flush=True)
+        print(
+            f"wlmvk apiserver: {server.url} (kubeconfig {path}; kubelets' --client-ca {credentials.ca})",
+            flush=True,
+        )
         await stopping.wait()

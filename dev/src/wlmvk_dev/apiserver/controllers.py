@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from wlmvk_dev.apiserver.kubeletclient import KubeletClientCredentials
     from wlmvk_dev.apiserver.store import Store
 
 Controller = Callable[["Store"], Coroutine[Any, Any, None]]
@@ -61,13 +62,19 @@ def default_controllers() -> list[Controller]:
     return found
 
 
-def default_log_handler() -> LogHandler | None:
-    """``handle`` of ``logproxy.py`` when present (it proxies to the node's kubelet)."""
+def default_log_handler(credentials: KubeletClientCredentials | None = None) -> LogHandler | None:
+    """The log proxy of ``logproxy.py`` when present (it proxies to the node's kubelet), presenting
+    ``credentials`` (``kubeletclient.issue``) to kubelets, as kube-apiserver does."""
     try:
         module = importlib.import_module("wlmvk_dev.apiserver.logproxy")
     except ModuleNotFoundError as e:
         if e.name != "wlmvk_dev.apiserver.logproxy":
             raise
         return None
+    if credentials is not None:
+        made: LogHandler = module.make_handler(
+            client_cert=str(credentials.cert), client_key=str(credentials.key)
+        )
+        return made
     handler: LogHandler | None = getattr(module, "handle", None)
     return handler

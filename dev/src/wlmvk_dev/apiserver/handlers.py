@@ -30,7 +30,7 @@ from wlmvk_dev.apiserver.errors import (
     no_resource,
 )
 from wlmvk_dev.apiserver.patching import BUILTIN_GROUPS, PATCH_TYPES
-from wlmvk_dev.apiserver.resources import NAMESPACES, PODS, SELF_SUBJECT_ACCESS_REVIEWS, ResourceInfo
+from wlmvk_dev.apiserver.resources import NAMESPACES, PODS, REVIEWS, TOKEN_REVIEWS, ResourceInfo
 from wlmvk_dev.apiserver.selectors import FieldSelector, parse_field_selector
 from wlmvk_dev.apiserver.store import Store, WatchEvent
 
@@ -402,14 +402,20 @@ def _strict_fields(request: web.Request, info: ResourceInfo, body: Any) -> None:
         )
 
 
+def _review(gvr: object) -> dict[str, Any]:
+    """The answer to a review: every access is allowed; no token is known (none is issued)."""
+    if gvr == TOKEN_REVIEWS:
+        return {"authenticated": False, "error": "the wlmvk in-memory API server issues no tokens"}
+    return {"allowed": True, "reason": "the wlmvk in-memory API server does not enforce RBAC"}
+
+
 async def _create(request: web.Request, t: Target) -> web.Response:
     store = _store(request)
     body = await _body(request)
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
-    if t.info.gvr == SELF_SUBJECT_ACCESS_REVIEWS:
-        reason = "the wlmvk in-memory API server does not enforce RBAC"
-        return _json({**body, "status": {"allowed": True, "reason": reason}}, status=201)
+    if t.info.gvr in REVIEWS:
+        return _json({**body, "status": _review(t.info.gvr)}, status=201)
     _strict_fields(request, t.info, body)
     return _json(store.create(t.info.gvr, body, t.namespace, dry_run=_dry(request)), status=201)
 

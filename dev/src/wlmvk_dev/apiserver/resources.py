@@ -99,6 +99,10 @@ CLUSTERROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebinding
 ROLES = GVR("rbac.authorization.k8s.io", "v1", "roles")
 ROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "rolebindings")
 SELF_SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "subjectaccessreviews")
+TOKEN_REVIEWS = GVR("authentication.k8s.io", "v1", "tokenreviews")
+REVIEWS = (SELF_SUBJECT_ACCESS_REVIEWS, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS)
+"""Asked, answered, never stored."""
 
 _STATUS = ("status",)
 _SCALABLE = ("status", "scale")
@@ -145,5 +149,9 @@ BUILTINS: tuple[ResourceInfo, ...] = (
         "selfsubjectaccessreview",
         verbs=("create",),
     ),
+    ResourceInfo(
+        SUBJECT_ACCESS_REVIEWS, "SubjectAccessReview", False, "subjectaccessreview", verbs=("create",)
+    ),
+    ResourceInfo(TOKEN_REVIEWS, "TokenReview", False, "tokenreview", verbs=("create",)),
 )
 """Served from the start. apps/batch/rbac objects are stored and served, never run."""
