@@ -16,6 +16,10 @@ the end of its round):
   ``--original PATH`` names its binary. CI cannot build it: its figure is a
   recorded reference (docs/performance.md), not a CI comparison.
 
+``--before SRC`` adds ``before-keys@C``: red-box from another source tree (say
+the commit before a change, ``git archive REV src | tar -x -C DIR``; SRC is
+DIR/src), so a change is measured against its predecessor in the same run.
+
 Every arm submits to the same partition (the original needs one named). Each
 figure is the median of the rounds; the ratio is the arm's jobs/s over the
 loop's. ``--json FILE`` also writes the figures for ``bench/run-all``.
@@ -106,20 +110,41 @@ async def original_process(binary: str) -> AsyncIterator[RedBoxClient]:
             await proc.wait()
 
 
+@contextlib.asynccontextmanager
+async def red_box_from(source: str) -> AsyncIterator[RedBoxClient]:
+    """red-box started from another source tree (its process imports ``wlmvk`` from ``source``)."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = source
+    try:
+        async with red_box_process() as client:
+            os.environ.pop("PYTHONPATH")
+            if saved is not None:
+                os.environ["PYTHONPATH"] = saved
+            yield client
+    finally:
+        if saved is not None:
+            os.environ["PYTHONPATH"] = saved
+
+
 Arm = Callable[[int], Awaitable[list[int]]]
 
 
-async def measure(count: int, rounds: int, concurrency: list[int], original: str) -> dict[str, list[float]]:
+async def measure(
+    count: int, rounds: int, concurrency: list[int], original: str, before: str
+) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = {}
     async with contextlib.AsyncExitStack() as stack:
         ours = await stack.enter_async_context(red_box_process())
         theirs = await stack.enter_async_context(original_process(original)) if original else None
+        older = await stack.enter_async_context(red_box_from(before)) if before else None
         arms: dict[str, Arm] = {"loop": sbatch_loop, "parallel4": sbatch_parallel}
         for c in concurrency:
             arms[f"redbox-keys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=True)
             arms[f"redbox-nokeys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=False)
             if theirs is not None:
                 arms[f"original@{c}"] = lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False)
+            if older is not None:
+                arms[f"before-keys@{c}"] = lambda n, c=c, o=older: through(o, n, concurrency=c, keyed=True)
         for number in range(rounds):
             for name, arm in arms.items():
                 started = time.perf_counter()
@@ -137,11 +162,12 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--concurrency", default="8,16", help="calls in flight to red-box (comma list)")
     p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
+    p.add_argument("--before", default="", help="also red-box from this source tree (its src directory)")
     p.add_argument("--json", default="", help="also write the figures here")
     args = p.parse_args()
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
-    rates = asyncio.run(measure(args.count, args.rounds, concurrency, args.original))
+    rates = asyncio.run(measure(args.count, args.rounds, concurrency, args.original, args.before))
     loop = statistics.median(rates["loop"])
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
     print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7}   rounds")
