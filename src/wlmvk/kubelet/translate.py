@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wlmvk.core import containerjob, names
+from wlmvk.core import containerjob, names, runtimes
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
 from wlmvk.kubelet import directives, quantities
@@ -241,12 +241,7 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
     if workdir:
         lines.append(f"cd {shlex.quote(str(workdir))} || exit 1")
     if target.container_runtime and image:
-        reference = image if "://" in image else f"docker://{image}"
-        lines.append("if command -v apptainer >/dev/null 2>&1; then rt=apptainer; else rt=singularity; fi")
-        if command:
-            lines.append(f'exec "$rt" exec {shlex.quote(reference)} {shlex.join(command + args)}')
-        else:
-            lines.append(f'exec "$rt" run {shlex.quote(reference)} {shlex.join(args)}'.rstrip())
+        lines += runtimes.pod_lines(image, command, args)
     elif command:
         lines.append(f"exec {shlex.join(command + args)}")
     else:

@@ -34,6 +34,7 @@ import structlog
 from grpclib.server import Server
 
 from wlmvk.core import logging as wlog
+from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.redbox import config as cfg
@@ -126,6 +127,13 @@ def parser() -> argparse.ArgumentParser:
         default=3.0,
         help="seconds between looks at unfinished jobs, to record their end; 0 = off (default %(default)s)",
     )
+    p.add_argument(
+        "--container-runtime",
+        choices=runtimes.SETTINGS,
+        default=runtimes.AUTO,
+        help="what runs WlmJob images: auto takes the first installed of "
+        f"{', '.join(runtimes.AUTO_ORDER)}; none refuses container jobs (default %(default)s)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
     return p
 
@@ -165,6 +173,7 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         max_script_bytes=args.max_script_bytes,
         poll_interval=args.poll_interval,
         log_level=args.log_level,
+        container_runtime=args.container_runtime,
     )
 
 
@@ -261,7 +270,13 @@ async def build(settings: cfg.Settings) -> Assembly:
     confinement = Confinement(settings.work_dir, settings.roots)
     jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=settings.max_script_bytes)
     service_class = OriginalService if settings.original_api_only else Service
-    service = service_class(slurm=slurm, jobs=jobs, confinement=confinement, overrides=overrides)
+    service = service_class(
+        slurm=slurm,
+        jobs=jobs,
+        confinement=confinement,
+        overrides=overrides,
+        container_runtime=settings.container_runtime,
+    )
     return Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health())
 
 

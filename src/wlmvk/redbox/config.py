@@ -43,6 +43,8 @@ class Settings:
     max_script_bytes: int = 1024 * 1024
     poll_interval: float = 3.0
     log_level: str = "info"
+    # apptainer, singularity, podman, none, or auto (core.runtimes.AUTO_ORDER).
+    container_runtime: str = "auto"
 
     @property
     def roots(self) -> tuple[Path, ...]:

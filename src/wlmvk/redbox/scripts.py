@@ -5,7 +5,7 @@ string): ``--job-name``, ``--chdir``, ``--output``, ``--error`` and the
 idempotency key in ``--comment=wlmvk:<key>``, where Slurm keeps it (and
 accounting stores it) so a lost job can be found by key even when red-box
 lost its own records. A container job becomes a ``#!/bin/sh`` script that
-runs the image with Apptainer or Singularity, as the original built it.
+runs the image with the chosen runtime (``core.runtimes``).
 
 No control character reaches what Slurm stores and prints back unescaped
 (the options, the ``#SBATCH`` lines, ``SBATCH_*`` variables): a newline or
@@ -15,9 +15,9 @@ separator there would be read back as a broken row by every status query.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 
+from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec
 from wlmvk.redbox.slurm.parsing import COMMENT_PREFIX
@@ -110,7 +110,7 @@ def sbatch_options(
 
 
 def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) -> str:
-    """A batch script that runs ``spec.image`` with ``runtime`` (apptainer or singularity)."""
+    """A batch script that runs ``spec.image`` with ``runtime`` (``core.runtimes`` builds its lines)."""
     lines = ["#!/bin/sh"]
     if spec.wall_time > 0:
         minutes, seconds = divmod(spec.wall_time, 60)
@@ -121,37 +121,5 @@ def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) ->
         lines.append(f"#SBATCH --nodes={spec.nodes}")
     if spec.cpu_per_node > 0:
         lines.append(f"#SBATCH --cpus-per-task={spec.cpu_per_node}")
-    quote = shlex.quote
-    o = spec.options
-    flags = []
-    if o.app:
-        flags.append(f"--app={quote(o.app)}")
-    if o.host_name:
-        flags.append(f"--hostname={quote(o.host_name)}")
-    if o.binds:
-        flags.append(f"--bind={quote(','.join(o.binds))}")
-    for enabled, flag in (
-        (o.clear_env, "--cleanenv"),
-        (o.fake_root, "--fakeroot"),
-        (o.ipc, "--ipc"),
-        (o.pid, "--pid"),
-        (o.no_privs, "--no-privs"),
-        (o.writable, "--writable"),
-    ):
-        if enabled:
-            flags.append(flag)
-    image = spec.image
-    if image.startswith("local.file"):
-        local = image[len("local.file") :]
-        local = local[3:] if local.startswith("://") else local.removeprefix(":")
-        if not o.allow_unsigned:
-            lines.append(f"srun {runtime} verify {quote(local)} || exit")
-        lines.append(f"srun {runtime} run {' '.join(flags)} {quote(local)} || exit".replace("  ", " "))
-    else:
-        unsigned = " -U" if o.allow_unsigned and runtime == "singularity" else ""
-        lines.append(f"srun {runtime} pull{unsigned} --name {quote(pull_name)} {quote(image)} || exit")
-        lines.append(f"srun {runtime} run {' '.join(flags)} {quote(pull_name)}".replace("  ", " "))
-        lines.append("status=$?")
-        lines.append(f"rm -f {quote(pull_name)}")
-        lines.append("exit $status")
+    lines += runtimes.job_lines(runtime, spec.image, spec.options, pull_name=pull_name)
     return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from grpclib.const import Cardinality, Handler, Status
 from grpclib.exceptions import ProtocolError, StreamTerminatedError
 
 from wlmvk._proto import api
+from wlmvk.core import runtimes
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
 from wlmvk.redbox import archives, files, scripts
@@ -50,7 +51,6 @@ EXTENSIONS = (
     "JobStatus.all",
     "grpc.health.v1",
 )
-RUNTIMES = ("apptainer", "singularity")
 PARTITIONS_TTL = 2.0
 """Seconds one look at Slurm's partitions answers Resources calls."""
 FIND_INDEX_AGE = 2.0
@@ -98,11 +98,9 @@ def _checked(handler: Handler) -> Handler:
     return handler._replace(func=handle)
 
 
-def container_runtime() -> str | None:
-    for name in RUNTIMES:
-        if shutil.which(name):
-            return name
-    return None
+def container_runtime(setting: str = runtimes.AUTO) -> str:
+    """The runtime ``setting`` picks now ("" when none): installing one later needs no restart."""
+    return runtimes.choose(setting, lambda name: shutil.which(name) is not None)
 
 
 class Service(api.WorkloadManagerBase):  # type: ignore[misc]
@@ -117,8 +115,10 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         jobs: Jobs,
         confinement: files.Confinement,
         overrides: Mapping[str, PartitionOverride],
+        container_runtime: str = runtimes.AUTO,
     ) -> None:
         self.slurm = slurm
+        self.runtime_setting = container_runtime
         self.jobs = jobs
         self.confinement = confinement
         self.overrides = dict(overrides)
@@ -152,9 +152,9 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             spec = convert.container_spec_from_wire(submit_job_container_request)
             if not spec.image:
                 raise InvalidInput("imageName is required")
-            runtime = container_runtime()
-            if runtime is None:
-                raise FailedPrecondition("neither apptainer nor singularity is installed on the Slurm side")
+            runtime = container_runtime(self.runtime_setting)
+            if not runtime:
+                raise FailedPrecondition(runtimes.missing(self.runtime_setting))
             script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
             job = JobSpec(
                 script=script,
@@ -193,7 +193,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                     raise
                 state = await self.jobs.state(job_id)
                 if state.status is JobStatus.NOT_FOUND:
-                    raise NotFound(f"job {job_id}: unknown to Slurm and red-box") from None
+                    raise NotFound(f"job {job_id}: {state.reason}") from None
                 return api.JobInfoResponse(info=[self._info_from_state(state)])
             if not records:
                 raise NotFound(f"job {job_id}: scontrol knows no such job")
@@ -433,7 +433,8 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             features=record.features,
             default=record.default,
             state=record.state,
-            container_runtime=container_runtime() is not None,
+            # A plain pod's image runs through Apptainer/Singularity only (core.runtimes.pod_lines).
+            container_runtime=container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES,
         )
 
     async def partitions(self, partitions_request: api.PartitionsRequest) -> api.PartitionsResponse:

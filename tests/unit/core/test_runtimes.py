@@ -1,0 +1,125 @@
+"""core.runtimes: which runtime a setting picks, and Podman's flags for the WlmJob options."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+
+import pytest
+
+from wlmvk.core import runtimes
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import ContainerOptions
+
+BASE = ["podman", "--log-level=error", "run", "--quiet", "--rm", "--network=host"]
+
+
+def has(*names: str) -> Callable[[str], bool]:
+    return lambda name: name in names
+
+
+@pytest.mark.parametrize(
+    ("setting", "installed", "chosen"),
+    [
+        ("auto", ("apptainer", "singularity", "podman"), "apptainer"),
+        ("auto", ("singularity", "podman"), "singularity"),
+        ("auto", ("podman",), "podman"),
+        ("auto", (), ""),
+        ("podman", ("apptainer", "podman"), "podman"),
+        ("apptainer", ("podman",), ""),
+        ("none", ("apptainer", "podman"), ""),
+    ],
+)
+def test_choose_follows_the_documented_order(setting: str, installed: tuple[str, ...], chosen: str) -> None:
+    assert runtimes.choose(setting, has(*installed)) == chosen
+
+
+def test_choose_refuses_an_unknown_setting() -> None:
+    with pytest.raises(InvalidInput, match=r"docker.*use one of auto, apptainer, singularity, podman, none"):
+        runtimes.choose("docker", has())
+
+
+def test_missing_names_what_was_looked_for() -> None:
+    assert runtimes.missing("auto") == (
+        "no container runtime on the Slurm side: none of apptainer, singularity, podman is installed"
+    )
+    assert "podman" in runtimes.missing("podman")
+    assert "--container-runtime" in runtimes.missing("podman")
+    assert "container jobs are disabled" in runtimes.missing("none")
+
+
+def test_podman_defaults_mirror_singularity_defaults() -> None:
+    argv = runtimes.podman_argv("oci-archive:/i/box.tar", ContainerOptions())
+    assert argv == [*BASE, "--env-host", "--read-only", "--pid=host", "oci-archive:/i/box.tar"]
+
+
+def test_podman_maps_every_option_with_a_meaning() -> None:
+    options = ContainerOptions(
+        binds=("/data", "/in:/input:ro", "/out:/output:rw"),
+        clear_env=True,
+        writable=True,
+        pid=True,
+        no_privs=True,
+        host_name="box",
+        ipc=True,
+        fake_root=True,
+        allow_unsigned=True,
+    )
+    assert runtimes.podman_argv("oci:/i/layout:v1", options, ["sh", "-c", "id"]) == [
+        *BASE,
+        "--volume=/data:/data",
+        "--volume=/in:/input:ro",
+        "--volume=/out:/output",
+        "--cap-drop=all",
+        "--hostname=box",
+        "oci:/i/layout:v1",
+        "sh",
+        "-c",
+        "id",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("image", "tail"),
+    [
+        ("/srv/rootfs", ["--rootfs", "/srv/rootfs"]),
+        ("docker://alpine:3", ["docker://alpine:3"]),
+        ("docker-archive:/i/a.tar", ["docker-archive:/i/a.tar"]),
+        ("alpine:3", ["alpine:3"]),
+    ],
+)
+def test_podman_image_references(image: str, tail: list[str]) -> None:
+    argv = runtimes.podman_argv(image, ContainerOptions(clear_env=True, writable=True, pid=True))
+    assert argv == [*BASE, *tail]
+
+
+@pytest.mark.parametrize(
+    ("image", "options", "message"),
+    [
+        ("library://sylabsed/examples/lolcow", ContainerOptions(), "needs Apptainer or Singularity"),
+        ("local.file:/i/cow.sif", ContainerOptions(), "needs Apptainer or Singularity"),
+        ("shub://x/y", ContainerOptions(), "needs Apptainer or Singularity"),
+        ("http://x/y.tar", ContainerOptions(), "Podman runs docker://, oci:"),
+        ("oci:/i", ContainerOptions(app="cowsay"), "app='cowsay': SCIF apps exist only in SIF images"),
+        ("oci:/i", ContainerOptions(binds=("",)), "bind '': use SRC"),
+        ("oci:/i", ContainerOptions(binds=("/a:/b:rx",)), "bind '/a:/b:rx'"),
+        ("oci:/i", ContainerOptions(binds=("/a:/b:ro:z",)), "bind '/a:/b:ro:z'"),
+    ],
+)
+def test_podman_refuses_what_has_no_meaning(image: str, options: ContainerOptions, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
+        runtimes.podman_argv(image, options)
+
+
+def test_podman_job_line_is_one_srun_without_shell_injection() -> None:
+    lines = runtimes.job_lines("podman", "/srv/root fs;rm -rf ~", ContainerOptions(), pull_name="unused")
+    assert len(lines) == 1
+    words = shlex.split(lines[0])
+    assert words[-1] == "/srv/root fs;rm -rf ~"
+    assert words[:2] == ["srun", "podman"]
+    assert '--volume="$PWD:$PWD" --workdir="$PWD"' in lines[0]
+
+
+def test_job_lines_refuse_an_unknown_runtime() -> None:
+    with pytest.raises(InvalidInput, match="unknown container runtime 'docker'"):
+        runtimes.job_lines("docker", "oci:/i", ContainerOptions(), pull_name="x")
