@@ -111,6 +111,14 @@ def _columns() -> list[Schema]:
     ]
 
 
+IMMUTABLE = "spec is immutable: a job runs once; delete it and create it again to run a changed spec"
+
+
+def _immutable(spec: Schema) -> Schema:
+    """The spec, frozen after creation by a CEL transition rule, as a Job's pod template is."""
+    return {**spec, "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": IMMUTABLE}]}
+
+
 def _crd(kind: str, plural: str, short: str, spec: Schema) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -141,7 +149,7 @@ def _crd(kind: str, plural: str, short: str, spec: Schema) -> dict[str, Any]:
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
                                 "metadata": {"type": "object"},
-                                "spec": spec,
+                                "spec": _immutable(spec),
                                 "status": _status(),
                             },
                         }

@@ -28,24 +28,29 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
-def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
+def run_demo(*options: str) -> tuple[str, Path]:
+    """``wlmvk dev up OPTIONS`` to its end: (what it printed, its state directory)."""
     # The job owner (uid 1000) must reach the state dir; pytest's tmp_path is root's alone.
     state = Path(tempfile.mkdtemp(prefix="wlmvk-demo-test-", dir="/var/tmp"))
     proc = subprocess.run(
-        [WLMVK, "dev", "up", "--state-dir", str(state), "--port", str(_free_port())],
+        [WLMVK, "dev", "up", "--state-dir", str(state), "--port", str(_free_port()), *options],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    return out, state
+
+
+def assert_the_user_sees_every_example_end(out: str) -> list[str]:
+    """The examples' outcome as the user is shown it; returns the progress lines."""
     assert "all examples ended as expected" in out
     # What the user is shown: both clusters' nodes, the README session, the collected results.
     assert "slurm-minikube-cpu" in out
     assert "slurm-second-cpu" in out
-    readme = out[out.index("$ kubectl logs prepare-and-results-job") :]
+    readme = out[out.index("kubectl logs prepare-and-results-job") :]
     assert readme.splitlines()[1] == "Hello"
     assert "output.txt" in out
     assert "Hello from Slurm job" in out
@@ -53,8 +58,31 @@ def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
     steps = [line for line in out.splitlines() if line.startswith("[")]
     assert any("red-box for second" in line for line in steps)
     assert steps[-1].endswith("all examples ended as expected")
+    return steps
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
+def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
+    out, state = run_demo()
+    steps = assert_the_user_sees_every_example_end(out)
     # Everything it started is gone, and it says so.
     assert not list((state / "pids").glob("*.pid"))
     stopped = next(line for line in steps if "stopped:" in line)
     for name in ("apiserver", "operator", "kubelet-minikube", "kubelet-second", "red-box-minikube"):
+        assert name in stopped
+
+
+@pytest.mark.kube_real
+@pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
+def test_demo_on_a_real_control_plane_runs_the_manifests_pods(slurm: str, real_kube: object) -> None:
+    # real_kube: the control plane is built (the demo starts one of its own from the same build).
+    out, state = run_demo("--kube", "real")
+    steps = assert_the_user_sees_every_example_end(out)
+    assert any("configurator DaemonSet and operator Deployment running" in line for line in steps)
+    pods = out[out.index("kubectl get pods -n wlmvk -o wide") :]
+    assert "wlmvk-configurator-" in pods
+    assert pods.count("wlmvk-operator-") == 2
+    assert not list((state / "pids").glob("*.pid"))
+    stopped = next(line for line in steps if "stopped:" in line)
+    for name in ("node", "kubelet-second", "red-box-minikube", "the control plane"):
         assert name in stopped

@@ -33,6 +33,14 @@ from wlmvk_dev.apiserver.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
 pytestmark = pytest.mark.kube_any
 
 NO_RESOURCE = "the server could not find the requested resource"
+# After a blocking schema error (required, wrong type, unsupported value) kube-apiserver runs
+# none of a CRD's CEL rules (the SlurmJob's frozen spec) and adds this cause.
+NOT_CHECKED = (
+    "FieldValueInvalid",
+    "<nil>",
+    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation",
+)
 NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
 
@@ -257,8 +265,8 @@ G = "wlm.sylabs.io"
                 )
             ],
         ),
-        ({}, [("FieldValueRequired", "spec.batch", "Required value")]),
-        (None, [("FieldValueRequired", "spec", "Required value")]),
+        ({}, [("FieldValueRequired", "spec.batch", "Required value"), NOT_CHECKED]),
+        (None, [("FieldValueRequired", "spec", "Required value"), NOT_CHECKED]),
         (
             {"batch": 3},
             [
@@ -266,7 +274,8 @@ G = "wlm.sylabs.io"
                     "FieldValueTypeInvalid",
                     "spec.batch",
                     'Invalid value: "integer": spec.batch in body must be of type string: "integer"',
-                )
+                ),
+                NOT_CHECKED,
             ],
         ),
     ],
@@ -294,6 +303,7 @@ async def test_several_schema_violations_are_one_422_with_every_cause(apiserver:
         422,
         "Invalid",
         [
+            dict(zip(("reason", "field", "message"), NOT_CHECKED, strict=True)),
             {
                 "reason": "FieldValueTypeInvalid",
                 "message": 'Invalid value: "integer": spec.batch in body must be of type string: "integer"',
@@ -328,7 +338,8 @@ async def test_a_status_write_violating_the_schema_names_paths_below_status(
                     "FieldValueTypeInvalid",
                     "status.exitCode",
                     'Invalid value: "string": exitCode in body must be of type integer: "string"',
-                )
+                ),
+                NOT_CHECKED,
             ],
             G,
         ),
@@ -344,7 +355,8 @@ async def test_a_status_write_violating_the_schema_names_paths_below_status(
                     "FieldValueNotSupported",
                     "status.conditions[0].status",
                     'Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
-                )
+                ),
+                NOT_CHECKED,
             ],
             G,
         ),
@@ -421,3 +433,43 @@ async def test_a_malformed_label_selector_is_400(apiserver: Any, kube_api: Any) 
         400,
         status(400, "BadRequest", MALFORMED_LABEL_SELECTOR[apiserver.plane]),
     )
+
+
+async def test_a_slurmjobs_spec_cannot_change_after_creation_422(apiserver: Any, kube_api: Any) -> None:
+    install_crds(apiserver)
+    name = unique("sj")
+    _, made = await call(kube_api, "POST", SLURMJOBS, body=slurmjob(name))
+    frozen = (
+        "FieldValueInvalid",
+        "spec",
+        "Invalid value: spec is immutable: a job runs once; delete it and create it again to run a "
+        "changed spec",
+    )
+    changed = {**made, "spec": {"batch": "#!/bin/sh\necho other\n"}}
+    assert await call(kube_api, "PUT", f"{SLURMJOBS}/{name}", body=changed) == (
+        422,
+        invalid("SlurmJob", name, [frozen], G),
+    )
+    patch = {"spec": {"nodeSelector": {"a": "b"}}}
+    assert await call(kube_api, "PATCH", f"{SLURMJOBS}/{name}", body=patch, content_type=MERGE) == (
+        422,
+        invalid("SlurmJob", name, [frozen], G),
+    )
+    # A schema error comes first; the rule is then not evaluated, and the answer says so.
+    broken = {"spec": {"prepare": {"to": "x"}}}
+    assert await call(kube_api, "PATCH", f"{SLURMJOBS}/{name}", body=broken, content_type=MERGE) == (
+        422,
+        invalid(
+            "SlurmJob",
+            name,
+            [
+                ("FieldValueRequired", "spec.prepare.mount", "Required value"),
+                NOT_CHECKED,
+            ],
+            G,
+        ),
+    )
+    # Labels and the status still change.
+    labels = {"metadata": {"labels": {"team": "a"}}}
+    code, body = await call(kube_api, "PATCH", f"{SLURMJOBS}/{name}", body=labels, content_type=MERGE)
+    assert (code, body["metadata"]["labels"]) == (200, {"team": "a"})

@@ -39,6 +39,57 @@ def validate(schema: Schema, obj: Any) -> list[Cause]:
     return causes
 
 
+SAME_AS_BEFORE = "self == oldSelf"
+NOT_CHECKED = (
+    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTypeInvalid"})
+"""Errors after which kube-apiserver runs no CEL rule (its ``hasBlockingErr``)."""
+
+
+def rule_causes(schema: Schema, old: Any, new: Any, found: list[Cause]) -> list[Cause]:
+    """The ``x-kubernetes-validations`` rules' causes for a write, as kube-apiserver reports them.
+
+    ``old`` is None on create. Only the transition rule ``self == oldSelf`` (a field frozen
+    after creation) is understood; other CEL rules are not evaluated here (a known
+    difference). After a blocking error in ``found`` no rule runs, and one cause says so.
+    """
+    rules = list(_rules(schema, ""))
+    if not rules:
+        return []
+    if any(cause.reason in BLOCKING for cause in found):
+        return [Cause("<nil>", NOT_CHECKED)]
+    causes = []
+    for path, rule in rules:
+        if old is None or rule.get("rule") != SAME_AS_BEFORE:
+            continue
+        found_old, before = _at(old, path)
+        found_new, after = _at(new, path)
+        if found_old and found_new and before != after:
+            message = rule.get("message") or f"failed rule: {SAME_AS_BEFORE}"
+            causes.append(Cause(path, f"Invalid value: {message}"))
+    return causes
+
+
+def _rules(schema: Schema, path: str) -> Any:
+    for rule in schema.get("x-kubernetes-validations") or ():
+        yield path, rule
+    for key, sub in (schema.get("properties") or {}).items():
+        if path or key not in _TOP_LEVEL:
+            yield from _rules(sub, f"{path}.{key}" if path else key)
+
+
+def _at(obj: Any, path: str) -> tuple[bool, Any]:
+    for key in path.split("."):
+        if not isinstance(obj, dict) or key not in obj:
+            return False, None
+        obj = obj[key]
+    return True, obj
+
+
 def relative_to_status(causes: list[Cause]) -> list[Cause]:
     """Causes of a status write: kube-apiserver validates the status against its own schema,
     so messages name the path below ``status`` (``exitCode in body``) and fields keep it."""

@@ -826,6 +826,8 @@ class Store:
             if subresource == "status" and info.schema is not None:
                 own = schema.relative_to_status(own)
             causes += own
+        if info.schema is not None:
+            causes += schema.rule_causes(info.schema, old, obj, causes)
         if causes:
             raise invalid(info.kind, obj["metadata"].get("name", ""), causes, group=info.group)
 

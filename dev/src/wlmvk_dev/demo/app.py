@@ -7,6 +7,14 @@ server, one kubelet per red-box and the operator; applies manifests/ with the
 real kubectl; then applies each example and prints ``kubectl get``/``logs``
 output as it goes. Without ``--keep`` everything is stopped at the end (or on
 Ctrl-C); with it, the system stays up and ``scripts/demo down`` stops it.
+
+``--kube real`` runs the same on a real control plane of its own
+(scripts/kube-local, under the state directory, apiserver on ``--port``): the
+host node ``minikube`` is a ``wlmvk dev node`` labelled as the agent host whose
+``--image`` runs this checkout's ``wlmvk`` for the manifests' image, so the
+real DaemonSet controller's configurator pod runs the first cluster's kubelet
+and the Deployment's pods run the operator, each with its ServiceAccount; the
+second cluster's kubelet runs beside them with a token of the same account.
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ ROOT = Path(__file__).resolve().parents[4]
 JOB_UID = 1000
 SOCKET_DIR = Path("/var/run/syslurm")
 JOBS_ROOT = Path("/var/tmp/wlmvk-slurm/jobs")
+IMAGE = "wlmvk:latest"
+"""The manifests' image; on the real plane the host node runs this checkout's wlmvk for it."""
+RED_BOX_LABEL = "wlm.sylabs.io/red-box"
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=6443, help="the API server's port on 127.0.0.1")
     parser.add_argument("--examples", default=str(ROOT / "examples"), help="directory of example manifests")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds each example may take")
+    parser.add_argument(
+        "--kube",
+        choices=["memory", "real"],
+        default="memory",
+        help="control plane: the in-memory API server, or a real one built by scripts/kube-local",
+    )
     return parser.parse_args(argv)
 
 
@@ -83,6 +100,16 @@ class Demo:
         self.kubeconfig = self.state / "kubeconfig"
         self.bin = Path(sys.executable).parent
         self.home = self.state / "home"
+        self.real = args.kube == "real"
+        # The real control plane's own state, ports and the kubectl built with it.
+        self.kube_env = {
+            "WLMVK_KUBE_BASE": str(self.state / "kube"),
+            "WLMVK_KUBE_PORT": str(args.port),
+            "WLMVK_KUBE_ETCD_PORT": "2579",
+            "WLMVK_KUBE_CM_PORT": "10457",
+            "WLMVK_KUBE_SCHED_PORT": "10459",
+        }
+        self.kubectl_bin = "kubectl"
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -119,7 +146,7 @@ class Demo:
 
     def kubectl(self, *args: str, show: bool = False, check: bool = True) -> str:
         self.home.mkdir(parents=True, exist_ok=True)
-        argv = ["kubectl", *args]
+        argv = [self.kubectl_bin, *args]
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.home)}
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=120)
         out = proc.stdout + proc.stderr
@@ -191,15 +218,108 @@ class Demo:
             ready = lambda: "Ready" in self.kubectl("get", "nodes", check=False)  # noqa: E731
             self.wait("API server", ready, 30)
 
+    def kube_local(self, *args: str) -> str:
+        """``scripts/kube-local ARGS`` for the demo's own control plane; its stdout."""
+        with (self.procs.logs / "kube-local.log").open("a") as log:
+            done = subprocess.run(
+                [str(ROOT / "scripts" / "kube-local"), *args],
+                env={**os.environ, **self.kube_env},
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                check=False,
+            )
+        if done.returncode != 0:
+            raise RuntimeError(f"scripts/kube-local {' '.join(args)} failed (log: {log.name})")
+        return done.stdout
+
+    def control_plane(self) -> None:
+        log = self.procs.logs / "kube-local.log"
+        title = f"Kubernetes control plane on 127.0.0.1:{self.args.port} (scripts/kube-local)"
+        with self.progress.step(title, log=str(log)):
+            self.kube_local("build")  # the first build on a fresh machine takes about 10 minutes
+            # The demo's own plane starts empty, like the in-memory one: no objects of a past run.
+            self.kube_local("down", "--wipe")
+            self.kube_local("up")
+            self.kubectl_bin = str(Path(self.kube_local("bin").strip()) / "kubectl")
+            admin = Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig"
+            shutil.copyfile(admin, self.kubeconfig)
+            self.kubeconfig.chmod(0o600)
+
+    def host_node(self, user: str) -> None:
+        """The host node ``minikube``: marked control-plane and agent host; runs the manifests' pods."""
+        name = CLUSTERS[0].name
+        log = self.procs.logs / "node.log"
+        with self.progress.step(f"host node {name} (wlmvk dev node)", log=str(log)):
+            argv = [self.wlmvk(), "dev", "node", "--name", name, "--port", "0"]
+            argv += ["--kubeconfig", self.kube_local("node-kubeconfig", name).strip()]
+            argv += ["--labels", f"node-role.kubernetes.io/control-plane=,{RED_BOX_LABEL}=true"]
+            argv += ["--image", f"{IMAGE}={self.wlmvk_for(user)}"]
+            self.procs.start("node", argv)
+            condition = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+
+            def ready() -> bool:
+                return "True" in self.kubectl("get", "node", name, "-o", condition, check=False)
+
+            self.wait("host node", ready, 60)
+
+    def account_kubeconfig(self, account: str) -> Path:
+        """A kubeconfig holding a TokenRequest token of ServiceAccount ``wlmvk/<account>``."""
+        token = self.kubectl("create", "token", account, "-n", "wlmvk", "--duration=24h").strip()
+        view = json.loads(self.kubectl("config", "view", "--raw", "--minify", "-o", "json"))
+        cluster = view["clusters"][0]["cluster"]
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "demo", "cluster": cluster}],
+            "users": [{"name": account, "user": {"token": token}}],
+            "contexts": [{"name": account, "context": {"cluster": "demo", "user": account}}],
+            "current-context": account,
+        }
+        path = self.state / f"{account}.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+    def in_cluster(self) -> None:
+        """On the real plane: the configurator's kubelet and the operator run as the manifests' pods."""
+        with self.progress.step("configurator DaemonSet and operator Deployment running"):
+
+            def running(app: str, count: int) -> bool:
+                out = self.kubectl(
+                    "get",
+                    "pods",
+                    "-n",
+                    "wlmvk",
+                    "-l",
+                    f"app.kubernetes.io/name={app}",
+                    "-o",
+                    "jsonpath={.items[*].status.phase}",
+                    check=False,
+                )
+                return out.split().count("Running") >= count
+
+            self.wait("configurator pod", lambda: running("wlmvk-configurator", 1), 120)
+            self.wait("operator pods", lambda: running("wlmvk-operator", 2), 120)
+            self.kubectl("get", "pods", "-n", "wlmvk", "-o", "wide", show=True)
+
     def kubelets(self) -> None:
-        for cluster in CLUSTERS:
+        # On the real plane the first cluster's kubelet is the configurator DaemonSet's pod.
+        for cluster in CLUSTERS[1:] if self.real else CLUSTERS:
             name = f"kubelet-{cluster.name}"
             log = self.procs.logs / f"{name}.log"
             with self.progress.step(f"kubelet for {cluster.name}", log=str(log)):
+                kubeconfig = self.account_kubeconfig("wlmvk-kubelet") if self.real else self.kubeconfig
                 argv = [self.wlmvk(), "kubelet", "--red-box-socket", str(cluster.socket)]
-                argv += ["--kubeconfig", str(self.kubeconfig), "--cluster-name", cluster.name]
+                argv += ["--kubeconfig", str(kubeconfig), "--cluster-name", cluster.name]
                 argv += ["--agent-host", CLUSTERS[0].name, "--port", str(cluster.kubelet_port)]
                 argv += ["--metrics-port", str(cluster.metrics_port)]
+                # The API server's log proxy presents its kubelet client certificate (wlmvk dev apiserver
+                # writes it next to the kubeconfig), as kube-apiserver's --kubelet-client-certificate.
+                # On the real plane kube-local's CA signed kube-apiserver's --kubelet-client-certificate.
+                pki = Path(self.kube_env["WLMVK_KUBE_BASE"]) / "pki"
+                client_ca = pki / "ca.crt" if self.real else self.kubeconfig.parent / "kubelet-client-ca.crt"
+                argv += ["--client-ca", str(client_ca)]
                 self.procs.start(name, argv)
                 prefix = f"slurm-{cluster.name}-"
                 self.wait(name, lambda p=prefix: p in self.kubectl("get", "nodes", check=False), 60)
@@ -282,6 +402,9 @@ class Demo:
 
     def down(self) -> int:
         stopped = self.procs.stop_all()
+        if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
+            self.kube_local("down", "--wipe")
+            stopped.append("the control plane (scripts/kube-local down --wipe)")
         self.progress.line(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
         return 0
 
@@ -290,10 +413,17 @@ class Demo:
             self.slurm()
             user = self.job_owner()
             self.red_boxes(user)
-            self.apiserver()
-            self.kubelets()
-            self.manifests()
-            self.operator(user)
+            if self.real:
+                self.control_plane()
+                self.host_node(user)
+                self.manifests()
+                self.in_cluster()
+                self.kubelets()
+            else:
+                self.apiserver()
+                self.kubelets()
+                self.manifests()
+                self.operator(user)
             self.show_cluster()
             failures = self.examples()
             failures += self.multi_cluster()
@@ -309,7 +439,10 @@ class Demo:
             self.progress.line(f"FAILED {failure}")
         if self.args.keep:
             print("\nEverything is still running. Try:")
-            print(f"  export KUBECONFIG={self.kubeconfig}\n  kubectl get nodes")
+            print(f"  export KUBECONFIG={self.kubeconfig}")
+            if self.real:
+                print(f"  export PATH={Path(self.kubectl_bin).parent}:$PATH")
+            print("  kubectl get nodes")
             print("Stop it with: scripts/demo down")
         else:
             self.down()
