@@ -1,6 +1,6 @@
 """The WorkloadManager gRPC service: wire messages in, core values to the workers, wire out.
 
-Each rpc is thin: it converts the request (``wlm.convert``), calls ``Jobs``,
+Each rpc is thin: it converts the request (``wire.codec``), calls ``Jobs``,
 ``Slurm``, ``Confinement`` or ``archives``, and converts the answer. The
 original rpcs keep the original semantics for old clients; the wlmvk
 additions are separate methods. ``OriginalService`` serves only what the
@@ -37,7 +37,7 @@ from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import parsing
 from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.wlm import convert
+from wlmvk.wire import codec
 
 _log = structlog.get_logger(__name__)
 
@@ -135,7 +135,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     # --- submitting ---
 
     def _spec(self, request: api.SubmitJobRequest) -> JobSpec:
-        spec = convert.spec_from_wire(request)
+        spec = codec.spec_from_wire(request)
         if self.original_only:
             spec = JobSpec(script=spec.script, partition=spec.partition)
         return spec
@@ -149,7 +149,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self, submit_job_container_request: api.SubmitJobContainerRequest
     ) -> api.SubmitJobContainerResponse:
         with answering("SubmitJobContainer", self.inflight, partition=submit_job_container_request.partition):
-            spec = convert.container_spec_from_wire(submit_job_container_request)
+            spec = codec.container_spec_from_wire(submit_job_container_request)
             if not spec.image:
                 raise InvalidInput("imageName is required")
             runtime = container_runtime(self.runtime_setting)
@@ -179,7 +179,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     # --- job information ---
 
     def _status(self, status: api.JobStatus) -> api.JobStatus:
-        if self.original_only and status not in convert.ORIGINAL_STATUSES:
+        if self.original_only and status not in codec.ORIGINAL_STATUSES:
             return api.JobStatus.UNKNOWN
         return status
 
@@ -201,7 +201,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
 
     def _info_from_record(self, record: Mapping[str, str]) -> api.JobInfo:
         f = parsing.job_info_fields(record)
-        status = convert.status_to_wire(parsing.job_status(f["JobState"]))
+        status = codec.status_to_wire(parsing.job_status(f["JobState"]))
         info = api.JobInfo(
             id=f["JobId"],
             user_id=f["UserId"],
@@ -236,7 +236,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             id=str(state.job_id),
             name=state.name,
             exit_code=f"{state.exit_code or 0}:{state.signal}",
-            status=convert.status_to_wire(state.status),
+            status=codec.status_to_wire(state.status),
             submit_time=state.submit_time,
             start_time=state.start_time,
             run_time=run_time or timedelta(0),
@@ -261,7 +261,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                         id=s.id,
                         name=s.name,
                         exit_code=s.exit_code,
-                        status=self._status(convert.status_to_wire(s.status)),
+                        status=self._status(codec.status_to_wire(s.status)),
                         start_time=s.start_time,
                         end_time=s.end_time,
                     )
@@ -273,9 +273,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         with answering("JobStates", self.inflight):
             ids = [JobId(i) for i in job_states_request.job_ids]
             states = await self.jobs.states(ids)
-            return api.JobStatesResponse(
-                states=[convert.state_to_wire(states[i]) for i in dict.fromkeys(ids)]
-            )
+            return api.JobStatesResponse(states=[codec.state_to_wire(states[i]) for i in dict.fromkeys(ids)])
 
     async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
         with answering("FindJob", self.inflight):
@@ -284,7 +282,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             state = await self.jobs.find(find_job_request.idempotency_key, max_age=FIND_INDEX_AGE)
             if state is None:
                 return api.FindJobResponse(found=False)
-            return api.FindJobResponse(found=True, job_id=state.job_id, state=convert.state_to_wire(state))
+            return api.FindJobResponse(found=True, job_id=state.job_id, state=codec.state_to_wire(state))
 
     # --- files ---
 
@@ -385,7 +383,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def resources(self, resources_request: api.ResourcesRequest) -> api.ResourcesResponse:
         with answering("Resources", self.inflight, partition=resources_request.partition):
             res = await self.partition_resources(resources_request.partition)
-            wire = convert.resources_to_wire(res)
+            wire = codec.resources_to_wire(res)
             if self.original_only:
                 wire = api.ResourcesResponse(
                     nodes=wire.nodes,

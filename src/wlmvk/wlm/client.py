@@ -68,7 +68,8 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
-from wlmvk.wlm import convert, failures, zipbridge
+from wlmvk.wire import codec
+from wlmvk.wlm import failures, zipbridge
 
 _log = structlog.get_logger(__name__)
 
@@ -160,7 +161,7 @@ class RedBoxClient:
 
     async def info(self) -> WorkloadInfo:
         wire = await self._call("WorkloadInfo", lambda s: s.workload_info(api.WorkloadInfoRequest()))
-        info = convert.info_from_wire(wire)
+        info = codec.info_from_wire(wire)
         self._extensions = frozenset(info.extensions)
         return info
 
@@ -170,19 +171,19 @@ class RedBoxClient:
 
     async def resources(self, partition: str) -> PartitionResources:
         wire = await self._call("Resources", lambda s: s.resources(api.ResourcesRequest(partition=partition)))
-        return convert.resources_from_wire(partition, wire)
+        return codec.resources_from_wire(partition, wire)
 
     # --- jobs ---
 
     async def submit(self, spec: JobSpec) -> JobId:
-        request = convert.spec_to_wire(spec)
+        request = codec.spec_to_wire(spec)
         wire = await self._call(
             "SubmitJob", lambda s: s.submit_job(request), retry=bool(spec.idempotency_key)
         )
         return JobId(wire.job_id)
 
     async def submit_container(self, spec: ContainerJobSpec) -> JobId:
-        request = convert.container_spec_to_wire(spec)
+        request = codec.container_spec_to_wire(spec)
         wire = await self._call(
             "SubmitJobContainer", lambda s: s.submit_job_container(request), retry=bool(spec.idempotency_key)
         )
@@ -199,7 +200,7 @@ class RedBoxClient:
             raise
         if not wire.found:
             return None
-        state = convert.state_from_wire(wire.state)
+        state = codec.state_from_wire(wire.state)
         return state if state.job_id else JobState(job_id=JobId(wire.job_id), status=state.status)
 
     async def states(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobState]:
@@ -210,7 +211,7 @@ class RedBoxClient:
             request = api.JobStatesRequest(job_ids=wanted)
             try:
                 wire = await self._call("JobStates", lambda s: s.job_states(request))
-                return {JobId(w.job_id): convert.state_from_wire(w) for w in wire.states}
+                return {JobId(w.job_id): codec.state_from_wire(w) for w in wire.states}
             except Unsupported:
                 self._lacks("JobStates")
         return await self._states_one_by_one(wanted)
@@ -229,7 +230,7 @@ class RedBoxClient:
                     return JobState(job_id=job_id, status=JobStatus.NOT_FOUND, reason=exc.message)
             if not wire.info:
                 return JobState(job_id=job_id, status=JobStatus.NOT_FOUND)
-            state = convert.state_from_job_info(wire.info[0])
+            state = codec.state_from_job_info(wire.info[0])
             return state if state.job_id == job_id else _with_id(state, job_id)
 
         results = await asyncio.gather(*(one(j) for j in job_ids))
