@@ -351,7 +351,7 @@ class PodController:
             if state is None or state == record.state:
                 continue
             record.state = state
-            if state.status.terminal:
+            if pod_status.over(state.status):
                 record.ended.set()
             self._wake(record)
 
@@ -528,7 +528,7 @@ class PodController:
                 record.job_id, record.state = found.job_id, found
         if record.job_id is None or record.ended.is_set():
             return True
-        if record.state is not None and record.state.status.terminal:
+        if record.state is not None and pod_status.over(record.state.status):
             return True
         if record.written_state is None and record.phase in pod_status.TERMINAL_PHASES:
             return True  # finished before this kubelet started

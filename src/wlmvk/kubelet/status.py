@@ -70,6 +70,12 @@ def phase_of(status: JobStatus) -> str | None:
     return None
 
 
+def over(status: JobStatus) -> bool:
+    """True once the pod's job will not change: Slurm finished it, or it is gone (NOT_FOUND: never
+    seen, or left Slurm before its end was seen; no later answer will come for it)."""
+    return phase_of(status) in TERMINAL_PHASES
+
+
 def exit_code_of(state: JobState) -> int:
     """The container exit code of a finished job."""
     if state.exit_code:
@@ -178,7 +184,7 @@ def rejected_status(reason: str, message: str, facts: PodFacts, *, now: datetime
 
 def deleted_status(job_id: JobId | None, facts: PodFacts, *, now: datetime, state: JobState | None) -> Body:
     """The terminated status written before a deleted pod is removed."""
-    if state is not None and state.status.terminal:
+    if state is not None and over(state.status):
         result = pod_status(state, facts)
         if result is not None:
             return result

@@ -3,8 +3,12 @@
 Where a state comes from, in order: ``squeue -t all`` (one call for any
 number of jobs), then red-box's own record of terminal states, then
 ``sacct`` (one call for all the rest) when accounting is on. A job found
-nowhere is NOT_FOUND. Every terminal state seen is recorded, so a job that
-left squeue still answers without accounting, also after a restart.
+nowhere is NOT_FOUND: one red-box never knew, and also one it followed that
+left Slurm before its end was seen (accounting off, red-box down longer than
+MinJobAge), whose reason says so. Its end is unknowable, so its pod must end
+rather than wait for news that will never come; a cancel of it has nothing to
+do. Every terminal state seen is recorded, so a job that left squeue still
+answers without accounting, also after a restart.
 
 Submissions with an idempotency key are serialised per key: the second of
 two racing calls waits for the first and then finds its job (red-box's
@@ -262,7 +266,7 @@ class Jobs:
                 self.store.record(row)
             return row
         if known is not None:
-            lost = replace(known, status=JobStatus.UNKNOWN, reason=LOST_REASON, exit_code=None)
+            lost = replace(known, status=JobStatus.NOT_FOUND, reason=LOST_REASON, exit_code=None)
             self.store.record(lost)
             return lost
         return JobState(job_id=job_id, status=JobStatus.NOT_FOUND, reason="unknown to Slurm and red-box")
@@ -273,12 +277,12 @@ class Jobs:
     # --- cancelling ---
 
     async def cancel(self, job_id: JobId) -> None:
-        """scancel a job; a finished one is left alone, an unknown one is NotFound."""
+        """scancel a job; a finished or lost one is left alone, one never known is NotFound."""
         queued = await self.slurm.queue([job_id])
         if not queued:
             state = await self.state(job_id)
-            if state.status is JobStatus.NOT_FOUND:
-                raise NotFound(f"job {job_id}: unknown to Slurm and red-box")
+            if state.status is JobStatus.NOT_FOUND and state.reason != LOST_REASON:
+                raise NotFound(f"job {job_id}: {state.reason}")
             return
         if all(s.status.terminal for s in queued):
             return

@@ -164,3 +164,14 @@ def test_deleted_status_prefers_the_final_job_state() -> None:
     never = status.deleted_status(None, FACTS, now=END, state=None)
     assert never["phase"] == "Failed"
     assert "no Slurm job" in never["message"]
+
+
+def test_a_lost_job_is_over_and_a_deleted_pod_says_so() -> None:
+    lost = state(JobStatus.NOT_FOUND, reason="the job left Slurm before red-box saw it end")
+    assert [s for s in JobStatus if status.over(s)] == [
+        s for s in JobStatus if s.terminal or s is JobStatus.NOT_FOUND
+    ]
+    body = status.deleted_status(JobId(12), FACTS, now=END, state=lost)
+    terminated = container_state(body)["terminated"]
+    assert (body["phase"], terminated["reason"]) == ("Failed", "JobLost")
+    assert "left Slurm before red-box saw it end" in terminated["message"]  # type: ignore[operator]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.core.errors import InvalidInput, Unavailable
+from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.jobs import LOST_REASON, Jobs
@@ -109,16 +109,19 @@ async def test_without_accounting_sacct_is_not_asked_again_soon(jobs: Jobs, slur
     assert slurm.calls == ["squeue", "sacct", "squeue"]
 
 
-async def test_a_followed_job_that_vanished_unseen_is_unknown_not_pending(
+async def test_a_followed_job_that_vanished_unseen_is_not_found_with_its_reason(
     jobs: Jobs, slurm: ScriptedSlurm
 ) -> None:
     slurm.accounted = None
-    job = await jobs.submit(JobSpec(script="#!/bin/sh\n"))
+    job = await jobs.submit(JobSpec(script="#!/bin/sh\n", idempotency_key="uid-lost"))
     slurm.queued.clear()
     state = await jobs.state(job)
-    assert state.status is JobStatus.UNKNOWN
-    assert state.reason == LOST_REASON
+    assert (state.status, state.reason) == (JobStatus.NOT_FOUND, LOST_REASON)
     assert await jobs.poll_unfinished() == 0, "the recorder stops asking about it"
+    await jobs.cancel(job)  # nothing left to cancel: it completes
+    assert "scancel" not in slurm.calls
+    with pytest.raises(NotFound, match="unknown to Slurm and red-box"):
+        await jobs.cancel(JobId(77))
 
 
 async def test_racing_submissions_with_one_key_make_one_job(jobs: Jobs, slurm: ScriptedSlurm) -> None:
