@@ -2494,6 +2494,177 @@ func (x *StageOutRequest) GetPath() string {
 	return ""
 }
 
+type JobUsageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobIds        []int64                `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobUsageRequest) Reset() {
+	*x = JobUsageRequest{}
+	mi := &file_wlm_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobUsageRequest) ProtoMessage() {}
+
+func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobUsageRequest.ProtoReflect.Descriptor instead.
+func (*JobUsageRequest) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *JobUsageRequest) GetJobIds() []int64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+// What a running job has used so far, summed over its running steps (the
+// batch step included) as Slurm's job accounting gathered it.
+type JobUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// CPU time of all its processes, user and system.
+	CpuTime *durationpb.Duration `protobuf:"bytes,2,opt,name=cpu_time,json=cpuTime,proto3" json:"cpu_time,omitempty"`
+	// Resident memory now, summed over its tasks.
+	MemoryBytes int64 `protobuf:"varint,3,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// When red-box read it.
+	Sampled *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=sampled,proto3" json:"sampled,omitempty"`
+	// The running steps counted.
+	Steps         int32 `protobuf:"varint,5,opt,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobUsage) Reset() {
+	*x = JobUsage{}
+	mi := &file_wlm_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobUsage) ProtoMessage() {}
+
+func (x *JobUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
+func (*JobUsage) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *JobUsage) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *JobUsage) GetCpuTime() *durationpb.Duration {
+	if x != nil {
+		return x.CpuTime
+	}
+	return nil
+}
+
+func (x *JobUsage) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *JobUsage) GetSampled() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Sampled
+	}
+	return nil
+}
+
+func (x *JobUsage) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+type JobUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only jobs with a running step; a pending, finished or unknown job is absent.
+	Usages        []*JobUsage `protobuf:"bytes,1,rep,name=usages,proto3" json:"usages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobUsageResponse) Reset() {
+	*x = JobUsageResponse{}
+	mi := &file_wlm_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobUsageResponse) ProtoMessage() {}
+
+func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobUsageResponse.ProtoReflect.Descriptor instead.
+func (*JobUsageResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *JobUsageResponse) GetUsages() []*JobUsage {
+	if x != nil {
+		return x.Usages
+	}
+	return nil
+}
+
 var File_wlm_proto protoreflect.FileDescriptor
 
 const file_wlm_proto_rawDesc = "" +
@@ -2691,7 +2862,17 @@ const file_wlm_proto_rawDesc = "" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"%\n" +
 	"\x0fStageOutRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path*.\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"*\n" +
+	"\x0fJobUsageRequest\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\x03R\x06jobIds\"\xc6\x01\n" +
+	"\bJobUsage\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x124\n" +
+	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
+	"\fmemory_bytes\x18\x03 \x01(\x03R\vmemoryBytes\x124\n" +
+	"\asampled\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\asampled\x12\x14\n" +
+	"\x05steps\x18\x05 \x01(\x05R\x05steps\"9\n" +
+	"\x10JobUsageResponse\x12%\n" +
+	"\x06usages\x18\x01 \x03(\v2\r.api.JobUsageR\x06usages*.\n" +
 	"\n" +
 	"TailAction\x12\t\n" +
 	"\x05Start\x10\x00\x12\x15\n" +
@@ -2716,7 +2897,7 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\xe6\a\n" +
+	"\tNOT_FOUND\x10\x102\x9f\b\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -2739,7 +2920,8 @@ const file_wlm_proto_rawDesc = "" +
 	"\aFindJob\x12\x13.api.FindJobRequest\x1a\x14.api.FindJobResponse\x126\n" +
 	"\aStageIn\x12\x13.api.StageInRequest\x1a\x14.api.StageInResponse(\x01\x12.\n" +
 	"\bStageOut\x12\x14.api.StageOutRequest\x1a\n" +
-	".api.Chunk0\x01b\x06proto3"
+	".api.Chunk0\x01\x127\n" +
+	"\bJobUsage\x12\x14.api.JobUsageRequest\x1a\x15.api.JobUsageResponseb\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -2754,7 +2936,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -2795,73 +2977,81 @@ var file_wlm_proto_goTypes = []any{
 	(*StageInRequest)(nil),             // 36: api.StageInRequest
 	(*StageInResponse)(nil),            // 37: api.StageInResponse
 	(*StageOutRequest)(nil),            // 38: api.StageOutRequest
-	nil,                                // 39: api.SubmitJobRequest.EnvEntry
-	nil,                                // 40: api.SubmitJobContainerRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 41: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 42: google.protobuf.Duration
+	(*JobUsageRequest)(nil),            // 39: api.JobUsageRequest
+	(*JobUsage)(nil),                   // 40: api.JobUsage
+	(*JobUsageResponse)(nil),           // 41: api.JobUsageResponse
+	nil,                                // 42: api.SubmitJobRequest.EnvEntry
+	nil,                                // 43: api.SubmitJobContainerRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 44: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 45: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	39, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	42, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	40, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	43, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	1,  // 7: api.JobInfo.status:type_name -> api.JobStatus
-	41, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	41, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	42, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	42, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	41, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	44, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	44, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	45, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	45, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	44, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 13: api.JobStepInfo.status:type_name -> api.JobStatus
-	41, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	41, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	44, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	44, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 16: api.JobState.status:type_name -> api.JobStatus
-	41, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	41, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	41, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	44, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	44, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	44, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
 	32, // 21: api.FindJobResponse.state:type_name -> api.JobState
-	2,  // 22: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 23: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 24: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 25: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 26: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 27: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 28: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 29: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 30: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 31: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 32: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 33: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 34: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	31, // 35: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	34, // 36: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	36, // 37: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	38, // 38: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	3,  // 39: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 40: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 41: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 42: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 43: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 44: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 45: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 46: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 47: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 48: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 49: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 50: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 51: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 52: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	35, // 53: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	37, // 54: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 55: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	39, // [39:56] is the sub-list for method output_type
-	22, // [22:39] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	45, // 22: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	44, // 23: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	40, // 24: api.JobUsageResponse.usages:type_name -> api.JobUsage
+	2,  // 25: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 26: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 27: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 28: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 29: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 30: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 31: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 32: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 33: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 34: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 35: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 36: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 37: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	31, // 38: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	34, // 39: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	36, // 40: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	38, // 41: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	39, // 42: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	3,  // 43: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 44: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 45: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 46: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 47: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 48: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 49: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 50: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 51: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 52: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 53: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 54: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 55: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	33, // 56: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	35, // 57: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	37, // 58: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 59: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	41, // 60: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	43, // [43:61] is the sub-list for method output_type
+	25, // [25:43] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -2875,7 +3065,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

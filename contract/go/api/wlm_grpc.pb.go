@@ -44,6 +44,7 @@ const (
 	WorkloadManager_FindJob_FullMethodName            = "/api.WorkloadManager/FindJob"
 	WorkloadManager_StageIn_FullMethodName            = "/api.WorkloadManager/StageIn"
 	WorkloadManager_StageOut_FullMethodName           = "/api.WorkloadManager/StageOut"
+	WorkloadManager_JobUsage_FullMethodName           = "/api.WorkloadManager/JobUsage"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -74,6 +75,8 @@ type WorkloadManagerClient interface {
 	StageIn(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StageInRequest, StageInResponse], error)
 	// Download a file or directory as a tar stream (stage-out).
 	StageOut(ctx context.Context, in *StageOutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
+	// CPU time and memory of many running jobs at once: one sstat call.
+	JobUsage(ctx context.Context, in *JobUsageRequest, opts ...grpc.CallOption) (*JobUsageResponse, error)
 }
 
 type workloadManagerClient struct {
@@ -281,6 +284,16 @@ func (c *workloadManagerClient) StageOut(ctx context.Context, in *StageOutReques
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkloadManager_StageOutClient = grpc.ServerStreamingClient[Chunk]
 
+func (c *workloadManagerClient) JobUsage(ctx context.Context, in *JobUsageRequest, opts ...grpc.CallOption) (*JobUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobUsageResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_JobUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -309,6 +322,8 @@ type WorkloadManagerServer interface {
 	StageIn(grpc.ClientStreamingServer[StageInRequest, StageInResponse]) error
 	// Download a file or directory as a tar stream (stage-out).
 	StageOut(*StageOutRequest, grpc.ServerStreamingServer[Chunk]) error
+	// CPU time and memory of many running jobs at once: one sstat call.
+	JobUsage(context.Context, *JobUsageRequest) (*JobUsageResponse, error)
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -369,6 +384,9 @@ func (UnimplementedWorkloadManagerServer) StageIn(grpc.ClientStreamingServer[Sta
 }
 func (UnimplementedWorkloadManagerServer) StageOut(*StageOutRequest, grpc.ServerStreamingServer[Chunk]) error {
 	return status.Error(codes.Unimplemented, "method StageOut not implemented")
+}
+func (UnimplementedWorkloadManagerServer) JobUsage(context.Context, *JobUsageRequest) (*JobUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method JobUsage not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -650,6 +668,24 @@ func _WorkloadManager_StageOut_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkloadManager_StageOutServer = grpc.ServerStreamingServer[Chunk]
 
+func _WorkloadManager_JobUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).JobUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_JobUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).JobUsage(ctx, req.(*JobUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -704,6 +740,10 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FindJob",
 			Handler:    _WorkloadManager_FindJob_Handler,
+		},
+		{
+			MethodName: "JobUsage",
+			Handler:    _WorkloadManager_JobUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

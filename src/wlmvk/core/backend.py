@@ -21,6 +21,7 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.usage import JobUsage
 
 
 class Backend(Protocol):
@@ -44,6 +45,10 @@ class Backend(Protocol):
 
     async def states(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobState]:
         """States of many jobs in one round trip (falls back to one JobInfo per job)."""
+        ...
+
+    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
+        """CPU time and memory of the running ones of these jobs (others absent); Unsupported when unknown."""
         ...
 
     async def cancel(self, job_id: JobId) -> None: ...

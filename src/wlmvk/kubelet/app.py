@@ -27,7 +27,7 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import access, auth, nodes, server
+from wlmvk.kubelet import access, auth, nodes, server, stats
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.health import MeteredBackend, Reachability
@@ -63,6 +63,7 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
         self._backend: MeteredBackend | None = None
+        self.stats: stats.StatsSource | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -123,8 +124,20 @@ class Kubelet:
 
     async def _serve_http(self) -> None:
         s = self.settings
+        assert self.pods is not None
+        assert self._backend is not None
+        controller = self.pods
+        self.stats = stats.StatsSource(
+            backend=self._backend,
+            pods=lambda: stats.running_pods(controller, s.node_ip),
+            nodes=lambda: sorted(self.directory.owned),
+            interval=s.stats_interval,
+        )
         handlers = server.Handlers(
-            logs=self.logs, pods=self._pods_view, healthy=lambda: self.reachability.reachable
+            logs=self.logs,
+            pods=self._pods_view,
+            healthy=lambda: self.reachability.reachable,
+            summary=self.stats.summary,
         )
         context = tls.server_context(
             cert=s.tls_cert,

@@ -24,6 +24,7 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.usage import JobUsage
 from wlmvk.kubelet.metrics import KubeletMetrics
 
 T = TypeVar("T")
@@ -101,6 +102,9 @@ class MeteredBackend:
 
     async def states(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobState]:
         return await self._call("states", self._inner.states(job_ids))
+
+    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
+        return await self._call("usage", self._inner.usage(job_ids))
 
     async def cancel(self, job_id: JobId) -> None:
         await self._call("cancel", self._inner.cancel(job_id))

@@ -1,4 +1,4 @@
-"""The kubelet HTTPS API (aiohttp): logs, pods, health; 501 for the rest.
+"""The kubelet HTTPS API (aiohttp): logs, pods, health, the Summary API; 501 for the rest.
 
 The server takes handler functions, not the controllers: a handler left
 out answers 501 with a message. Query parameters are parsed once into
@@ -45,6 +45,7 @@ class Handlers:
     logs: LogsHandler | None = None
     pods: PodsHandler | None = None
     healthy: Callable[[], bool] | None = None
+    summary: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
 
 _NOT_SUPPORTED = {
@@ -117,6 +118,15 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
         await response.write_eof()
         return response
 
+    async def stats_summary(request: web.Request) -> web.Response:
+        if handlers.summary is None:
+            raise _exception(501, "the Summary API is not available")
+        try:
+            body = await handlers.summary()
+        except WlmvkError as exc:
+            raise _http_error(exc) from exc
+        return web.Response(text=json.dumps(body), content_type="application/json")
+
     def unsupported(kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(request: web.Request) -> web.Response:
             raise _exception(501, _NOT_SUPPORTED[kind])
@@ -126,6 +136,7 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/pods", pods)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
+    app.router.add_get("/stats/summary", stats_summary)
     for kind in _NOT_SUPPORTED:
         for method in ("GET", "POST"):
             app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{rest:.*}}", unsupported(kind))

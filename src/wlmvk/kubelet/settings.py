@@ -33,6 +33,7 @@ class Settings:
     authentication_token_webhook: bool = True
     authorization_mode: str = auth.WEBHOOK
     status_interval: float = 5.0
+    stats_interval: float = 10.0
     discovery_interval: float = 30.0
     node_status_interval: float = 60.0
     lease_duration: int = 40
@@ -112,6 +113,12 @@ def parse(argv: list[str]) -> Settings:
         " AlwaysAllow: any authenticated request (default %(default)s)",
     )
     add("--status-interval", type=float, default=5.0, help="seconds between batched job state queries")
+    add(
+        "--stats-interval",
+        type=float,
+        default=10.0,
+        help="seconds one batched usage query (sstat) of the running jobs answers /stats/summary",
+    )
     add("--discovery-interval", type=float, default=30.0, help="seconds between partition re-discoveries")
     add("--node-status-interval", type=float, default=60.0, help="max seconds between node status writes")
     add("--lease-duration", type=int, default=40, help="node Lease duration in seconds")
@@ -146,6 +153,7 @@ def parse(argv: list[str]) -> Settings:
         authentication_token_webhook=args.authentication_token_webhook,
         authorization_mode=args.authorization_mode,
         status_interval=args.status_interval,
+        stats_interval=args.stats_interval,
         discovery_interval=args.discovery_interval,
         node_status_interval=args.node_status_interval,
         lease_duration=args.lease_duration,

@@ -38,6 +38,7 @@ from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import parsing
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.wire import codec
+from wlmvk.wire import usage as usage_codec
 
 _log = structlog.get_logger(__name__)
 
@@ -46,6 +47,7 @@ EXTENSIONS = (
     "FindJob",
     "StageIn",
     "StageOut",
+    "JobUsage",
     "SubmitJob.idempotency_key",
     "SubmitJob.options",
     "JobStatus.all",
@@ -284,6 +286,11 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                 return api.FindJobResponse(found=False)
             return api.FindJobResponse(found=True, job_id=state.job_id, state=codec.state_to_wire(state))
 
+    async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
+        with answering("JobUsage", self.inflight):
+            usage = await self.slurm.usage(list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids)))
+            return api.JobUsageResponse(usages=[usage_codec.usage_to_wire(u) for u in usage.values()])
+
     # --- files ---
 
     async def open_file(self, open_file_request: api.OpenFileRequest) -> AsyncIterator[api.Chunk]:
@@ -476,6 +483,9 @@ class OriginalService(Service):
     async def stage_in(
         self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
     ) -> api.StageInResponse:
+        raise GRPCError(Status.UNIMPLEMENTED)
+
+    async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
         raise GRPCError(Status.UNIMPLEMENTED)
 
     async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:

@@ -9,7 +9,7 @@ Usage::
     await client.close()
 
 The API is exactly ``Backend`` (info, partitions, resources, submit,
-submit_container, find, states, cancel, open_file, tail_file, stage_in,
+submit_container, find, states, usage, cancel, open_file, tail_file, stage_in,
 stage_out) plus the constructor and ``close()``.
 
 Contracts:
@@ -68,7 +68,9 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.usage import JobUsage
 from wlmvk.wire import codec
+from wlmvk.wire import usage as usage_codec
 from wlmvk.wlm import failures, zipbridge
 
 _log = structlog.get_logger(__name__)
@@ -215,6 +217,25 @@ class RedBoxClient:
             except Unsupported:
                 self._lacks("JobStates")
         return await self._states_one_by_one(wanted)
+
+    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
+        """CPU time and memory of the running ones of these jobs, in one call.
+
+        Raises Unsupported on a red-box without JobUsage: the original has no
+        equivalent (its JobSteps has no usage), so there is no fallback.
+        """
+        wanted = list(dict.fromkeys(job_ids))
+        if not wanted:
+            return {}
+        if not await self._has("JobUsage"):
+            raise Unsupported("JobUsage: this red-box does not report the usage of running jobs")
+        request = api.JobUsageRequest(job_ids=wanted)
+        try:
+            wire = await self._call("JobUsage", lambda s: s.job_usage(request))
+        except Unsupported:
+            self._lacks("JobUsage")
+            raise
+        return {JobId(w.job_id): usage_codec.usage_from_wire(w) for w in wire.usages}
 
     async def _states_one_by_one(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
         """The fallback for an original red-box: JobInfo per job, a few at a time."""

@@ -130,6 +130,33 @@ CASES: list[tuple[str, betterproto.Message, dict[str, Any]]] = [
         },
     ),
     (
+        "JobUsageResponse",
+        api.JobUsageResponse(
+            usages=[
+                api.JobUsage(
+                    job_id=123456789012,
+                    cpu_time=timedelta(seconds=3723, milliseconds=250),
+                    memory_bytes=10801152,
+                    sampled=datetime(2024, 5, 6, 7, 9, 0, tzinfo=UTC),
+                    steps=2,
+                ),
+                api.JobUsage(job_id=7),
+            ]
+        ),
+        {
+            "usages": [
+                {
+                    "job_id": "123456789012",
+                    "cpu_time": "3723.250s",
+                    "memory_bytes": "10801152",
+                    "sampled": "2024-05-06T07:09:00Z",
+                    "steps": 2,
+                },
+                {"job_id": "7"},
+            ]
+        },
+    ),
+    (
         "ResourcesResponse",
         api.ResourcesResponse(
             nodes=1,

@@ -370,6 +370,40 @@ class StageOutRequest(betterproto.Message):
     """A file or directory; the tar stream names it by its base name."""
 
 
+@dataclass(eq=False, repr=False)
+class JobUsageRequest(betterproto.Message):
+    job_ids: List[int] = betterproto.int64_field(1)
+
+
+@dataclass(eq=False, repr=False)
+class JobUsage(betterproto.Message):
+    """
+    What a running job has used so far, summed over its running steps (the
+     batch step included) as Slurm's job accounting gathered it.
+    """
+
+    job_id: int = betterproto.int64_field(1)
+    cpu_time: timedelta = betterproto.message_field(2)
+    """CPU time of all its processes, user and system."""
+
+    memory_bytes: int = betterproto.int64_field(3)
+    """Resident memory now, summed over its tasks."""
+
+    sampled: datetime = betterproto.message_field(4)
+    """When red-box read it."""
+
+    steps: int = betterproto.int32_field(5)
+    """The running steps counted."""
+
+
+@dataclass(eq=False, repr=False)
+class JobUsageResponse(betterproto.Message):
+    usages: List["JobUsage"] = betterproto.message_field(1)
+    """
+    Only jobs with a running step; a pending, finished or unknown job is absent.
+    """
+
+
 class WorkloadManagerStub(betterproto.ServiceStub):
     async def submit_job(
         self,
@@ -672,6 +706,23 @@ class WorkloadManagerStub(betterproto.ServiceStub):
         ):
             yield response
 
+    async def job_usage(
+        self,
+        job_usage_request: "JobUsageRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "JobUsageResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/JobUsage",
+            job_usage_request,
+            JobUsageResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -754,6 +805,11 @@ class WorkloadManagerBase(ServiceBase):
     ) -> AsyncIterator[Chunk]:
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
         yield Chunk()
+
+    async def job_usage(
+        self, job_usage_request: "JobUsageRequest"
+    ) -> "JobUsageResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_submit_job(
         self, stream: "grpclib.server.Stream[SubmitJobRequest, SubmitJobResponse]"
@@ -884,6 +940,13 @@ class WorkloadManagerBase(ServiceBase):
             request,
         )
 
+    async def __rpc_job_usage(
+        self, stream: "grpclib.server.Stream[JobUsageRequest, JobUsageResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.job_usage(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -987,5 +1050,11 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.UNARY_STREAM,
                 StageOutRequest,
                 Chunk,
+            ),
+            "/api.WorkloadManager/JobUsage": grpclib.const.Handler(
+                self.__rpc_job_usage,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                JobUsageRequest,
+                JobUsageResponse,
             ),
         }

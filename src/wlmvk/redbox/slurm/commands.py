@@ -17,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import structlog
 
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.redbox.slurm import parsing
+from wlmvk.core.usage import JobUsage
+from wlmvk.redbox.slurm import parsing, stats
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 _log = structlog.get_logger(__name__)
@@ -126,6 +128,24 @@ class Slurm:
                 return None
             raise classify(done)
         return _read(parsing.sacct_rows(done.stdout), "sacct")
+
+    async def usage(self, job_ids: Sequence[JobId]) -> dict[JobId, JobUsage]:
+        """``sstat -a``: CPU time and memory of these jobs' running steps, in one call.
+
+        Jobs without a running step are absent (sstat names them on stderr and
+        still exits 0); only a failure of the whole call raises.
+        """
+        if not job_ids:
+            return {}
+        argv = ["sstat", "-a", "-n", "--parsable2", "-o", stats.FIELDS]
+        argv += ["-j", ",".join(str(i) for i in job_ids)]
+        done = await self.runner.run(argv)
+        if not done.ok and not done.stdout:
+            error = classify(done)
+            if isinstance(error, NotFound):
+                return {}
+            raise error
+        return stats.job_usage(stats.step_rows(done.stdout), sampled=datetime.now(UTC))
 
     async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
         """``scontrol -o show job ID``: one record per job (an array has several)."""

@@ -1,0 +1,107 @@
+"""Usage samples of the running jobs, taken at most once per interval, for ``/stats/summary``.
+
+A sample is one JobUsage call (one ``sstat`` on red-box's side) for every
+running job of every node this kubelet serves, taken when a request asks and
+the last one is older than the interval: scrapes of several nodes, or of
+several consumers, within one interval share one call, and nothing is asked
+of Slurm while nobody looks. Concurrent requests wait for the same call. A
+red-box without JobUsage raises Unsupported (the API answers 501).
+The sample before the last is kept to give each job a CPU rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from wlmvk.core.backend import Backend
+from wlmvk.core.jobs import JobId, JobStatus
+from wlmvk.core.usage import JobUsage
+from wlmvk.kubelet import summary
+from wlmvk.kubelet.pod_controller import PodController
+
+
+class StatsSource:
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        pods: Callable[[], Iterable[summary.PodJob]],
+        nodes: Callable[[], Iterable[str]],
+        interval: float,
+    ) -> None:
+        self._backend = backend
+        self._pods = pods
+        self._nodes = nodes
+        self._interval = interval
+        self._started = datetime.now(UTC)
+        self._sampled_at = -float("inf")
+        self._current: Mapping[JobId, JobUsage] = {}
+        self._previous: dict[JobId, JobUsage] = {}
+        self._sampling: asyncio.Future[None] | None = None
+        self.calls = 0
+
+    async def summary(self) -> dict[str, Any]:
+        pods = list(self._pods())
+        await self._fresh([pod.job_id for pod in pods])
+        return summary.summary(
+            nodes=self._nodes(),
+            started=self._started,
+            pods=pods,
+            usage=self._current,
+            previous=self._previous,
+            now=datetime.now(UTC),
+        )
+
+    async def _fresh(self, job_ids: list[JobId]) -> None:
+        if self._sampling is None:
+            if time.monotonic() - self._sampled_at < self._interval:
+                return
+            self._sampling = asyncio.ensure_future(self._sample(job_ids))
+            self._sampling.add_done_callback(self._sampled)
+        # Shielded: one request going away must not cancel the call the others wait for.
+        await asyncio.shield(self._sampling)
+
+    def _sampled(self, future: asyncio.Future[None]) -> None:
+        self._sampling = None
+
+    async def _sample(self, job_ids: list[JobId]) -> None:
+        self.calls += 1
+        usage = await self._backend.usage(job_ids) if job_ids else {}
+        self._sampled_at = time.monotonic()
+        self._previous = {
+            job: before
+            for job, before in self._current.items()
+            if job in usage and before.sampled < usage[job].sampled
+        }
+        self._current = usage
+
+
+_RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
+
+
+def running_pods(controller: PodController, host_ip: str) -> list[summary.PodJob]:
+    """The pods of ``controller`` whose job Slurm last reported running."""
+    running: list[summary.PodJob] = []
+    for pod in controller.pods():
+        metadata = pod.get("metadata") or {}
+        record = controller.record(str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        if record is None or record.job_id is None or record.state is None:
+            continue
+        if record.state.status not in _RUNNING:
+            continue
+        running.append(
+            summary.PodJob(
+                namespace=record.namespace,
+                name=record.name,
+                uid=record.uid,
+                node=record.node,
+                container=record.facts(host_ip).container,
+                job_id=record.job_id,
+                started=record.state.start_time,
+            )
+        )
+    return running

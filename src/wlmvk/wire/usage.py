@@ -1,0 +1,30 @@
+"""core.usage values <-> the JobUsage wire messages, both directions, pure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from wlmvk._proto import api
+from wlmvk.core.jobs import JobId
+from wlmvk.core.usage import JobUsage
+from wlmvk.wire.codec import EPOCH, time_from_wire
+
+
+def usage_to_wire(usage: JobUsage) -> api.JobUsage:
+    return api.JobUsage(
+        job_id=usage.job_id,
+        cpu_time=usage.cpu_time,
+        memory_bytes=usage.memory_bytes,
+        sampled=usage.sampled,
+        steps=usage.steps,
+    )
+
+
+def usage_from_wire(wire: api.JobUsage) -> JobUsage:
+    return JobUsage(
+        job_id=JobId(wire.job_id),
+        cpu_time=wire.cpu_time or timedelta(0),
+        memory_bytes=wire.memory_bytes,
+        sampled=time_from_wire(wire.sampled) or EPOCH,
+        steps=wire.steps,
+    )
