@@ -19,7 +19,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from wlmvk_dev.apiserver import discovery, fieldlabels, openapi, protobuf, scale, schema, tables
+from wlmvk_dev.apiserver import discovery, fieldlabels, metrics, openapi, protobuf, scale, schema, tables
 from wlmvk_dev.apiserver.controllers import LogHandler
 from wlmvk_dev.apiserver.errors import (
     ApiError,
@@ -29,6 +29,7 @@ from wlmvk_dev.apiserver.errors import (
     method_not_allowed,
     no_resource,
 )
+from wlmvk_dev.apiserver.metrics import MetricsHandler
 from wlmvk_dev.apiserver.patching import BUILTIN_GROUPS, PATCH_TYPES
 from wlmvk_dev.apiserver.resources import NAMESPACES, PODS, REVIEWS, TOKEN_REVIEWS, ResourceInfo
 from wlmvk_dev.apiserver.selectors import FieldSelector, parse_field_selector
@@ -59,6 +60,8 @@ class Settings:
     """Seconds without events after which a watch with allowWatchBookmarks gets a BOOKMARK."""
     log_handler: LogHandler | None = None
     """Serves ``pods/{name}/log``; without one the route answers 501 (see controllers.py)."""
+    metrics: MetricsHandler | None = None
+    """Serves ``metrics.k8s.io`` (metrics.py); without one the group is not served."""
 
 
 SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings", Settings)
@@ -96,6 +99,15 @@ def build_app(store: Store, settings: Settings) -> web.Application:
     r.add_get("/openapi/v2", _openapi_v2)
     r.add_get("/api/v1", _core_resources)
     r.add_get("/api/v1/", _core_resources)
+    if settings.metrics is not None:
+        # Before the generic group routes: this group is computed, not stored. Registered in
+        # the store for discovery only (get and list; other verbs answer 405 there).
+        for info in metrics.INFOS:
+            store.register(info)
+        paths = ("/nodes", "/nodes/{name}", "/pods", "/namespaces/{namespace}/pods")
+        for path in (*paths, "/namespaces/{namespace}/pods/{name}"):
+            kind = "pods" if "pods" in path else "nodes"
+            r.add_get(f"/apis/{metrics.GROUP}/{metrics.VERSION}{path}", _metrics(settings.metrics, kind))
     r.add_get("/apis/{group}/", _group)
     r.add_get("/apis/{group}/{version}/", _group_resources)
     r.add_route("*", "/api/v1/{rest:.+}", _core_resource)
@@ -103,6 +115,13 @@ def build_app(store: Store, settings: Settings) -> web.Application:
     r.add_get("/apis/{group}/{version}", _group_resources)
     r.add_route("*", "/apis/{group}/{version}/{rest:.+}", _group_resource)
     return app
+
+
+def _metrics(handler: MetricsHandler, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def serve(request: web.Request) -> web.Response:
+        return await handler(request, _store(request), kind)
+
+    return serve
 
 
 @web.middleware

@@ -26,6 +26,7 @@ from aiohttp import web
 from wlmvk.core.tasks import guarded, stop
 from wlmvk_dev.apiserver.controllers import ClientController, Controller, LogHandler
 from wlmvk_dev.apiserver.handlers import Settings, build_app
+from wlmvk_dev.apiserver.metrics import MetricsHandler
 from wlmvk_dev.apiserver.store import Store
 
 _log = structlog.get_logger(__name__)
@@ -55,11 +56,13 @@ class ApiServer:
         store: Store | None = None,
         controllers: Sequence[Controller | ClientController] = (),
         log_handler: LogHandler | None = None,
+        metrics: MetricsHandler | None = None,
     ) -> None:
         self.config = config or Config()
         self.store = store or Store(history=self.config.history)
         self._controllers = list(controllers)
         self._log_handler = log_handler
+        self._metrics = metrics
         self._tasks: list[asyncio.Task[Any]] = []
         self._runner: web.AppRunner | None = None
         self.port = self.config.port
@@ -73,7 +76,11 @@ class ApiServer:
         return f"http://{self.config.host}:{self.port}"
 
     async def start(self) -> None:
-        settings = Settings(bookmark_interval=self.config.bookmark_interval, log_handler=self._log_handler)
+        settings = Settings(
+            bookmark_interval=self.config.bookmark_interval,
+            log_handler=self._log_handler,
+            metrics=self._metrics,
+        )
         app = build_app(self.store, settings)
         # handler_cancellation: a watch whose client went away ends at once (no leaked watcher).
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
