@@ -129,6 +129,20 @@ def _belongs(state: JobState, uid: str) -> bool:
     return state.status is JobStatus.NOT_FOUND
 
 
+def _not_the_pods(found: JobState, record: PodRecord) -> str:
+    """Why a job FindJob returned for the pod's key is not the pod's ('' when it is).
+
+    The key is the pod's UID and the job's name the pod's name: any Slurm job of
+    red-box's user can carry a key in its comment, and a red-box may answer wrongly,
+    so both are checked before a job is adopted or cancelled on the pod's behalf.
+    """
+    if found.idempotency_key != record.uid:
+        return f"its key is {found.idempotency_key or 'missing'}, not the pod's UID {record.uid}"
+    if found.name and found.name != record.name:
+        return f"its name is {found.name!r}, not the pod's {record.name!r}"
+    return ""
+
+
 def job_id_of(pod: Body) -> JobId | None:
     value = annotations_of(pod).get(names.ANNOTATION_JOB_ID, "")
     return JobId(int(value)) if value.strip().isdigit() else None
@@ -419,6 +433,12 @@ class PodController:
                 self._find_supported = False
                 found = None
             record.looked_up = True
+            if found is not None and (why := _not_the_pods(found, record)):
+                message = (
+                    f"red-box found Slurm job {found.job_id} by this pod's key, but {why}; it is not adopted"
+                )
+                await self._reject(record, "ForeignJob", message)
+                return
             if found is not None:
                 record.job_id, record.state = found.job_id, found
                 log.info("adopted job submitted before a restart", job_id=found.job_id)
@@ -524,7 +544,7 @@ class PodController:
                 self._find_supported = False
                 found = None
             record.looked_up = True
-            if found is not None:
+            if found is not None and not _not_the_pods(found, record):
                 record.job_id, record.state = found.job_id, found
         if record.job_id is None or record.ended.is_set():
             return True

@@ -147,7 +147,12 @@ class Jobs:
         red-box submitted is in its record anyway.
         """
         known = await self.job_for_key(key, max_age=max_age)
-        return None if known is None else await self.state(known)
+        if known is None:
+            return None
+        state = await self.state(known)
+        # A state from red-box's own record may lack the key it was found by; a row of
+        # Slurm's keeps the comment it has, so a caller can check it is the job it wants.
+        return state if state.idempotency_key else replace(state, idempotency_key=key)
 
     async def job_for_key(self, key: str, *, max_age: float = 0.0) -> JobId | None:
         scripts.check_key(key)
