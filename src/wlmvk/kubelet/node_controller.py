@@ -21,6 +21,7 @@ import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
+from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.tasks import restarting
@@ -69,7 +70,7 @@ def resources_from_labels(labels: dict[str, str]) -> PartitionResources:
         nodes=number(names.LABEL_NODES),
         cpu_per_node=number(names.LABEL_CPU_PER_NODE),
         mem_per_node=number(names.LABEL_MEM_PER_NODE),
-        wall_time=None if wall == nodes.UNLIMITED_WALL_TIME else wall,
+        wall_time=None if wall == UNLIMITED_WALL_TIME else wall,
         gpu_per_node=number(names.LABEL_GPU_PER_NODE),
     )
 

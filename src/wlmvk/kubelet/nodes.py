@@ -15,12 +15,11 @@ from typing import Any
 
 from wlmvk import __version__
 from wlmvk.core import names
+from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 
 Body = dict[str, Any]
 
-# A partition without a time limit: the label must still compare (Gt) above any request.
-UNLIMITED_WALL_TIME = 2**31 - 1
 KUBELET_VERSION = f"v1.32.0-wlmvk-{__version__}"
 READY = "Ready"
 REACHABLE = "WLMReachable"

@@ -45,7 +45,7 @@ from wlmvk.kubelet import status as pod_status
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.queue import KeyedQueue
-from wlmvk.kubelet.translate import Rejection, Target, pod_to_job
+from wlmvk.kubelet.translate import Rejection, Target, job_name, pod_to_job
 
 _log = structlog.get_logger(__name__)
 
@@ -132,14 +132,15 @@ def _belongs(state: JobState, uid: str) -> bool:
 def _not_the_pods(found: JobState, record: PodRecord) -> str:
     """Why a job FindJob returned for the pod's key is not the pod's ('' when it is).
 
-    The key is the pod's UID and the job's name the pod's name: any Slurm job of
+    The key is the pod's UID and the job's name the pod's (its script's own
+    ``--job-name``, else the pod's name): any Slurm job of
     red-box's user can carry a key in its comment, and a red-box may answer wrongly,
     so both are checked before a job is adopted or cancelled on the pod's behalf.
     """
     if found.idempotency_key != record.uid:
         return f"its key is {found.idempotency_key or 'missing'}, not the pod's UID {record.uid}"
-    if found.name and found.name != record.name:
-        return f"its name is {found.name!r}, not the pod's {record.name!r}"
+    if found.name and found.name != (expected := job_name(record.pod)):
+        return f"its name is {found.name!r}, not the pod's {expected!r}"
     return ""
 
 

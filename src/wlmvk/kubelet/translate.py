@@ -13,8 +13,9 @@ Two kinds of pod reach a virtual node:
   runs on the compute node and the image is only recorded in a comment.
 
 Resources become ``#SBATCH`` options (``--cpus-per-task``, ``--mem``,
-``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``, ``--job-name``),
-each only when the script does not already set it. What a Slurm job cannot
+``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``), each only when
+the script does not already set it, and the pod's name is the job's default
+name (``core.sbatch`` decides both, with sbatch's rules). What a Slurm job cannot
 honour (several containers, init containers, ports, volumes the job cannot
 see, env from Secrets), and quantities or a deadline the API server should
 have refused (negative, unreadable), is a ``Rejection`` with a reason for the
@@ -29,10 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wlmvk.core import containerjob, names, runtimes
+from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
-from wlmvk.kubelet import directives, quantities
 
 Body = dict[str, Any]
 
@@ -81,7 +81,7 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
         return _container_job(pod, container_request, target)
     container: Body = spec["containers"][0]
     try:
-        options = _derived_options(pod, container, spec)
+        options = _derived_options(container, spec)
     except InvalidInput as exc:
         return Rejection("InvalidResources", exc.message)
     batch = annotations.get(names.ANNOTATION_BATCH)
@@ -96,10 +96,12 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
             return built
         script = built
         working_dir = _default_dir(pod, target)
-    already = directives.set_options(script)
-    lines = [f"#SBATCH {flag}={value}" for flag, value in options if flag not in already]
+    try:
+        script = sbatch.with_defaults(script, options)
+    except InvalidInput as exc:
+        return Rejection("InvalidBatchScript", exc.message)
     return JobSpec(
-        script=directives.insert(script, lines) if lines or not script.startswith("#!") else script,
+        script=script,
         partition=target.partition,
         idempotency_key=str(metadata.get("uid", "")),
         name=job_name(pod),
@@ -125,8 +127,11 @@ def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec 
 
 
 def job_name(pod: Body) -> str:
-    """The Slurm job name of a pod: its name (unique per namespace, readable in squeue)."""
-    return str((pod.get("metadata") or {}).get("name", "pod"))
+    """The Slurm job name of a pod: its batch script's own ``--job-name``, else the pod's name."""
+    metadata: Body = pod.get("metadata") or {}
+    name = str(metadata.get("name", "pod"))
+    batch = (metadata.get("annotations") or {}).get(names.ANNOTATION_BATCH)
+    return sbatch.job_name(batch, name) if isinstance(batch, str) else name
 
 
 def _default_dir(pod: Body, target: Target) -> str:
@@ -165,29 +170,29 @@ def _unsupported(spec: Body) -> Rejection | None:
     return None
 
 
-def _derived_options(pod: Body, container: Body, spec: Body) -> list[tuple[str, str]]:
+def _derived_options(container: Body, spec: Body) -> list[tuple[str, str]]:
     resources: Body = container.get("resources") or {}
     _check_quantities(container, resources)
     limits: Body = resources.get("limits") or {}
     requests: Body = resources.get("requests") or {}
-    options: list[tuple[str, str]] = [("--job-name", job_name(pod))]
+    options: list[tuple[str, str]] = []
 
     def amount(key: str) -> Any:
         return limits.get(key, requests.get(key))
 
     cpu = amount("cpu")
     if cpu is not None and quantities.cpus(cpu) > 0:
-        options.append(("--cpus-per-task", str(quantities.cpus(cpu))))
+        options.append(("cpus-per-task", str(quantities.cpus(cpu))))
     memory = amount("memory")
     if memory is not None and quantities.megabytes(memory) > 0:
-        options.append(("--mem", f"{quantities.megabytes(memory)}M"))
+        options.append(("mem", f"{quantities.megabytes(memory)}M"))
     gpus = amount(names.GPU_RESOURCE)
     if gpus is not None and quantities.count(gpus) > 0:
-        options.append(("--gres", f"gpu:{quantities.count(gpus)}"))
+        options.append(("gres", f"gpu:{quantities.count(gpus)}"))
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None:
         seconds = _deadline(deadline)
-        options.append(("--time", str(max(1, math.ceil(seconds / 60)))))
+        options.append(("time", str(max(1, math.ceil(seconds / 60)))))
     return options
 
 
@@ -203,7 +208,7 @@ def _check_quantities(container: Body, resources: Body) -> None:
         for key, value in amounts.items():
             where = f"container {name!r}: resources.{kind}.{key}"
             try:
-                parsed = quantities.parse(value)
+                parsed = quantities.parse_quantity(value)
             except InvalidInput as exc:
                 raise InvalidInput(f"{where}: {exc.message}") from exc
             if parsed < 0:

@@ -1,10 +1,12 @@
 """What a submission becomes: sbatch options and, for container jobs, the batch script.
 
 Pure functions. A JobSpec's extras become sbatch options (never a shell
-string): ``--job-name``, ``--chdir``, ``--output``, ``--error`` and the
-idempotency key in ``--comment=wlmvk:<key>``, where Slurm keeps it (and
-accounting stores it) so a lost job can be found by key even when red-box
-lost its own records. A container job becomes a ``#!/bin/sh`` script that
+string), merged with the script's own ``#SBATCH`` lines by ``core.sbatch``:
+``--partition`` and ``--chdir`` are red-box's, ``--job-name``, ``--output``
+and ``--error`` give way to the script's, and the idempotency key rides in
+``--comment=wlmvk:<key>`` ahead of the script's own comment, where Slurm
+keeps it (and accounting stores it) so a lost job can be found by key even
+when red-box lost its own records. A container job becomes a ``#!/bin/sh`` script that
 runs the image with the chosen runtime (``core.runtimes``).
 
 No control character reaches what Slurm stores and prints back unescaped
@@ -17,10 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from wlmvk.core import runtimes
+from wlmvk.core import durations, runtimes, sbatch
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec
-from wlmvk.redbox.slurm.parsing import COMMENT_PREFIX
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -83,6 +84,7 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def sbatch_options(
     *,
+    script: str,
     partition: str,
     name: str,
     working_dir: str,
@@ -91,30 +93,23 @@ def sbatch_options(
     idempotency_key: str,
 ) -> list[str]:
     """The sbatch options of a submission (paths already resolved and checked by the caller)."""
-    options = []
-    if partition:
-        options.append(f"--partition={partition}")
-    if name:
-        if not _NAME.fullmatch(name):
-            raise InvalidInput(f"job name {name!r}: 1-200 printable characters")
-        options.append(f"--job-name={name}")
-    if working_dir:
-        options.append(f"--chdir={working_dir}")
-    if std_out:
-        options.append(f"--output={std_out}")
-    if std_err:
-        options.append(f"--error={std_err}")
-    if idempotency_key:
-        options.append(f"--comment={COMMENT_PREFIX}{check_key(idempotency_key)}")
-    return options
+    if name and not _NAME.fullmatch(name):
+        raise InvalidInput(f"job name {name!r}: 1-200 printable characters")
+    asked = [
+        ("partition", partition),
+        ("job-name", name),
+        ("chdir", working_dir),
+        ("output", std_out),
+        ("error", std_err),
+    ]
+    return sbatch.command_line(script, asked, key=check_key(idempotency_key))
 
 
 def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) -> str:
     """A batch script that runs ``spec.image`` with ``runtime`` (``core.runtimes`` builds its lines)."""
     lines = ["#!/bin/sh"]
     if spec.wall_time > 0:
-        minutes, seconds = divmod(spec.wall_time, 60)
-        lines.append(f"#SBATCH --time={minutes}:{seconds:02d}")
+        lines.append(f"#SBATCH --time={durations.minutes_text(spec.wall_time)}")
     if spec.mem_per_node > 0:
         lines.append(f"#SBATCH --mem={spec.mem_per_node}")
     if spec.nodes > 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from wlmvk._proto import api
+from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     ContainerOptions,
@@ -26,8 +27,6 @@ from wlmvk.core.jobs import (
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-UNLIMITED_WALL_TIME = 2**31 - 1
-"""Seconds sent as ``wallTime`` for a partition without a time limit (about 68 years)."""
 
 ORIGINAL_STATUSES = frozenset(
     {

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk_dev.apiserver.quantities import milli_value, parse_quantity, scaled, value
+from wlmvk.core.quantities import milli_value, parse_quantity, scaled, value
 
 
 @pytest.mark.parametrize(

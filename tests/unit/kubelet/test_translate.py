@@ -5,9 +5,8 @@ import shlex
 import pytest
 
 from tests.unit.kubelet.podbodies import batch_pod, pod
-from wlmvk.core import names
+from wlmvk.core import names, sbatch
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet import directives
 from wlmvk.kubelet.translate import Rejection, Target, pod_to_job
 
 DEBUG = Target("debug")
@@ -26,7 +25,7 @@ def rejection(body: dict[str, object], target: Target = DEBUG) -> Rejection:
 
 
 def sbatch_lines(spec: JobSpec) -> list[str]:
-    return directives.directive_lines(spec.script)
+    return [f"#SBATCH --{d.name}={d.value}" for d in sbatch.directives(spec.script)]
 
 
 def test_plain_pod_becomes_a_shell_script_running_its_command() -> None:
@@ -35,8 +34,8 @@ def test_plain_pod_becomes_a_shell_script_running_its_command() -> None:
     assert "exec echo 'hello world'\n" in spec.script
     assert spec.partition == "debug"
     assert spec.idempotency_key == "0b5c1a9e-6f1d-4f3b-9c1e-2a7d3c4b5e6f"
-    assert spec.name == "cow"
-    assert "#SBATCH --job-name=cow" in sbatch_lines(spec)
+    assert spec.name == "cow", "the pod's name is the job's default name"
+    assert not any("--job-name" in line for line in sbatch_lines(spec)), "red-box's command line carries it"
 
 
 def test_args_follow_command_and_are_quoted() -> None:
@@ -104,13 +103,13 @@ def test_active_deadline_becomes_time_in_whole_minutes() -> None:
 
 def test_batch_annotation_runs_the_script_as_written_with_derived_options_after_the_shebang() -> None:
     script = "#!/bin/bash\n#SBATCH --nodes=1\nsrun hostname\n"
-    spec = job(batch_pod(script, container={"resources": {"limits": {"cpu": "2"}}}))
-    lines = spec.script.splitlines()
+    body = batch_pod(script)
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}}
+    lines = job(body).script.splitlines()
     assert lines[0] == "#!/bin/bash"
     assert lines[-1] == "srun hostname"
     assert "#SBATCH --nodes=1" in lines
-    assert "#SBATCH --job-name=cow" in lines
-    assert spec.name == "cow"
+    assert lines[1] == "#SBATCH --cpus-per-task=2"
 
 
 def test_script_directives_win_over_derived_options() -> None:
@@ -122,9 +121,31 @@ def test_script_directives_win_over_derived_options() -> None:
 
 
 def test_sbatch_lines_after_the_first_command_do_not_count() -> None:
-    script = "#!/bin/sh\necho hi\n#SBATCH --job-name=late\n"
-    spec = job(batch_pod(script))
-    assert "#SBATCH --job-name=cow" in sbatch_lines(spec)
+    script = "#!/bin/sh\necho hi\n#SBATCH --mem=1\n"
+    body = batch_pod(script)
+    body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "2Mi"}}
+    assert sbatch_lines(job(body)) == ["#SBATCH --mem=2M"]
+
+
+def test_an_indented_sbatch_line_is_a_comment_to_sbatch_so_the_derived_option_is_added() -> None:
+    # Before core.sbatch the kubelet stripped indentation: "  #SBATCH --mem=4G" counted as
+    # set, sbatch ignored it, and the job ran with neither memory request.
+    script = "#!/bin/sh\n  #SBATCH --mem=4G\nsrun hostname\n"
+    body = batch_pod(script)
+    body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "1Gi"}}
+    assert sbatch_lines(job(body)) == ["#SBATCH --mem=1024M"]
+
+
+def test_a_quantity_the_api_server_accepts_is_read() -> None:
+    # "500u" is a valid quantity (kube-apiserver keeps it); the kubelet's own parser refused it.
+    spec = job(pod(container={"resources": {"limits": {"cpu": "500u", "memory": "100n"}}}))
+    assert sbatch_lines(spec) == ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=1M"]
+
+
+def test_an_unreadable_directive_is_a_rejection_with_its_line() -> None:
+    refused = rejection(batch_pod('#!/bin/sh\n#SBATCH --comment="open\necho\n'))
+    assert refused.reason == "InvalidBatchScript"
+    assert refused.message.startswith("line 2: cannot read #SBATCH directive")
 
 
 def test_script_without_shebang_gets_one() -> None:

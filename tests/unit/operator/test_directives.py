@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from wlmvk.core.durations import seconds as parse_duration
 from wlmvk.core.errors import InvalidInput
-from wlmvk.operator.directives import Directive, Requirements, directives, parse_duration, requirements
+from wlmvk.core.sbatch import Directive, directives
+from wlmvk.operator.directives import Requirements, requirements
 
 
 def script(*lines: str) -> str:

@@ -7,8 +7,9 @@ import posixpath
 from hypothesis import given
 from hypothesis import strategies as st
 
+from wlmvk.core.durations import seconds as parse_duration
 from wlmvk.core.errors import InvalidInput
-from wlmvk.operator.directives import parse_duration, requirements
+from wlmvk.operator.directives import requirements
 from wlmvk.operator.resources import confined
 
 segment = st.sampled_from(["a", "b", "..", ".", "", "c d", "x..y"])

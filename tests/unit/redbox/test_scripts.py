@@ -11,6 +11,7 @@ from wlmvk.redbox import scripts
 
 def test_options_carry_the_key_in_the_comment() -> None:
     options = scripts.sbatch_options(
+        script="#!/bin/sh\necho\n",
         partition="debug",
         name="job one",
         working_dir="/w/j",
@@ -27,7 +28,13 @@ def test_options_carry_the_key_in_the_comment() -> None:
     ]
     assert (
         scripts.sbatch_options(
-            partition="", name="", working_dir="", std_out="", std_err="", idempotency_key=""
+            script="#!/bin/sh\n#SBATCH --comment=theirs\n",
+            partition="",
+            name="",
+            working_dir="",
+            std_out="",
+            std_err="",
+            idempotency_key="",
         )
         == []
     )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk_dev.apiserver.quantities import scaled
+from wlmvk.core.quantities import scaled
 
 Body = dict[str, Any]
 Resources = Counter[str]

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk_dev.apiserver.quantities import parse_quantity
+from wlmvk.core.quantities import parse_quantity
 
 Body = dict[str, Any]
 Lookup = Callable[[str, str], Body | None]

@@ -1,9 +1,11 @@
-"""Kubernetes resource quantities ("500m", "1Gi", "2e3") as exact numbers.
+"""Kubernetes resource quantities ("500m", "1Gi", "2e3", "100u") as exact numbers.
 
-The scheduler compares requests with allocatable the way kube-scheduler does:
-CPU in whole millicores, everything else in whole units, each rounded *up*
-(``Quantity.MilliValue()`` / ``Quantity.Value()``). Parsing is exact
-(``Fraction``), so "0.1" + "0.2" really is "0.3".
+One reading for every side: the kubelet turns a pod's resources into Slurm's
+whole CPUs and MB, the in-memory scheduler compares requests with allocatable
+the way kube-scheduler does (CPU in whole millicores, everything else in
+whole units, each rounded *up*: ``Quantity.MilliValue()`` /
+``Quantity.Value()``). Parsing is exact (``Fraction``), so "0.1" + "0.2"
+really is "0.3", and accepts every suffix the API server accepts.
 """
 
 from __future__ import annotations
@@ -66,3 +68,21 @@ def value(text: str | int | float) -> int:
 def scaled(resource: str, text: str | int | float) -> int:
     """The integer kube-scheduler compares for ``resource``: millicores for cpu, units otherwise."""
     return milli_value(text) if resource == "cpu" else value(text)
+
+
+_MIB = 2**20
+
+
+def cpus(text: str | int | float) -> int:
+    """Whole CPUs, as Slurm allocates them: rounded up (``500m`` is one CPU)."""
+    return max(0, math.ceil(parse_quantity(text)))
+
+
+def megabytes(text: str | int | float) -> int:
+    """Memory in MB (MiB, as Slurm's ``--mem`` counts), rounded up (``1500Ki`` is 2)."""
+    return max(0, math.ceil(parse_quantity(text) / _MIB))
+
+
+def count(text: str | int | float) -> int:
+    """A whole count (GPUs), rounded up."""
+    return max(0, math.ceil(parse_quantity(text)))

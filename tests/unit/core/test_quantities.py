@@ -1,18 +1,18 @@
 from __future__ import annotations
 
-from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
+from wlmvk.core import quantities
 from wlmvk.core.errors import InvalidInput
-from wlmvk.kubelet import quantities
 
 
 @pytest.mark.parametrize(
     ("text", "value"),
     [
         ("1", 1),
-        ("500m", Decimal("0.5")),
+        ("500m", Fraction("0.5")),
         ("1k", 1000),
         ("1Ki", 1024),
         ("2Gi", 2 * 2**30),
@@ -20,14 +20,14 @@ from wlmvk.kubelet import quantities
         (3, 3),
     ],
 )
-def test_parse(text: str, value: Decimal) -> None:
-    assert quantities.parse(text) == value
+def test_parse(text: str, value: Fraction) -> None:
+    assert quantities.parse_quantity(text) == value
 
 
 @pytest.mark.parametrize("text", ["", "1x", "Gi", "1.2.3", "ten"])
 def test_parse_rejects(text: str) -> None:
     with pytest.raises(InvalidInput):
-        quantities.parse(text)
+        quantities.parse_quantity(text)
 
 
 def test_rounding_up() -> None:
