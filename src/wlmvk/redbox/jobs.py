@@ -33,6 +33,7 @@ from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
 from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.slurm import arrays
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.store import Store
 
@@ -125,7 +126,6 @@ class Jobs:
             else:
                 outputs.append("")
         options = scripts.sbatch_options(
-            script=spec.script,
             partition=spec.partition,
             name=spec.name,
             working_dir=str(working_dir),
@@ -223,9 +223,14 @@ class Jobs:
             for j in job_ids
             if j <= 0
         }
+        unsure: dict[JobId, JobState] = {}
         for state in await self.slurm.queue(wanted):
             if state.job_id in result:
-                continue  # array tasks share the job id's prefix; the first row stands for them
+                continue
+            if arrays.combined(state) and state.status.terminal and self._accounting_maybe():
+                # squeue forgets each task MinJobAge after it ends: accounting has them all.
+                unsure[state.job_id] = state
+                continue
             result[state.job_id] = state
             if state.status.terminal or self.store.get(state.job_id) is not None:
                 self.store.record(state)
@@ -245,7 +250,7 @@ class Jobs:
             else:
                 accounted = {r.job_id: r for r in rows}
         for job_id in missing:
-            row = accounted.get(job_id)
+            row = accounted.get(job_id) or unsure.get(job_id)
             if trouble and row is None and not self._recorded_end(job_id):
                 result[job_id] = JobState(job_id=job_id, status=JobStatus.UNKNOWN, reason=trouble)
             else:

@@ -236,3 +236,25 @@ async def test_a_submit_cut_short_by_a_crash_is_looked_up_fresh(slurm: ScriptedS
     spec = JobSpec(script="#!/bin/sh\ntrue\n", idempotency_key="uid-crashed")
     assert await after.submit(spec) == made
     assert slurm.calls.count("sbatch") == 1
+
+
+async def test_an_array_that_squeue_says_completed_is_asked_of_accounting(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    """squeue forgets each task MinJobAge after its end: a failed task may be gone from it."""
+    lone = JobState(
+        job_id=JobId(9), status=JobStatus.COMPLETED, exit_code=0, reason="array of 1 tasks: 1 completed"
+    )
+    failed = JobState(
+        job_id=JobId(9),
+        status=JobStatus.FAILED,
+        exit_code=3,
+        reason="array of 6 tasks: 5 completed, 1 failed",
+    )
+    slurm.queued = {JobId(9): lone}
+    slurm.accounted = {JobId(9): failed}
+    assert (await jobs.state(JobId(9))).status is JobStatus.FAILED
+    slurm.queued, slurm.accounted = {JobId(10): replace(lone, job_id=JobId(10))}, None
+    assert (await jobs.state(JobId(10))).status is JobStatus.COMPLETED, (
+        "without accounting squeue's word stands"
+    )

@@ -26,12 +26,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from wlmvk.core import durations, gres, memory, sbatch
-from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature, JobId, JobState, JobStatus
+from wlmvk.redbox.slurm import arrays
 
 SEP = "\x1f"
 """Field separator of the squeue -O and sacct formats (ASCII unit separator)."""
+
+COMMENT_PREFIX = "wlmvk:"
+"""Idempotency keys travel in the job's comment as ``wlmvk:<key>``."""
 
 # squeue -O fields, in order; each gets SEP as its suffix.
 SQUEUE_FIELDS = (
@@ -51,7 +53,9 @@ SQUEUE_FIELDS = (
     "UserID",
     "Name",
 )
-SQUEUE_FORMAT = ",".join(f"{name}:{SEP}" for name in SQUEUE_FIELDS)
+# JobArrayID prints a job id as sacct does (``12``, ``12_3``, ``12_[4-7%2]``, ``12+0``): a started
+# array task or het component has a job id of its own, and is read as its job's.
+SQUEUE_FORMAT = ",".join(f"{'JobArrayID' if name == 'JobID' else name}:{SEP}" for name in SQUEUE_FIELDS)
 
 SACCT_FIELDS = (
     "JobID",
@@ -105,19 +109,35 @@ def timestamp(text: str) -> datetime | None:
 
 
 def duration(text: str) -> timedelta | None:
-    """A Slurm duration (``core.durations``) -> timedelta; no limit and empty -> None."""
+    """Slurm durations (``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``) -> timedelta.
+
+    ``UNLIMITED``, ``INFINITE``, ``NONE`` and empty -> None.
+    """
     text = text.strip()
-    if durations.unlimited(text) or text.upper() in {"", "NONE", "N/A", "PARTITION_LIMIT"}:
+    if text.upper() in {"", "UNLIMITED", "INFINITE", "NONE", "N/A", "PARTITION_LIMIT"}:
         return None
-    seconds = durations.seconds(text)
-    if seconds is None:
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    return timedelta(seconds=seconds)
+    days = 0
+    if "-" in text:
+        day_text, text = text.split("-", 1)
+        days = int(day_text)
+        parts = [int(p) for p in text.split(":")]
+        parts += [0] * (3 - len(parts))
+        hours, minutes, seconds = parts
+    else:
+        parts = [int(p) for p in text.split(":")]
+        if len(parts) == 1:
+            hours, minutes, seconds = 0, parts[0], 0
+        elif len(parts) == 2:
+            hours, minutes, seconds = 0, parts[0], parts[1]
+        else:
+            hours, minutes, seconds = parts[0], parts[1], parts[2]
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
 
 
 def idempotency_key(comment: str) -> str:
-    """The key carried in a job comment (``core.sbatch``), or '' for a comment wlmvk did not write."""
-    return sbatch.comment_key(comment)
+    """The key carried in a job comment, or '' for a comment wlmvk did not write."""
+    comment = comment.strip()
+    return comment[len(COMMENT_PREFIX) :] if comment.startswith(COMMENT_PREFIX) else ""
 
 
 def leading_id(text: str) -> int:
@@ -211,13 +231,16 @@ def split_rows(
 def squeue_rows(output: str) -> Rows:
     """Parse ``squeue -h -t all -O SQUEUE_FORMAT``: one job per row."""
     rows, skipped = split_rows(output, len(SQUEUE_FIELDS), SEP, trailing=True)
-    states = []
+    groups: dict[JobId, list[arrays.Task]] = {}
     for text, fields in rows:
+        row = dict(zip(SQUEUE_FIELDS, fields, strict=True))
         try:
-            states.append(_state(dict(zip(SQUEUE_FIELDS, fields, strict=True)), wait_status))
+            state = _state(row, wait_status)
         except ValueError:
             skipped.append(text)
-    return Rows(states, tuple(skipped))
+            continue
+        groups.setdefault(state.job_id, []).append(arrays.task(state, row["JobID"]))
+    return Rows([arrays.combine(tasks) for tasks in groups.values()], tuple(skipped))
 
 
 # sacct's names of the squeue fields it has (it has no STDOUT/STDERR).
@@ -227,20 +250,23 @@ _SACCT_AS_SQUEUE = {"ExitCode": "exit_code", "Submit": "SubmitTime", "Start": "S
 def sacct_rows(output: str, *, sep: str = SEP) -> Rows:
     """Parse ``sacct -X -n --parsable2 --delimiter=SEP -o SACCT_FORMAT``: one allocation per row.
 
-    Job steps (``12.batch``) are skipped should they appear.
+    Job steps (``12.batch``) are skipped should they appear; the rows of an array's
+    tasks (``12_3``) or a heterogeneous job's components (``12+0``) make one state.
     """
     rows, skipped = split_rows(output, len(SACCT_FIELDS), sep, trailing=False)
     names = [_SACCT_AS_SQUEUE.get(name, name) for name in SACCT_FIELDS]
-    states = []
+    groups: dict[JobId, list[arrays.Task]] = {}
     for text, fields in rows:
         row = dict(zip(names, fields, strict=True))
-        if not row["JobID"].isdigit():
+        if "." in row["JobID"]:
             continue
         try:
-            states.append(_state({**row, "Name": row["JobName"]}, exit_pair))
+            state = _state({**row, "Name": row["JobName"]}, exit_pair)
         except ValueError:
             skipped.append(text)
-    return Rows(states, tuple(skipped))
+            continue
+        groups.setdefault(state.job_id, []).append(arrays.task(state, row["JobID"]))
+    return Rows([arrays.combine(tasks) for tasks in groups.values()], tuple(skipped))
 
 
 def _state(row: Mapping[str, str], exit_of: Callable[[str], tuple[int, int]]) -> JobState:
@@ -387,17 +413,23 @@ def _int(text: str, default: int = 0) -> int:
     return int(match.group()) if match else default
 
 
-def gres_gpus(text: str) -> int:
-    """A node's ``Gres`` (``gpu:tesla:2(S:0-1)``, ``(null)``) -> its GPUs, read by ``core.gres``."""
-    try:
-        return gres.gpus(text)
-    except InvalidInput:
-        return 0  # slurmctld checked its own configuration: not a GPU count we can read
+def gres_gpus(gres: str) -> int:
+    """``gpu:2``, ``gpu:tesla:2(S:0-1)``, ``gpu:a:1,gpu:b:1`` -> total GPUs; ``(null)`` -> 0."""
+    total = 0
+    for item in re.split(r",(?![^(]*\))", gres):
+        parts = item.strip().split("(")[0].split(":")
+        if parts[0] == "gpu":
+            total += _int(parts[-1], 1) if len(parts) > 1 else 1
+    return total
 
 
 def _memory_mb(text: str) -> int:
-    """``16000`` or ``16000M`` / ``16G`` -> MB (``core.memory``)."""
-    return memory.megabytes(text) or 0
+    """``16000`` or ``16000M`` / ``16G`` -> MB."""
+    match = re.fullmatch(r"(\d+)([KMGT]?)", text.strip())
+    if not match:
+        return 0
+    value, unit = int(match.group(1)), match.group(2)
+    return {"K": value // 1024, "": value, "M": value, "G": value * 1024, "T": value * 1024 * 1024}[unit]
 
 
 def node_records(output: str) -> list[NodeRecord]:
