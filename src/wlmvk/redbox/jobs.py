@@ -126,6 +126,7 @@ class Jobs:
             else:
                 outputs.append("")
         options = scripts.sbatch_options(
+            script=spec.script,
             partition=spec.partition,
             name=spec.name,
             working_dir=str(working_dir),

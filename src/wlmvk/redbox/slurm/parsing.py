@@ -26,14 +26,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from wlmvk.core import durations, gres, memory, sbatch
+from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature, JobId, JobState, JobStatus
 from wlmvk.redbox.slurm import arrays
 
 SEP = "\x1f"
 """Field separator of the squeue -O and sacct formats (ASCII unit separator)."""
-
-COMMENT_PREFIX = "wlmvk:"
-"""Idempotency keys travel in the job's comment as ``wlmvk:<key>``."""
 
 # squeue -O fields, in order; each gets SEP as its suffix.
 SQUEUE_FIELDS = (
@@ -109,35 +108,19 @@ def timestamp(text: str) -> datetime | None:
 
 
 def duration(text: str) -> timedelta | None:
-    """Slurm durations (``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``) -> timedelta.
-
-    ``UNLIMITED``, ``INFINITE``, ``NONE`` and empty -> None.
-    """
+    """A Slurm duration (``core.durations``) -> timedelta; no limit and empty -> None."""
     text = text.strip()
-    if text.upper() in {"", "UNLIMITED", "INFINITE", "NONE", "N/A", "PARTITION_LIMIT"}:
+    if durations.unlimited(text) or text.upper() in {"", "NONE", "N/A", "PARTITION_LIMIT"}:
         return None
-    days = 0
-    if "-" in text:
-        day_text, text = text.split("-", 1)
-        days = int(day_text)
-        parts = [int(p) for p in text.split(":")]
-        parts += [0] * (3 - len(parts))
-        hours, minutes, seconds = parts
-    else:
-        parts = [int(p) for p in text.split(":")]
-        if len(parts) == 1:
-            hours, minutes, seconds = 0, parts[0], 0
-        elif len(parts) == 2:
-            hours, minutes, seconds = 0, parts[0], parts[1]
-        else:
-            hours, minutes, seconds = parts[0], parts[1], parts[2]
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    seconds = durations.seconds(text)
+    if seconds is None:
+        raise ValueError(f"not a Slurm duration: {text!r}")
+    return timedelta(seconds=seconds)
 
 
 def idempotency_key(comment: str) -> str:
-    """The key carried in a job comment, or '' for a comment wlmvk did not write."""
-    comment = comment.strip()
-    return comment[len(COMMENT_PREFIX) :] if comment.startswith(COMMENT_PREFIX) else ""
+    """The key carried in a job comment (``core.sbatch``), or '' for a comment wlmvk did not write."""
+    return sbatch.comment_key(comment)
 
 
 def leading_id(text: str) -> int:
@@ -413,23 +396,17 @@ def _int(text: str, default: int = 0) -> int:
     return int(match.group()) if match else default
 
 
-def gres_gpus(gres: str) -> int:
-    """``gpu:2``, ``gpu:tesla:2(S:0-1)``, ``gpu:a:1,gpu:b:1`` -> total GPUs; ``(null)`` -> 0."""
-    total = 0
-    for item in re.split(r",(?![^(]*\))", gres):
-        parts = item.strip().split("(")[0].split(":")
-        if parts[0] == "gpu":
-            total += _int(parts[-1], 1) if len(parts) > 1 else 1
-    return total
+def gres_gpus(text: str) -> int:
+    """A node's ``Gres`` (``gpu:tesla:2(S:0-1)``, ``(null)``) -> its GPUs, read by ``core.gres``."""
+    try:
+        return gres.gpus(text)
+    except InvalidInput:
+        return 0  # slurmctld checked its own configuration: not a GPU count we can read
 
 
 def _memory_mb(text: str) -> int:
-    """``16000`` or ``16000M`` / ``16G`` -> MB."""
-    match = re.fullmatch(r"(\d+)([KMGT]?)", text.strip())
-    if not match:
-        return 0
-    value, unit = int(match.group(1)), match.group(2)
-    return {"K": value // 1024, "": value, "M": value, "G": value * 1024, "T": value * 1024 * 1024}[unit]
+    """``16000`` or ``16000M`` / ``16G`` -> MB (``core.memory``)."""
+    return memory.megabytes(text) or 0
 
 
 def node_records(output: str) -> list[NodeRecord]:
