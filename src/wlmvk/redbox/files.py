@@ -60,6 +60,10 @@ class Confinement:
 
     def directory(self, path: str, *, create: bool) -> Path:
         """A directory inside the roots, created (with parents) when asked."""
+        if path == ".":
+            # The working root itself, resolved and checked at start: every submission
+            # without a working directory names it, so it is not resolved again each time.
+            return self.work_dir
         real = self.resolve(path)
         if create:
             try:

@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import asdict, replace
+from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,12 @@ _log = structlog.get_logger(__name__)
 JOURNAL = "records.jsonl"
 
 
+_FIELDS = tuple(f.name for f in fields(JobState))
+
+
 def _encode(state: JobState) -> dict[str, Any]:
-    data = asdict(state)
+    # Every field is a plain value: a shallow copy (asdict deep-copies each one, per submission).
+    data = {name: getattr(state, name) for name in _FIELDS}
     data["status"] = state.status.value
     for key in ("submit_time", "start_time", "end_time"):
         value = data[key]

@@ -6,6 +6,8 @@ as on kernels without pidfds, by asyncio's subprocess support.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -104,3 +106,30 @@ async def test_no_descriptor_is_left_open() -> None:
         with pytest.raises(Unavailable):
             await runner.run(["sleep", "30"])
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+async def test_a_call_cancelled_while_its_child_starts_leaves_no_child() -> None:
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 1000}"
+    before = sorted(os.listdir("/proc/self/fd"))
+    calls = [asyncio.ensure_future(Runner(timeout=60).run(["sleep", marker])) for _ in range(5)]
+    await asyncio.sleep(0)  # each call is past its slot and into the spawner
+    for call in calls:
+        call.cancel()
+    for call in calls:
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    for _ in range(100):  # killed and reaped on the spawner thread, just after
+        if not _running(marker) and sorted(os.listdir("/proc/self/fd")) == before:
+            break
+        await asyncio.sleep(0.05)
+    assert _running(marker) == []
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def _running(marker: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == f"sleep\0{marker}\0".encode():
+                found.append(pid)
+    return found

@@ -5,7 +5,7 @@ This is the only place in wlmvk that starts a Slurm process. At most
 that hangs (a slurmctld that stopped answering) is killed with its process
 group after ``timeout`` seconds and reported as ``Unavailable``, so red-box
 keeps serving. A command that is not installed is ``Unavailable`` too.
-Children are started and collected by ``spawning`` (cheap, on the loop);
+Children are started and collected by ``spawning`` (cheap, off the loop);
 where the kernel lacks pidfds, by asyncio's subprocess support.
 """
 
@@ -103,7 +103,7 @@ class Runner:
     async def _by_pidfd(
         self, argv: Sequence[str], *, stdin: bytes | None, env: Mapping[str, str] | None, limit: float
     ) -> tuple[int, bytes, bytes]:
-        child = spawning.Child(argv, stdin=stdin, env=env, cwd=self.cwd)
+        child = await spawning.start(argv, stdin=stdin, env=env, cwd=self.cwd)
         try:
             return await asyncio.wait_for(child.output(), limit)
         except (TimeoutError, asyncio.CancelledError):

@@ -10,14 +10,22 @@ plain non-blocking file descriptors read by loop readers, and its exit is
 a readable pidfd (Linux >= 5.3). Where pidfds are missing, ``available()``
 is false and the runner uses asyncio's subprocess support instead.
 
+``start()`` runs the ``Popen`` itself on a spawner thread: vfork suspends
+the calling thread until the child has exec'd (Python drops the GIL
+meanwhile), which on a busy machine took a sixth of the loop's time when
+the loop made that call; the loop now serves other calls while a child
+starts.
+
 The caller owns the timeout: a ``Child`` is awaited through ``output()``,
 and ``kill()`` ends the child's whole process group (it is started in a
-session of its own) and stops reading.
+session of its own) and stops reading. A caller cancelled while its child
+is being started does not leave the child behind: it is killed once started.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import functools
@@ -62,49 +70,103 @@ def executable(command: str, env: Mapping[str, str] | None) -> str:
     return _lookup(command, (os.environ if env is None else env).get("PATH", os.defpath))
 
 
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="spawner")
+"""Two threads: one child's exec on a slow disk does not hold up the next."""
+
+
+def _launch(
+    argv: Sequence[str], stdin: bytes, env: Mapping[str, str] | None, cwd: str | None
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """On a spawner thread: the started child, its pidfd and how much of ``stdin`` fit the pipe."""
+    proc = subprocess.Popen(
+        list(argv),
+        executable=executable(argv[0], env),
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        start_new_session=True,
+    )
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                os.set_blocking(pipe.fileno(), False)
+        written = 0
+        if proc.stdin is not None:
+            # A small script fits the pipe at once; the loop writes the rest as the child reads.
+            with contextlib.suppress(BlockingIOError, BrokenPipeError):
+                written = os.write(proc.stdin.fileno(), stdin)
+    except BaseException:
+        _abandon(proc)
+        raise
+    return proc, pidfd, written
+
+
+def _abandon(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a child nobody will read, on the thread that started it, and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.communicate()
+
+
+async def start(
+    argv: Sequence[str],
+    *,
+    stdin: bytes | None,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+) -> Child:
+    """Start ``argv`` on a spawner thread; the loop collects it (see above)."""
+    loop = asyncio.get_running_loop()
+    data = stdin or b""
+    launched = loop.run_in_executor(_SPAWNER, _launch, argv, data, env, cwd)
+    try:
+        proc, pidfd, written = await asyncio.shield(launched)
+    except asyncio.CancelledError:
+        launched.add_done_callback(_kill_started)
+        raise
+    return Child(proc, pidfd, memoryview(data)[written:])
+
+
+def _kill_started(launched: asyncio.Future[tuple[subprocess.Popen[bytes], int, int]]) -> None:
+    if launched.cancelled() or launched.exception() is not None:
+        return
+    proc, pidfd, _ = launched.result()
+    os.close(pidfd)
+    _SPAWNER.submit(_abandon, proc)
+
+
 class Child:
     """A started child: its output collected by the loop, its exit seen through a pidfd."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: bytes | None,
-        env: Mapping[str, str] | None,
-        cwd: str | None,
-    ) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], pidfd: int, rest: memoryview) -> None:
         self._loop = asyncio.get_running_loop()
-        self._proc = subprocess.Popen(
-            list(argv),
-            executable=executable(argv[0], env),
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            start_new_session=True,
-        )
-        self.pid = self._proc.pid
+        self._proc = proc
+        self.pid = proc.pid
         self._exited: asyncio.Future[int] = self._loop.create_future()
         self._streams: asyncio.Future[None] = self._loop.create_future()
-        self._pidfd = os.pidfd_open(self.pid)
+        self._pidfd = pidfd
         self._loop.add_reader(self._pidfd, self._reap)
         # The pipes stay owned by their file objects (closed through them, never twice).
-        pipes = [p for p in (self._proc.stdout, self._proc.stderr) if p is not None]
+        pipes = [p for p in (proc.stdout, proc.stderr) if p is not None]
         self._files: dict[int, IO[bytes]] = {p.fileno(): p for p in pipes}
         self._chunks: dict[int, list[bytes]] = {fd: [] for fd in self._files}
         for fd in self._chunks:
-            os.set_blocking(fd, False)
             self._loop.add_reader(fd, self._readable, fd)
-        self._input = memoryview(stdin or b"")
-        if self._proc.stdin is not None:
-            fd = self._proc.stdin.fileno()
-            self._files[fd] = self._proc.stdin
-            os.set_blocking(fd, False)
-            self._loop.add_writer(fd, self._writable, fd)
+        self._input = rest
         self._open = set(self._files)
-        if self._proc.stdin is not None:
-            self._writable(self._proc.stdin.fileno())  # a small script fits the pipe at once
+        if proc.stdin is not None:
+            fd = proc.stdin.fileno()
+            self._files[fd] = proc.stdin
+            self._open.add(fd)
+            if rest:
+                self._loop.add_writer(fd, self._writable, fd)
+            else:
+                self._done_with(fd, reader=False, registered=False)
 
     def _readable(self, fd: int) -> None:
         try:
@@ -131,13 +193,13 @@ class Child:
             pass  # the child closed its stdin without reading all: it answers for itself
         self._done_with(fd, reader=False)
 
-    def _done_with(self, fd: int, *, reader: bool) -> None:
+    def _done_with(self, fd: int, *, reader: bool, registered: bool = True) -> None:
         if fd not in self._open:
             return
         self._open.discard(fd)
-        if reader:
+        if registered and reader:
             self._loop.remove_reader(fd)
-        else:
+        elif registered:
             self._loop.remove_writer(fd)
         with contextlib.suppress(OSError):
             self._files[fd].close()
