@@ -29,6 +29,7 @@ BUILTIN_GROUPS = frozenset(
         "apps",
         "batch",
         "rbac.authorization.k8s.io",
+        "admissionregistration.k8s.io",
         "coordination.k8s.io",
         "events.k8s.io",
         "apiextensions.k8s.io",

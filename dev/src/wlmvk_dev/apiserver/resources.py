@@ -98,6 +98,8 @@ CLUSTERROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
 CLUSTERROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
 ROLES = GVR("rbac.authorization.k8s.io", "v1", "roles")
 ROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "rolebindings")
+ADMISSION_POLICIES = GVR("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
+ADMISSION_POLICY_BINDINGS = GVR("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings")
 SELF_SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 SUBJECT_ACCESS_REVIEWS = GVR("authorization.k8s.io", "v1", "subjectaccessreviews")
 TOKEN_REVIEWS = GVR("authentication.k8s.io", "v1", "tokenreviews")
@@ -143,6 +145,20 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     ResourceInfo(ROLES, "Role", True, "role"),
     ResourceInfo(ROLEBINDINGS, "RoleBinding", True, "rolebinding"),
     ResourceInfo(
+        ADMISSION_POLICIES,
+        "ValidatingAdmissionPolicy",
+        False,
+        "validatingadmissionpolicy",
+        ("vap",),
+        subresources=_STATUS,
+    ),
+    ResourceInfo(
+        ADMISSION_POLICY_BINDINGS,
+        "ValidatingAdmissionPolicyBinding",
+        False,
+        "validatingadmissionpolicybinding",
+    ),
+    ResourceInfo(
         SELF_SUBJECT_ACCESS_REVIEWS,
         "SelfSubjectAccessReview",
         False,
@@ -154,4 +170,5 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo(TOKEN_REVIEWS, "TokenReview", False, "tokenreview", verbs=("create",)),
 )
-"""Served from the start. apps/batch/rbac objects are stored and served, never run."""
+"""Served from the start. apps/batch/rbac objects and admission policies are stored and served,
+never run or enforced."""
