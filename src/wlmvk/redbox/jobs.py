@@ -45,6 +45,10 @@ ACCOUNTING_RECHECK = 60.0
 KEY_INDEX_TTL = 60.0
 """Seconds a submission trusts the index of idempotency keys found in Slurm."""
 
+KEY_INDEX_STALE = 60.0
+"""Seconds past KEY_INDEX_TTL a submission still answers from the index while a newer one is
+built: a scan reads every job's comment, and submissions need not queue behind it."""
+
 LOST_REASON = "the job left Slurm before red-box saw it end"
 
 
@@ -99,12 +103,17 @@ class Jobs:
     async def _submit_once(
         self, key: str, script: bytes, options: list[str], env: dict[str, str] | None, partition: str
     ) -> JobId:
-        found = await self._lookup(key, max_age=KEY_INDEX_TTL)
+        found = await self._lookup(key, max_age=KEY_INDEX_TTL, stale=KEY_INDEX_STALE)
         if found is not None:
             _log.info("job exists for key", job_id=found, key=key)
             return found
+        # Written ahead, not waited for: should red-box die while its sbatch runs (the
+        # child, in a session of its own, may outlive it), the next red-box reads this line
+        # and looks at Slurm afresh before submitting again. Only a machine going down could
+        # lose it, and its sbatch goes down too: the first look at Slurm after the restart
+        # (the key index starts empty) comes after every job the old red-box made, and finds
+        # this one by its key. One fsync per submission, then, shared by concurrent ones.
         self.store.intend(key)
-        await self.store.durable()  # on the disk before sbatch can make a job
         job_id = await self.slurm.submit(script, options, env=env)
         self.store.remember_key(key, job_id)
         self.store.track(job_id)
@@ -146,7 +155,8 @@ class Jobs:
         (with accounting) sacct, rebuilt when older than ``max_age`` seconds;
         concurrent lookups share one rebuild. The FindJob rpc asks for a fresh
         index; submissions accept one up to KEY_INDEX_TTL old, since a job this
-        red-box submitted is in its record anyway.
+        red-box submitted is in its record anyway, and one up to KEY_INDEX_STALE
+        older while the next is built.
         """
         known = await self.job_for_key(key, max_age=max_age)
         if known is None:
@@ -165,25 +175,27 @@ class Jobs:
                 return await asyncio.shield(inflight)
         return await self._lookup(key, max_age=max_age)
 
-    async def _lookup(self, key: str, *, max_age: float) -> JobId | None:
+    async def _lookup(self, key: str, *, max_age: float, stale: float = 0.0) -> JobId | None:
         known = self.store.job_for_key(key)
         if known is None:
             if self.store.intended(key):
                 # A submission of an earlier red-box never recorded its job id: only a
                 # fresh look at Slurm can tell whether sbatch made the job.
-                max_age = 0.0
-            indexed = (await self._key_index(max_age)).get(key)
+                max_age = stale = 0.0
+            indexed = (await self._key_index(max_age, stale=stale)).get(key)
             if indexed is None:
                 return None
             known = indexed.job_id
             self.store.remember_key(key, known)
         return known
 
-    async def _key_index(self, max_age: float) -> dict[str, JobState]:
-        if self._index_scan is None and time.monotonic() - self._index_at > max_age:
+    async def _key_index(self, max_age: float, *, stale: float = 0.0) -> dict[str, JobState]:
+        """The index, rebuilt when older than ``max_age``; waited for only past ``max_age + stale``."""
+        age = time.monotonic() - self._index_at
+        if self._index_scan is None and age > max_age:
             self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
             self._index_scan.add_done_callback(self._scanned)
-        if self._index_scan is not None:
+        if self._index_scan is not None and age > max_age + stale:
             await asyncio.shield(self._index_scan)
         return self._index
 

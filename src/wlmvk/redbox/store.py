@@ -167,7 +167,7 @@ class Store:
         return key in self._intents
 
     def intend(self, key: str) -> None:
-        """Write ahead that a submission with ``key`` starts (``durable()`` before sbatch runs)."""
+        """Write ahead that a submission with ``key`` starts (written before its sbatch runs)."""
         self._intents.add(key)
         self._append(self._line("intent", at=time.time(), key=key))
 

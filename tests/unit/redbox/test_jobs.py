@@ -17,7 +17,7 @@ import pytest
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement
-from wlmvk.redbox.jobs import LOST_REASON, Jobs
+from wlmvk.redbox.jobs import KEY_INDEX_STALE, KEY_INDEX_TTL, LOST_REASON, Jobs
 from wlmvk.redbox.store import Store
 
 
@@ -28,6 +28,7 @@ class ScriptedSlurm:
         self.calls: list[str] = []
         self.next_id = 100
         self.submitted: list[Sequence[str]] = []
+        self.queue_gate: asyncio.Event | None = None  # when set up, squeue answers once it is set
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -43,6 +44,8 @@ class ScriptedSlurm:
 
     async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
         self.calls.append("squeue")
+        if self.queue_gate is not None:
+            await self.queue_gate.wait()
         return [s for j, s in self.queued.items() if job_ids is None or j in job_ids]
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
@@ -139,6 +142,30 @@ async def test_concurrent_lookups_share_one_scan(jobs: Jobs, slurm: ScriptedSlur
     assert slurm.calls.count("squeue") == 1
     assert slurm.calls.count("sacct") == 1
     assert slurm.calls.count("sbatch") == 8
+
+
+async def test_submissions_answer_from_an_expired_key_index_while_a_new_one_is_built(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    script = "#!/bin/sh\n"
+    await jobs.submit(JobSpec(script=script, idempotency_key="k0"))  # the first index: waited for
+    slurm.queued[JobId(42)] = JobState(job_id=JobId(42), status=JobStatus.PENDING, idempotency_key="k42")
+    slurm.queue_gate = asyncio.Event()  # the next scan takes its time
+    jobs._index_at -= KEY_INDEX_TTL + 1
+    await asyncio.wait_for(jobs.submit(JobSpec(script=script, idempotency_key="k1")), 5)
+    assert slurm.calls.count("squeue") == 2  # the rebuild started, and was not waited for
+    slurm.queue_gate.set()
+    await asyncio.sleep(0.01)
+    assert await jobs.submit(JobSpec(script=script, idempotency_key="k42")) == 42  # from the new index
+    # Past the grace too, a submission waits for the new index.
+    slurm.queue_gate = asyncio.Event()
+    jobs._index_at -= KEY_INDEX_TTL + KEY_INDEX_STALE + 1
+    waiting = asyncio.ensure_future(jobs.submit(JobSpec(script=script, idempotency_key="k2")))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    slurm.queue_gate.set()
+    await asyncio.wait_for(waiting, 5)
+    assert slurm.calls.count("sbatch") == 3
 
 
 async def test_a_key_from_a_lost_record_is_found_in_slurm(jobs: Jobs, slurm: ScriptedSlurm) -> None:
