@@ -98,6 +98,10 @@ def _launch(
             # A small script fits the pipe at once; the loop writes the rest as the child reads.
             with contextlib.suppress(BlockingIOError, BrokenPipeError):
                 written = os.write(proc.stdin.fileno(), stdin)
+            if written == len(stdin):
+                # Closed here too: the close wakes the child, and on a busy machine the
+                # woken child may take the CPU from whoever closed.
+                proc.stdin.close()
     except BaseException:
         _abandon(proc)
         raise
@@ -159,14 +163,11 @@ class Child:
             self._loop.add_reader(fd, self._readable, fd)
         self._input = rest
         self._open = set(self._files)
-        if proc.stdin is not None:
+        if proc.stdin is not None and not proc.stdin.closed:
             fd = proc.stdin.fileno()
             self._files[fd] = proc.stdin
             self._open.add(fd)
-            if rest:
-                self._loop.add_writer(fd, self._writable, fd)
-            else:
-                self._done_with(fd, reader=False, registered=False)
+            self._loop.add_writer(fd, self._writable, fd)
 
     def _readable(self, fd: int) -> None:
         try:
@@ -193,13 +194,13 @@ class Child:
             pass  # the child closed its stdin without reading all: it answers for itself
         self._done_with(fd, reader=False)
 
-    def _done_with(self, fd: int, *, reader: bool, registered: bool = True) -> None:
+    def _done_with(self, fd: int, *, reader: bool) -> None:
         if fd not in self._open:
             return
         self._open.discard(fd)
-        if registered and reader:
+        if reader:
             self._loop.remove_reader(fd)
-        elif registered:
+        else:
             self._loop.remove_writer(fd)
         with contextlib.suppress(OSError):
             self._files[fd].close()
