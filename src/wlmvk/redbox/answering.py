@@ -1,6 +1,7 @@
-"""core.errors -> gRPC status, in one place.
+"""core.errors -> gRPC status, in one place, and the per-request hook every rpc goes through.
 
-Every rpc body runs inside ``answering()``: the project's errors become
+Every rpc body runs inside ``answering()`` (by the ``unary`` and ``streaming``
+decorators of the service's methods): the project's errors become
 ``GRPCError`` with the status a client can act on (and Slurm's words in the
 message); anything unexpected is logged with its traceback and answered
 INTERNAL, so red-box keeps serving. The file rpcs pass ``files=True``: there
@@ -12,8 +13,10 @@ system's words.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from grpclib import GRPCError
@@ -61,7 +64,7 @@ class Inflight:
         await self._idle.wait()
 
 
-@contextmanager
+@contextlib.contextmanager
 def answering(
     rpc: str, inflight: Inflight | None = None, *, files: bool = False, **bind: object
 ) -> Iterator[None]:
@@ -89,3 +92,57 @@ def answering(
     finally:
         if inflight is not None:
             inflight.leave()
+
+
+class Serving(Protocol):
+    inflight: Inflight
+
+
+S = TypeVar("S", bound=Serving)
+Q = TypeVar("Q")
+R = TypeVar("R")
+Bind = Callable[[Any], dict[str, object]]
+
+
+def unary(
+    rpc: str, *, files: bool = False, bind: Bind | None = None
+) -> Callable[[Callable[[S, Q], Awaitable[R]]], Callable[[S, Q], Coroutine[Any, Any, R]]]:
+    """The rpc method runs inside ``answering`` and counts as in flight.
+
+    ``bind(request)`` names what the log lines of the call carry (a job id, a partition).
+    """
+
+    def wrap(method: Callable[[S, Q], Awaitable[R]]) -> Callable[[S, Q], Coroutine[Any, Any, R]]:
+        @functools.wraps(method)
+        async def run(self: S, request: Q) -> R:
+            with answering(rpc, self.inflight, files=files, **(bind(request) if bind else {})):
+                return await method(self, request)
+
+        return run
+
+    return wrap
+
+
+def streaming(
+    rpc: str, *, files: bool = False
+) -> Callable[[Callable[[S, Q], AsyncIterator[R]]], Callable[[S, Q], AsyncIterator[R]]]:
+    """The answer-streaming rpc method runs inside ``answering``; a stream does not hold shutdown."""
+
+    def wrap(method: Callable[[S, Q], AsyncIterator[R]]) -> Callable[[S, Q], AsyncIterator[R]]:
+        @functools.wraps(method)
+        async def run(self: S, request: Q) -> AsyncIterator[R]:
+            # Closed here when the client goes away, not when collected: a stream's finally
+            # (e.g. StageOut stopping its packing thread) runs at once.
+            items = method(self, request)
+            try:
+                with answering(rpc, files=files):
+                    async for item in items:
+                        yield item
+            finally:
+                close = getattr(items, "aclose", None)
+                if close is not None:
+                    await close()
+
+        return run
+
+    return wrap

@@ -32,7 +32,7 @@ from wlmvk.core import runtimes
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
 from wlmvk.redbox import archives, files, scripts
-from wlmvk.redbox.answering import Inflight, answering
+from wlmvk.redbox.answering import Inflight, streaming, unary
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import parsing
@@ -106,9 +106,12 @@ def container_runtime(setting: str = runtimes.AUTO) -> str:
 
 
 class Service(api.WorkloadManagerBase):  # type: ignore[misc]
-    """red-box's service, original rpcs and wlmvk additions."""
+    """red-box's service, original rpcs and wlmvk additions.
 
-    original_only = False
+    What the original red-box answered differently is a hook here (``_narrow``, ``_status``,
+    ``_job_left``, ``_extras``, ``_cluster_name``, ``_extensions``) that ``OriginalService``
+    overrides: the rpcs themselves have one body.
+    """
 
     def __init__(
         self,
@@ -136,70 +139,67 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
 
     # --- submitting ---
 
-    def _spec(self, request: api.SubmitJobRequest) -> JobSpec:
-        spec = codec.spec_from_wire(request)
-        if self.original_only:
-            spec = JobSpec(script=spec.script, partition=spec.partition)
+    def _narrow(self, spec: JobSpec) -> JobSpec:
+        """What of a submission this service honours (all of it; the original: script, partition)."""
         return spec
 
+    @unary("SubmitJob", bind=lambda r: {"partition": r.partition})
     async def submit_job(self, submit_job_request: api.SubmitJobRequest) -> api.SubmitJobResponse:
-        with answering("SubmitJob", self.inflight, partition=submit_job_request.partition):
-            job_id = await self.jobs.submit(self._spec(submit_job_request))
-            return api.SubmitJobResponse(job_id=job_id)
+        job_id = await self.jobs.submit(self._narrow(codec.spec_from_wire(submit_job_request)))
+        return api.SubmitJobResponse(job_id=job_id)
 
+    @unary("SubmitJobContainer", bind=lambda r: {"partition": r.partition})
     async def submit_job_container(
         self, submit_job_container_request: api.SubmitJobContainerRequest
     ) -> api.SubmitJobContainerResponse:
-        with answering("SubmitJobContainer", self.inflight, partition=submit_job_container_request.partition):
-            spec = codec.container_spec_from_wire(submit_job_container_request)
-            if not spec.image:
-                raise InvalidInput("imageName is required")
-            runtime = container_runtime(self.runtime_setting)
-            if not runtime:
-                raise FailedPrecondition(runtimes.missing(self.runtime_setting))
-            script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
-            job = JobSpec(
-                script=script,
-                partition=spec.partition,
-                idempotency_key=spec.idempotency_key,
-                name=spec.name,
-                working_dir=spec.working_dir,
-                std_out=spec.std_out,
-                std_err=spec.std_err,
-                env=spec.env,
-            )
-            if self.original_only:
-                job = JobSpec(script=script, partition=spec.partition)
-            job_id = await self.jobs.submit(job)
-            return api.SubmitJobContainerResponse(job_id=job_id)
+        spec = codec.container_spec_from_wire(submit_job_container_request)
+        if not spec.image:
+            raise InvalidInput("imageName is required")
+        runtime = container_runtime(self.runtime_setting)
+        if not runtime:
+            raise FailedPrecondition(runtimes.missing(self.runtime_setting))
+        script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
+        job = JobSpec(
+            script=script,
+            partition=spec.partition,
+            idempotency_key=spec.idempotency_key,
+            name=spec.name,
+            working_dir=spec.working_dir,
+            std_out=spec.std_out,
+            std_err=spec.std_err,
+            env=spec.env,
+        )
+        job_id = await self.jobs.submit(self._narrow(job))
+        return api.SubmitJobContainerResponse(job_id=job_id)
 
+    @unary("CancelJob", bind=lambda r: {"job_id": r.job_id})
     async def cancel_job(self, cancel_job_request: api.CancelJobRequest) -> api.CancelJobResponse:
-        with answering("CancelJob", self.inflight, job_id=cancel_job_request.job_id):
-            await self.jobs.cancel(JobId(cancel_job_request.job_id))
-            return api.CancelJobResponse()
+        await self.jobs.cancel(JobId(cancel_job_request.job_id))
+        return api.CancelJobResponse()
 
     # --- job information ---
 
     def _status(self, status: api.JobStatus) -> api.JobStatus:
-        if self.original_only and status not in codec.ORIGINAL_STATUSES:
-            return api.JobStatus.UNKNOWN
+        """A state as this service names it (the original knows fewer: the rest read UNKNOWN)."""
         return status
 
+    @unary("JobInfo", bind=lambda r: {"job_id": r.job_id})
     async def job_info(self, job_info_request: api.JobInfoRequest) -> api.JobInfoResponse:
-        with answering("JobInfo", self.inflight, job_id=job_info_request.job_id):
-            job_id = JobId(job_info_request.job_id)
-            try:
-                records = await self.slurm.show_job(job_id)
-            except NotFound:
-                if self.original_only:
-                    raise
-                state = await self.jobs.state(job_id)
-                if state.status is JobStatus.NOT_FOUND:
-                    raise NotFound(f"job {job_id}: {state.reason}") from None
-                return api.JobInfoResponse(info=[self._info_from_state(state)])
-            if not records:
-                raise NotFound(f"job {job_id}: scontrol knows no such job")
-            return api.JobInfoResponse(info=[self._info_from_record(r) for r in records])
+        job_id = JobId(job_info_request.job_id)
+        try:
+            records = await self.slurm.show_job(job_id)
+        except NotFound as gone:
+            return api.JobInfoResponse(info=[await self._job_left(job_id, gone)])
+        if not records:
+            raise NotFound(f"job {job_id}: scontrol knows no such job")
+        return api.JobInfoResponse(info=[self._info_from_record(r) for r in records])
+
+    async def _job_left(self, job_id: JobId, gone: NotFound) -> api.JobInfo:
+        """A job scontrol no longer shows: what red-box's record and accounting know of it."""
+        state = await self.jobs.state(job_id)
+        if state.status is JobStatus.NOT_FOUND:
+            raise NotFound(f"job {job_id}: {state.reason}") from None
+        return self._info_from_state(state)
 
     def _info_from_record(self, record: Mapping[str, str]) -> api.JobInfo:
         f = parsing.job_info_fields(record)
@@ -223,12 +223,15 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             num_nodes=f["NumNodes"],
             array_id=f["ArrayJobId"],
         )
-        if not self.original_only:
-            info.reason = f["Reason"]
-            info.idempotency_key = parsing.idempotency_key(f["Comment"])
-            if parsing.job_status(f["JobState"]).terminal:
-                info.end_time = parsing.timestamp(f["EndTime"])
+        self._extras(info, f)
         return info
+
+    def _extras(self, info: api.JobInfo, f: Mapping[str, str]) -> None:
+        """The fields wlmvk added to JobInfo: the reason, the key, the end time."""
+        info.reason = f["Reason"]
+        info.idempotency_key = parsing.idempotency_key(f["Comment"])
+        if parsing.job_status(f["JobState"]).terminal:
+            info.end_time = parsing.timestamp(f["EndTime"])
 
     def _info_from_state(self, state: JobState) -> api.JobInfo:
         run_time = None
@@ -252,154 +255,149 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             idempotency_key=state.idempotency_key,
         )
 
+    @unary("JobSteps", bind=lambda r: {"job_id": r.job_id})
     async def job_steps(self, job_steps_request: api.JobStepsRequest) -> api.JobStepsResponse:
-        with answering("JobSteps", self.inflight, job_id=job_steps_request.job_id):
-            steps = await self.slurm.steps(JobId(job_steps_request.job_id))
-            if steps is None:
-                raise FailedPrecondition("Slurm accounting is disabled: there is no record of job steps")
-            return api.JobStepsResponse(
-                job_steps=[
-                    api.JobStepInfo(
-                        id=s.id,
-                        name=s.name,
-                        exit_code=s.exit_code,
-                        status=self._status(codec.status_to_wire(s.status)),
-                        start_time=s.start_time,
-                        end_time=s.end_time,
-                    )
-                    for s in steps
-                ]
-            )
+        steps = await self.slurm.steps(JobId(job_steps_request.job_id))
+        if steps is None:
+            raise FailedPrecondition("Slurm accounting is disabled: there is no record of job steps")
+        return api.JobStepsResponse(
+            job_steps=[
+                api.JobStepInfo(
+                    id=s.id,
+                    name=s.name,
+                    exit_code=s.exit_code,
+                    status=self._status(codec.status_to_wire(s.status)),
+                    start_time=s.start_time,
+                    end_time=s.end_time,
+                )
+                for s in steps
+            ]
+        )
 
+    @unary("JobStates")
     async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
-        with answering("JobStates", self.inflight):
-            ids = [JobId(i) for i in job_states_request.job_ids]
-            states = await self.jobs.states(ids)
-            return api.JobStatesResponse(states=[codec.state_to_wire(states[i]) for i in dict.fromkeys(ids)])
+        ids = [JobId(i) for i in job_states_request.job_ids]
+        states = await self.jobs.states(ids)
+        return api.JobStatesResponse(states=[codec.state_to_wire(states[i]) for i in dict.fromkeys(ids)])
 
+    @unary("FindJob")
     async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
-        with answering("FindJob", self.inflight):
-            if not find_job_request.idempotency_key:
-                raise InvalidInput("idempotency_key is required")
-            state = await self.jobs.find(find_job_request.idempotency_key, max_age=FIND_INDEX_AGE)
-            if state is None:
-                return api.FindJobResponse(found=False)
-            return api.FindJobResponse(found=True, job_id=state.job_id, state=codec.state_to_wire(state))
+        if not find_job_request.idempotency_key:
+            raise InvalidInput("idempotency_key is required")
+        state = await self.jobs.find(find_job_request.idempotency_key, max_age=FIND_INDEX_AGE)
+        if state is None:
+            return api.FindJobResponse(found=False)
+        return api.FindJobResponse(found=True, job_id=state.job_id, state=codec.state_to_wire(state))
 
+    @unary("JobUsage")
     async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
-        with answering("JobUsage", self.inflight):
-            usage = await self.slurm.usage(list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids)))
-            return api.JobUsageResponse(usages=[usage_codec.usage_to_wire(u) for u in usage.values()])
+        usage = await self.slurm.usage(list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids)))
+        return api.JobUsageResponse(usages=[usage_codec.usage_to_wire(u) for u in usage.values()])
 
     # --- files ---
 
+    @streaming("OpenFile", files=True)
     async def open_file(self, open_file_request: api.OpenFileRequest) -> AsyncIterator[api.Chunk]:
-        with answering("OpenFile", files=True):
-            path = self.confinement.existing_file(open_file_request.path)
-            async for data in files.read_chunks(path):
-                yield api.Chunk(content=data)
+        path = self.confinement.existing_file(open_file_request.path)
+        async for data in files.read_chunks(path):
+            yield api.Chunk(content=data)
 
+    @streaming("TailFile", files=True)
     async def tail_file(
         self, tail_file_request_iterator: AsyncIterator[api.TailFileRequest]
     ) -> AsyncIterator[api.Chunk]:
-        with answering("TailFile", files=True):
-            first = await anext(tail_file_request_iterator, None)
-            if first is None:
-                return
-            path = self.confinement.resolve(first.path)
-            if path.is_dir():
-                raise InvalidInput(f"{first.path}: is a directory")
-            files.refuse_special(path, first.path)
-            stop = asyncio.Event()
-            if first.action == api.TailAction.ReadToEndAndClose:
-                stop.set()
-            listener = asyncio.create_task(_wait_for_close(tail_file_request_iterator, stop))
-            try:
-                async for data in files.follow(path, stop):
-                    yield api.Chunk(content=data)
-            finally:
-                listener.cancel()
+        first = await anext(tail_file_request_iterator, None)
+        if first is None:
+            return
+        path = self.confinement.resolve(first.path)
+        if path.is_dir():
+            raise InvalidInput(f"{first.path}: is a directory")
+        files.refuse_special(path, first.path)
+        stop = asyncio.Event()
+        if first.action == api.TailAction.ReadToEndAndClose:
+            stop.set()
+        listener = asyncio.create_task(_wait_for_close(tail_file_request_iterator, stop))
+        try:
+            async for data in files.follow(path, stop):
+                yield api.Chunk(content=data)
+        finally:
+            listener.cancel()
 
+    @unary("CreateFile", files=True)
     async def create_file(
         self, create_file_request_iterator: AsyncIterator[api.CreateFileRequest]
     ) -> api.CreateFileResponse:
-        with answering("CreateFile", self.inflight, files=True):
-            first = await anext(create_file_request_iterator, None)
-            if first is None:
-                raise InvalidInput("CreateFile: the first message must name the path")
-            path = self.confinement.resolve(first.path)
-            self.confinement.directory(str(path.parent), create=True)
-            with os.fdopen(files.open_for_writing(path), "wb") as out:
-                if first.content:
-                    out.write(first.content)
-                async for message in create_file_request_iterator:
-                    out.write(message.content)
-            return api.CreateFileResponse()
+        first = await anext(create_file_request_iterator, None)
+        if first is None:
+            raise InvalidInput("CreateFile: the first message must name the path")
+        path = self.confinement.resolve(first.path)
+        self.confinement.directory(str(path.parent), create=True)
+        with os.fdopen(files.open_for_writing(path), "wb") as out:
+            if first.content:
+                out.write(first.content)
+            async for message in create_file_request_iterator:
+                out.write(message.content)
+        return api.CreateFileResponse()
 
+    @unary("Zip", files=True)
     async def zip(self, zip_request: api.ZipRequest) -> api.ZipResponse:
-        with answering("Zip", self.inflight, files=True):
-            source = self.confinement.resolve(zip_request.path)
-            target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
-            files.refuse_special(source, zip_request.path)
-            files.refuse_special(target, zip_request.target)
-            await archives.in_thread(lambda stop: archives.zip_path(source, target, stop))
-            return api.ZipResponse()
+        source = self.confinement.resolve(zip_request.path)
+        target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
+        files.refuse_special(source, zip_request.path)
+        files.refuse_special(target, zip_request.target)
+        await archives.in_thread(lambda stop: archives.zip_path(source, target, stop))
+        return api.ZipResponse()
 
+    @unary("Unzip", files=True)
     async def unzip(self, unzip_request: api.UnzipRequest) -> api.UnzipResponse:
-        with answering("Unzip", self.inflight, files=True):
-            source = self.confinement.resolve(unzip_request.source)
-            files.refuse_special(source, unzip_request.source)
-            dest = self.confinement.directory(unzip_request.path or ".", create=True)
-            await archives.in_thread(lambda stop: archives.unzip_into(source, dest, stop))
-            return api.UnzipResponse()
+        source = self.confinement.resolve(unzip_request.source)
+        files.refuse_special(source, unzip_request.source)
+        dest = self.confinement.directory(unzip_request.path or ".", create=True)
+        await archives.in_thread(lambda stop: archives.unzip_into(source, dest, stop))
+        return api.UnzipResponse()
 
+    @unary("StageIn", files=True)
     async def stage_in(
         self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
     ) -> api.StageInResponse:
-        with answering("StageIn", self.inflight, files=True):
-            first = await anext(stage_in_request_iterator, None)
-            if first is None or not first.path:
-                raise InvalidInput("StageIn: the first message must name the target directory")
-            dest = self.confinement.directory(first.path, create=True)
+        first = await anext(stage_in_request_iterator, None)
+        if first is None or not first.path:
+            raise InvalidInput("StageIn: the first message must name the target directory")
+        dest = self.confinement.directory(first.path, create=True)
 
-            async def chunks() -> AsyncIterator[bytes]:
-                if first.data:
-                    yield first.data
-                async for message in stage_in_request_iterator:
-                    yield message.data
+        async def chunks() -> AsyncIterator[bytes]:
+            if first.data:
+                yield first.data
+            async for message in stage_in_request_iterator:
+                yield message.data
 
-            count, size = await archives.receive_tar(chunks(), dest)
-            _log.info("staged in", path=str(dest), files=count, bytes=size)
-            return api.StageInResponse(files=count, bytes=size)
+        count, size = await archives.receive_tar(chunks(), dest)
+        _log.info("staged in", path=str(dest), files=count, bytes=size)
+        return api.StageInResponse(files=count, bytes=size)
 
+    @streaming("StageOut", files=True)
     async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
-        with answering("StageOut", files=True):
-            given = stage_out_request.path.rstrip("/")
-            path = self.confinement.resolve(given)
-            if not path.exists():
-                raise NotFound(f"{given}: no such file or directory")
-            files.refuse_special(path, given)
-            arcname = Path(given).name or path.name
-            # Closed here, not when collected: its finally stops the packing thread.
-            async with contextlib.aclosing(archives.send_tar(path, arcname)) as chunks:
-                async for data in chunks:
-                    yield api.Chunk(content=data)
+        given = stage_out_request.path.rstrip("/")
+        path = self.confinement.resolve(given)
+        if not path.exists():
+            raise NotFound(f"{given}: no such file or directory")
+        files.refuse_special(path, given)
+        arcname = Path(given).name or path.name
+        # Closed here, not when collected: its finally stops the packing thread.
+        async with contextlib.aclosing(archives.send_tar(path, arcname)) as chunks:
+            async for data in chunks:
+                yield api.Chunk(content=data)
 
     # --- the cluster ---
 
+    @unary("Resources", bind=lambda r: {"partition": r.partition})
     async def resources(self, resources_request: api.ResourcesRequest) -> api.ResourcesResponse:
-        with answering("Resources", self.inflight, partition=resources_request.partition):
-            res = await self.partition_resources(resources_request.partition)
-            wire = codec.resources_to_wire(res)
-            if self.original_only:
-                wire = api.ResourcesResponse(
-                    nodes=wire.nodes,
-                    cpu_per_node=wire.cpu_per_node,
-                    mem_per_node=wire.mem_per_node,
-                    wall_time=wire.wall_time,
-                    features=wire.features,
-                )
-            return wire
+        return self._narrow_resources(
+            codec.resources_to_wire(await self.partition_resources(resources_request.partition))
+        )
+
+    def _narrow_resources(self, wire: api.ResourcesResponse) -> api.ResourcesResponse:
+        return wire
 
     async def _partition_records(self) -> dict[str, parsing.PartitionRecord]:
         """Slurm's partitions, shared for PARTITIONS_TTL seconds (one kubelet asks for each)."""
@@ -442,23 +440,29 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             container_runtime=container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES,
         )
 
+    @unary("Partitions")
     async def partitions(self, partitions_request: api.PartitionsRequest) -> api.PartitionsResponse:
-        with answering("Partitions", self.inflight):
-            return api.PartitionsResponse(partition=await self.slurm.partition_names())
+        return api.PartitionsResponse(partition=await self.slurm.partition_names())
 
+    @unary("WorkloadInfo")
     async def workload_info(self, workload_info_request: api.WorkloadInfoRequest) -> api.WorkloadInfoResponse:
-        with answering("WorkloadInfo", self.inflight):
-            if not self._version:
-                self._version = await self.slurm.version()
-            if not self.original_only and not self._cluster:
-                self._cluster = await self.slurm.cluster_name()
-            return api.WorkloadInfoResponse(
-                name="slurm",
-                version=self._version,
-                uid=os.geteuid(),
-                cluster_name=self._cluster,
-                extensions=[] if self.original_only else list(EXTENSIONS),
-            )
+        if not self._version:
+            self._version = await self.slurm.version()
+        return api.WorkloadInfoResponse(
+            name="slurm",
+            version=self._version,
+            uid=os.geteuid(),
+            cluster_name=await self._cluster_name(),
+            extensions=self._extensions(),
+        )
+
+    async def _cluster_name(self) -> str:
+        if not self._cluster:
+            self._cluster = await self.slurm.cluster_name()
+        return self._cluster
+
+    def _extensions(self) -> list[str]:
+        return list(EXTENSIONS)
 
 
 async def _wait_for_close(requests: AsyncIterator[api.TailFileRequest], stop: asyncio.Event) -> None:
@@ -470,9 +474,38 @@ async def _wait_for_close(requests: AsyncIterator[api.TailFileRequest], stop: as
 
 
 class OriginalService(Service):
-    """Only what the original red-box served."""
+    """Only what the original red-box served: the adapter for its clients' expectations.
 
-    original_only = True
+    The additions answer UNIMPLEMENTED, the added request fields are ignored, the added states
+    read UNKNOWN, the added answer fields stay empty.
+    """
+
+    def _narrow(self, spec: JobSpec) -> JobSpec:
+        return JobSpec(script=spec.script, partition=spec.partition)
+
+    def _status(self, status: api.JobStatus) -> api.JobStatus:
+        return status if status in codec.ORIGINAL_STATUSES else api.JobStatus.UNKNOWN
+
+    async def _job_left(self, job_id: JobId, gone: NotFound) -> api.JobInfo:
+        raise gone
+
+    def _extras(self, info: api.JobInfo, f: Mapping[str, str]) -> None:
+        return
+
+    def _narrow_resources(self, wire: api.ResourcesResponse) -> api.ResourcesResponse:
+        return api.ResourcesResponse(
+            nodes=wire.nodes,
+            cpu_per_node=wire.cpu_per_node,
+            mem_per_node=wire.mem_per_node,
+            wall_time=wire.wall_time,
+            features=wire.features,
+        )
+
+    async def _cluster_name(self) -> str:
+        return ""
+
+    def _extensions(self) -> list[str]:
+        return []
 
     async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
         raise GRPCError(Status.UNIMPLEMENTED)
