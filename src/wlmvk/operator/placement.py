@@ -10,8 +10,8 @@ selector term per alternative (Kubernetes ORs the terms).
 Kubernetes' scheduler places the job pod. When data must be staged first,
 the operator has to know the partition before the job pod exists (the
 upload runs on the partition's agent host), so ``candidates`` evaluates the
-same selector and affinity against the virtual nodes, as the scheduler
-would: nodeSelector, required node affinity and NoSchedule taints.
+same selector and affinity against the virtual nodes with the scheduler's
+own rules (``core.scheduling``): nodeSelector, required node affinity, taints.
 
 When no node fits, the scheduler's words ("didn't match Pod's node
 affinity/selector") do not say which part of the request is to blame:
@@ -21,10 +21,10 @@ more CPUs per node than any partition has...).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from wlmvk.core import names
+from wlmvk.core import names, scheduling
 from wlmvk.operator.directives import Requirements
 
 Body = dict[str, Any]
@@ -97,78 +97,8 @@ def socket_path(node: Body, default: str) -> str:
 
 def candidates(pod_spec: Body, nodes: Iterable[Body]) -> list[Body]:
     """The nodes that would accept a pod with this spec; Ready ones first, then by name."""
-    fitting = [node for node in nodes if fits(pod_spec, node)]
+    fitting = [node for node in nodes if scheduling.fits(pod_spec, node)]
     return sorted(fitting, key=lambda node: (not _ready(node), str(node["metadata"].get("name", ""))))
-
-
-def fits(pod_spec: Body, node: Body) -> bool:
-    labels = _labels(node)
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
-    selector = pod_spec.get("nodeSelector") or {}
-    if any(labels.get(key) != value for key, value in selector.items()):
-        return False
-    required = (
-        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms")
-    if required and not any(_term(term, labels, node) for term in required):
-        return False
-    return _tolerated(node, pod_spec.get("tolerations") or [])
-
-
-def _term(term: Body, labels: Mapping[str, str], node: Body) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False  # an empty term matches no node
-    field_values = {"metadata.name": str((node.get("metadata") or {}).get("name", ""))}
-    return all(_expression(e, labels) for e in expressions) and all(
-        _expression(f, field_values) for f in fields
-    )
-
-
-def _expression(expression: Body, labels: Mapping[str, str]) -> bool:
-    key = expression.get("key", "")
-    operator = expression.get("operator", "")
-    values: Sequence[str] = expression.get("values") or []
-    value = labels.get(key)
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt"):
-        try:
-            have, want = int(value or ""), int(values[0])
-        except (ValueError, IndexError):
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
-def _tolerated(node: Body, tolerations: Sequence[Body]) -> bool:
-    for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(toleration, taint) for toleration in tolerations):
-            return False
-    return True
-
-
-def _tolerates(toleration: Body, taint: Body) -> bool:
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration.get("key") == taint.get("key")
-    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (
-        taint.get("value") or ""
-    )
 
 
 _AMOUNTS = (

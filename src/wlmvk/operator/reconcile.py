@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wlmvk.core import names
+from wlmvk.core import names, scheduling
 from wlmvk.core.errors import InvalidInput
 from wlmvk.operator import directives, placement, pods
 from wlmvk.operator.observed import PodView, cancelled, view
@@ -166,7 +166,7 @@ def _start_prepare(
     matching = placement.candidates(spec, nodes)
     fitting = [node for node in matching if placement.agent_host(node)]
     if not fitting:
-        virtual = [n for n in nodes if placement.fits({"tolerations": spec["tolerations"]}, n)]
+        virtual = [n for n in nodes if scheduling.fits({"tolerations": spec["tolerations"]}, n)]
         if matching:
             message = (
                 f"{len(matching)} virtual node(s) match but none has the {names.LABEL_AGENT_HOST} label:"

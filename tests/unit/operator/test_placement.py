@@ -69,27 +69,50 @@ def test_untolerated_taint_and_unready_nodes() -> None:
     assert names_ == ["slurm-c1-debug", "slurm-c1-aaa"]
 
 
-def test_operators() -> None:
-    labels = {"a": "1", "b": "x"}
-    node = {"metadata": {"name": "n", "labels": labels}}
-
-    def term(*expressions: dict) -> dict:  # type: ignore[type-arg]
-        return {
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]
-                    }
+def edge(*, expression: dict | None = None, toleration: dict | None = None) -> dict:  # type: ignore[type-arg]
+    """A job pod's spec with one more requirement or toleration, as a user's nodeSelector cannot give."""
+    spec = spec_for(Requirements())
+    if expression is not None:
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
                 }
             }
         }
+    if toleration is not None:
+        spec["tolerations"] = [toleration]
+    return spec
 
-    assert placement.fits(term({"key": "b", "operator": "In", "values": ["x", "y"]}), node)
-    assert not placement.fits(term({"key": "b", "operator": "NotIn", "values": ["x"]}), node)
-    assert placement.fits(term({"key": "c", "operator": "DoesNotExist"}), node)
-    assert placement.fits(term({"key": "a", "operator": "Lt", "values": ["2"]}), node)
-    assert not placement.fits(term({"key": "b", "operator": "Gt", "values": ["0"]}), node)
-    assert not placement.fits(term(), node)
+
+def candidate_names(spec: dict, nodes: list[dict] = NODES) -> list[str]:  # type: ignore[type-arg]
+    return [n["metadata"]["name"] for n in placement.candidates(spec, nodes)]
+
+
+def test_candidates_follow_kube_schedulers_rules_for_malformed_shapes() -> None:
+    # kube-scheduler cannot parse these (kube-apiserver refuses them): they match no node.
+    cpus = names.LABEL_CPU_PER_NODE
+    assert candidate_names(edge(expression={"key": "zone", "operator": "NotIn"})) == []
+    assert candidate_names(edge(expression={"key": cpus, "operator": "Exists", "values": ["2"]})) == []
+    assert candidate_names(edge(expression={"key": cpus, "operator": "Gt", "values": ["1", "100"]})) == []
+    assert candidate_names(edge(expression={"key": cpus, "operator": "Gt", "values": [" 7"]})) == []
+    assert candidate_names(edge(expression={"key": cpus, "operator": "Gt", "values": ["7"]})) == [
+        "slurm-c1-big"
+    ]
+
+
+def test_candidates_follow_kube_schedulers_tolerations() -> None:
+    provider = {"key": names.TAINT_KEY, "value": names.TAINT_VALUE}
+    assert candidate_names(edge(toleration={**provider, "operator": "Bogus"})) == []
+    assert candidate_names(edge(toleration={**provider, "operator": "Equal"})) == fitting(Requirements())
+    cordoned = virtual_node("debug")
+    cordoned["spec"]["unschedulable"] = True
+    assert candidate_names(spec_for(Requirements()), [cordoned]) == []
+    tolerant = spec_for(Requirements())
+    tolerant["tolerations"].append({"key": "node.kubernetes.io/unschedulable", "operator": "Exists"})
+    assert candidate_names(tolerant, [cordoned]) == ["slurm-c1-debug"]
+    # An empty key with Exists tolerates every taint, the cordon's included.
+    assert candidate_names(edge(toleration={"operator": "Exists"}), [cordoned]) == ["slurm-c1-debug"]
 
 
 def test_pin_selects_exactly_one_node() -> None:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from wlmvk.core import scheduling
 from wlmvk_dev.apiserver import taints, timestamps
 
 Body = dict[str, Any]
@@ -87,15 +88,15 @@ def desired_taints(node: Mapping[str, Any], now: datetime) -> list[dict[str, Any
     ready = _condition(node, "Ready")
     status = ready.get("status") if ready is not None else None
     wanted: dict[str, bool] = {
-        taints.UNREACHABLE: status == "Unknown",
-        taints.NOT_READY: status == "False",
+        scheduling.TAINT_UNREACHABLE: status == "Unknown",
+        scheduling.TAINT_NOT_READY: status == "False",
     }
     result = current
     for key, present in wanted.items():
         for effect in ("NoSchedule", "NoExecute"):
             result = _ensure(result, key, effect, present, now)
     unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
-    result = _ensure(result, taints.UNSCHEDULABLE, "NoSchedule", unschedulable, now)
+    result = _ensure(result, scheduling.TAINT_UNSCHEDULABLE, "NoSchedule", unschedulable, now)
     return result if result != current else None
 
 
@@ -127,7 +128,7 @@ def eviction_due(pod: Mapping[str, Any], node: Mapping[str, Any], now: datetime)
     for taint in taints.node_taints(node):
         if taint.get("effect") != "NoExecute":
             continue
-        matching = [t for t in tolerations if taints.tolerates(t, taint)]
+        matching = [t for t in tolerations if scheduling.tolerates(t, taint)]
         if not matching:
             return True
         # As the taint manager: tolerations without tolerationSeconds only count when all lack it.

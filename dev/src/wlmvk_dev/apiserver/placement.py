@@ -24,8 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from wlmvk.core import scheduling
 from wlmvk.core.errors import InvalidInput
-from wlmvk_dev.apiserver import nodeaffinity, podresources, taints
+from wlmvk_dev.apiserver import podresources, taints
 
 Body = dict[str, Any]
 
@@ -87,17 +88,15 @@ def node_failures(
 ) -> list[str]:
     """Why ``node`` cannot take ``pod`` (empty when it can); the first failing filter decides."""
     tolerations = taints.pod_tolerations(pod)
-    if node.get("spec", {}).get("unschedulable") and not taints.tolerated(
-        tolerations, {"key": taints.UNSCHEDULABLE, "effect": "NoSchedule"}
-    ):
+    if node.get("spec", {}).get("unschedulable") and not scheduling.unschedulable_tolerated(tolerations):
         return [UNSCHEDULABLE]
-    taint = taints.first_untolerated(taints.node_taints(node), tolerations)
+    taint = scheduling.first_untolerated(taints.node_taints(node), tolerations)
     if taint is not None:
         return [f"node(s) had untolerated taint {taints.describe(taint)}"]
-    if not nodeaffinity.pod_matches_node(pod, node):
+    if not scheduling.affinity_matches(pod.get("spec") or {}, _labels(node), _name(node)):
         return [NOT_MATCHING]
     readiness = node_readiness_taint(node)
-    if readiness is not None and not taints.tolerated(tolerations, readiness):
+    if readiness is not None and not scheduling.tolerated(tolerations, readiness):
         return [NOT_READY]
     return podresources.insufficient(request, podresources.allocatable(node), usage.requested, usage.pods)
 
@@ -107,7 +106,7 @@ def node_readiness_taint(node: Body) -> dict[str, str] | None:
     ready = ready_condition(node)
     if ready is None or ready.get("status") == "True":
         return None
-    key = taints.UNREACHABLE if ready.get("status") == "Unknown" else taints.NOT_READY
+    key = scheduling.TAINT_UNREACHABLE if ready.get("status") == "Unknown" else scheduling.TAINT_NOT_READY
     return {"key": key, "effect": "NoSchedule"}
 
 
@@ -143,7 +142,7 @@ def _score(
     pod: Body, request: podresources.Resources, node: Body, usage: podresources.Usage
 ) -> tuple[int, int, float]:
     prefer_no = [t for t in taints.node_taints(node) if t.get("effect") == "PreferNoSchedule"]
-    intolerable = sum(1 for t in prefer_no if not taints.tolerated(taints.pod_tolerations(pod), t))
+    intolerable = sum(1 for t in prefer_no if not scheduling.tolerated(taints.pod_tolerations(pod), t))
     used = usage.requested
     free = podresources.allocatable(node)
     shares = [
@@ -152,9 +151,15 @@ def _score(
         if free.get(r, 0) > 0
     ]
     least_allocated = sum(shares) / len(shares) if shares else 0.0
-    return (nodeaffinity.preferred_weight(pod, node), -intolerable, least_allocated)
+    weight = scheduling.preferred_weight(pod.get("spec") or {}, _labels(node), _name(node))
+    return (weight, -intolerable, least_allocated)
 
 
 def _name(node: Body) -> str:
     name: str = node.get("metadata", {}).get("name", "")
     return name
+
+
+def _labels(node: Body) -> dict[str, str]:
+    labels: dict[str, str] = node.get("metadata", {}).get("labels") or {}
+    return labels

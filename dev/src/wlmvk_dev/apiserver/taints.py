@@ -1,9 +1,7 @@
-"""Taints and tolerations, as the TaintToleration filter and the node controllers see them.
+"""Taints as the in-memory server's controllers handle them: reading, naming, adding, removing.
 
-A toleration tolerates a taint when its effect is empty or equal, its key is
-empty or equal, and either its operator is Exists or (Equal / empty) its value
-equals the taint's. Only NoSchedule and NoExecute taints keep a pod off a node;
-PreferNoSchedule merely lowers the node's score.
+Whether a toleration tolerates a taint, and which effects keep a pod off a node, are
+kube-scheduler's rules in ``wlmvk.core.scheduling``, shared with the operator.
 """
 
 from __future__ import annotations
@@ -13,42 +11,6 @@ from typing import Any
 
 Taint = Mapping[str, Any]
 Toleration = Mapping[str, Any]
-
-UNREACHABLE = "node.kubernetes.io/unreachable"
-NOT_READY = "node.kubernetes.io/not-ready"
-UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """Kubernetes' ``Toleration.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
-def tolerated(tolerations: Iterable[Toleration], taint: Taint) -> bool:
-    return any(tolerates(t, taint) for t in tolerations)
-
-
-def first_untolerated(
-    taints: Iterable[Taint], tolerations: Iterable[Toleration], effects: tuple[str, ...] = FILTERING_EFFECTS
-) -> Taint | None:
-    """The first taint with one of ``effects`` that no toleration tolerates."""
-    tolerations = list(tolerations)
-    for taint in taints:
-        if taint.get("effect") in effects and not tolerated(tolerations, taint):
-            return taint
-    return None
 
 
 def describe(taint: Taint) -> str:

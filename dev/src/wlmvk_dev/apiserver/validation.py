@@ -2,9 +2,11 @@
 
 Names (DNS-1123 subdomain for most kinds, DNS-1123 label for namespaces, path segments
 for RBAC), label keys and values, and the pod fields a pod cannot exist without
-(``spec.containers``, each with a DNS-label ``name``). Messages are the real server's, so
-a bug that a cluster would refuse is refused here too. (A real server also requires each
-container's ``image``; this one does not, so tests may omit it.)
+(``spec.containers``, each with a DNS-label ``name``), and the node-affinity and
+toleration shapes kube-scheduler could not read (``core.scheduling`` says which).
+Messages are the real server's, so a bug that a cluster would refuse is refused here
+too. (A real server also requires each container's ``image``; this one does not, so
+tests may omit it.)
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wlmvk.core import scheduling
 from wlmvk_dev.apiserver.errors import Cause
 from wlmvk_dev.apiserver.resources import EVENTS, LEASES, NAMESPACES, PODS, Obj, ResourceInfo
 
@@ -121,24 +124,29 @@ def _labels(labels: Any) -> list[Cause]:
         return []
     causes = []
     for key, value in labels.items():
-        prefix, _, name = str(key).rpartition("/")
-        if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
-            causes.append(
-                Cause("metadata.labels", f"Invalid value: {_quote(key)}: prefix part {SUBDOMAIN_MSG}")
-            )
-        elif len(name) > 63 or not _LABEL_NAME.match(name):
-            causes.append(Cause("metadata.labels", f"Invalid value: {_quote(key)}: {LABEL_NAME_MSG}"))
+        causes += _label_key("metadata.labels", key)
         if not isinstance(value, str):
             causes.append(Cause("metadata.labels", f"Invalid value: {_quote(value)}: must be a string"))
-        elif len(value) > 63:
-            causes.append(
-                Cause(
-                    "metadata.labels", f"Invalid value: {_quote(value)}: must be no more than 63 characters"
-                )
-            )
-        elif not _LABEL_VALUE.match(value):
-            causes.append(Cause("metadata.labels", f"Invalid value: {_quote(value)}: {LABEL_VALUE_MSG}"))
+        else:
+            causes += _label_value("metadata.labels", value)
     return causes
+
+
+def _label_key(field: str, key: object) -> list[Cause]:
+    prefix, _, name = str(key).rpartition("/")
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        return [Cause(field, f"Invalid value: {_quote(key)}: prefix part {SUBDOMAIN_MSG}")]
+    if len(name) > 63 or not _LABEL_NAME.match(name):
+        return [Cause(field, f"Invalid value: {_quote(key)}: {LABEL_NAME_MSG}")]
+    return []
+
+
+def _label_value(field: str, value: str) -> list[Cause]:
+    if len(value) > 63:
+        return [Cause(field, f"Invalid value: {_quote(value)}: must be no more than 63 characters")]
+    if not _LABEL_VALUE.match(value):
+        return [Cause(field, f"Invalid value: {_quote(value)}: {LABEL_VALUE_MSG}")]
+    return []
 
 
 def pod_decoding_error(pod: Obj) -> str:
@@ -183,7 +191,63 @@ def _pod(spec: dict[str, Any]) -> list[Cause]:
                 causes.append(Cause(f"{path}.name", "Required value", "FieldValueRequired"))
             elif len(name) > 63 or not _DNS_LABEL.match(name):
                 causes.append(Cause(f"{path}.name", f"Invalid value: {_quote(name)}: {DNS_LABEL_MSG}"))
+    return causes + _node_affinity(spec) + _tolerations(spec)
+
+
+def _node_affinity(spec: dict[str, Any]) -> list[Cause]:
+    """The node-affinity shapes kube-scheduler could not parse (rules in ``core.scheduling``)."""
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    path = "spec.affinity.nodeAffinity"
+    causes = []
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        terms = required.get("nodeSelectorTerms") or []
+        where = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        if not terms:
+            causes.append(
+                Cause(
+                    where, "Required value: must have at least one node selector term", "FieldValueRequired"
+                )
+            )
+        for n, term in enumerate(terms):
+            causes += _term(f"{where}[{n}]", term)
+    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    for n, item in enumerate(preferred):
+        where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{n}].preference"
+        causes += _term(where, item.get("preference") or {})
     return causes
+
+
+def _term(path: str, term: dict[str, Any]) -> list[Cause]:
+    causes = []
+    for n, requirement in enumerate(term.get("matchExpressions") or []):
+        where = f"{path}.matchExpressions[{n}]"
+        causes += _problems(where, scheduling.requirement_problems(requirement))
+        causes += _label_key(f"{where}.key", requirement.get("key", ""))
+        for m, value in enumerate(requirement.get("values") or []):
+            causes += _label_value(f"{where}.values[{m}]", str(value))
+    for n, requirement in enumerate(term.get("matchFields") or []):
+        causes += _problems(
+            f"{path}.matchFields[{n}]", scheduling.requirement_problems(requirement, field=True)
+        )
+    return causes
+
+
+def _tolerations(spec: dict[str, Any]) -> list[Cause]:
+    causes = []
+    for n, toleration in enumerate(spec.get("tolerations") or []):
+        where = f"spec.tolerations[{n}]"
+        if toleration.get("key"):
+            causes += _label_key(f"{where}.key", toleration["key"])
+        causes += _problems(where, scheduling.toleration_problems(toleration))
+        if (toleration.get("operator") or "Equal") == "Equal":
+            # kube-apiserver names the operator as the field of a bad value.
+            causes += _label_value(f"{where}.operator", str(toleration.get("value") or ""))
+    return causes
+
+
+def _problems(path: str, problems: list[scheduling.Problem]) -> list[Cause]:
+    return [Cause(f"{path}.{p.field}", p.message, p.reason) for p in problems]
 
 
 POD_UPDATE_MSG = (
