@@ -11,6 +11,11 @@ from __future__ import annotations
 import math
 import re
 
+UNLIMITED_MEMORY_MB = 2**31 - 1
+"""MB standing for "no per-node limit known" where a number must be written (about 2 PiB): an
+original red-box answers ``memPerNode -1`` for a partition without MaxMemPerNode, and a node label
+must still compare (Gt) above any ``--mem`` and its capacity fit any memory request."""
+
 _SIZE = re.compile(r"(\d+)([KMGT]?)B?", re.IGNORECASE)
 _KB_PER_UNIT = {"K": 1, "": 1024, "M": 1024, "G": 1024**2, "T": 1024**3}
 

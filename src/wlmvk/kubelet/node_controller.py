@@ -24,6 +24,7 @@ from wlmvk.core.backend import Backend
 from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import PartitionResources
+from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import NODES, Body, labels_of, name_of, owner_reference
@@ -65,11 +66,12 @@ def resources_from_labels(labels: dict[str, str]) -> PartitionResources:
             return 0
 
     wall = number(names.LABEL_WALL_TIME)
+    memory = number(names.LABEL_MEM_PER_NODE)
     return PartitionResources(
         name=labels.get(names.LABEL_PARTITION, ""),
         nodes=number(names.LABEL_NODES),
         cpu_per_node=number(names.LABEL_CPU_PER_NODE),
-        mem_per_node=number(names.LABEL_MEM_PER_NODE),
+        mem_per_node=-1 if memory == UNLIMITED_MEMORY_MB else memory,
         wall_time=None if wall == UNLIMITED_WALL_TIME else wall,
         gpu_per_node=number(names.LABEL_GPU_PER_NODE),
     )

@@ -17,6 +17,7 @@ from wlmvk import __version__
 from wlmvk.core import names
 from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
+from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 
 Body = dict[str, Any]
 
@@ -69,8 +70,7 @@ def labels(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
         names.LABEL_CPU_PER_NODE: str(res.cpu_per_node),
         names.LABEL_WALL_TIME: str(UNLIMITED_WALL_TIME if res.wall_time is None else res.wall_time),
     }
-    if res.mem_per_node >= 0:
-        out[names.LABEL_MEM_PER_NODE] = str(res.mem_per_node)
+    out[names.LABEL_MEM_PER_NODE] = str(_memory(res))
     if res.gpu_per_node:
         out[names.LABEL_GPU_PER_NODE] = str(res.gpu_per_node)
     if ctx.agent_host:
@@ -87,6 +87,11 @@ def is_feature_label(key: str, res: PartitionResources, ctx: NodeContext) -> boo
     return key.startswith(f"{names.GROUP}/") and key not in labels(res, ctx)
 
 
+def _memory(res: PartitionResources) -> int:
+    """MB per node; no known limit (negative, an original red-box's -1) fits any request."""
+    return UNLIMITED_MEMORY_MB if res.mem_per_node < 0 else res.mem_per_node
+
+
 def taints() -> list[Body]:
     return [{"key": names.TAINT_KEY, "value": names.TAINT_VALUE, "effect": names.TAINT_EFFECT}]
 
@@ -95,7 +100,7 @@ def capacity(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
     nodes = max(res.nodes, 0)
     out = {
         "cpu": str(nodes * max(res.cpu_per_node, 0)),
-        "memory": f"{nodes * max(res.mem_per_node, 0)}Mi",
+        "memory": f"{nodes * _memory(res)}Mi",
         "pods": str(ctx.max_pods),
         "ephemeral-storage": "0",
     }

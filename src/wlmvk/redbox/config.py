@@ -69,15 +69,15 @@ class PartitionOverride:
 
     def apply(self, record: PartitionRecord) -> PartitionRecord:
         """The original's merge rule: a configured non-zero value wins unless auto_* is set."""
+        memory = self.mem_per_node if self.mem_per_node and not self.auto_mem_per_node else None
         return replace(
             record,
             nodes=self.nodes if self.nodes and not self.auto_nodes else record.nodes,
             cpu_per_node=(
                 self.cpu_per_node if self.cpu_per_node and not self.auto_cpu_per_node else record.cpu_per_node
             ),
-            mem_per_node=(
-                self.mem_per_node if self.mem_per_node and not self.auto_mem_per_node else record.mem_per_node
-            ),
+            mem_per_node=record.mem_per_node if memory is None else memory,
+            mem_limit=record.mem_limit if memory is None else memory,
             wall_time=self.wall_time if self.wall_time and not self.auto_wall_time else record.wall_time,
             features=record.features + self.additional_features,
         )

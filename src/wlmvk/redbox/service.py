@@ -399,6 +399,9 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     def _narrow_resources(self, wire: api.ResourcesResponse) -> api.ResourcesResponse:
         return wire
 
+    def _mem_per_node(self, record: parsing.PartitionRecord) -> int:
+        return record.mem_per_node
+
     async def _partition_records(self) -> dict[str, parsing.PartitionRecord]:
         """Slurm's partitions, shared for PARTITIONS_TTL seconds (one kubelet asks for each)."""
         if self._partitions_task is None or time.monotonic() - self._partitions_at > PARTITIONS_TTL:
@@ -430,7 +433,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             name=record.name,
             nodes=record.nodes,
             cpu_per_node=record.cpu_per_node,
-            mem_per_node=record.mem_per_node,
+            mem_per_node=self._mem_per_node(record),
             wall_time=record.wall_time,
             gpu_per_node=record.gpu_per_node,
             features=record.features,
@@ -500,6 +503,10 @@ class OriginalService(Service):
             wall_time=wire.wall_time,
             features=wire.features,
         )
+
+    def _mem_per_node(self, record: parsing.PartitionRecord) -> int:
+        # The original read only the partition's MaxMemPerNode, -1 when it is UNLIMITED.
+        return -1 if record.mem_limit is None else record.mem_limit
 
     async def _cluster_name(self) -> str:
         return ""

@@ -232,13 +232,14 @@ def resources_to_wire(res: PartitionResources) -> api.ResourcesResponse:
 
 
 def resources_from_wire(name: str, wire: api.ResourcesResponse) -> PartitionResources:
-    """An original red-box reports an unlimited partition as wallTime 0: that is 'no limit' too."""
+    """An original red-box reports an unlimited partition as wallTime 0: that is 'no limit' too;
+    its ``memPerNode -1`` (no MaxMemPerNode) stays negative: no limit known, not zero memory."""
     unlimited = wire.wall_time_unlimited or wire.wall_time <= 0
     return PartitionResources(
         name=name,
         nodes=wire.nodes,
         cpu_per_node=wire.cpu_per_node,
-        mem_per_node=max(wire.mem_per_node, 0),
+        mem_per_node=-1 if wire.mem_per_node < 0 else wire.mem_per_node,
         wall_time=None if unlimited else wire.wall_time,
         gpu_per_node=wire.gpu_per_node,
         features=tuple(Feature(name=f.name, version=f.version, quantity=f.quantity) for f in wire.features),

@@ -151,6 +151,11 @@ async def test_client_falls_back_on_an_original_red_box(redbox_factory, tmp_path
         with pytest.raises(GRPCError) as unimplemented:
             await api.WorkloadManagerStub(channel).job_states(api.JobStatesRequest(job_ids=[1]))
         assert unimplemented.value.status is Status.UNIMPLEMENTED
+        stub = api.WorkloadManagerStub(channel)
+        # The original reported only a partition's own MaxMemPerNode: -1 when it is UNLIMITED (debug).
+        assert (await stub.resources(api.ResourcesRequest(partition="debug"))).mem_per_node == -1
+        assert (await stub.resources(api.ResourcesRequest(partition="long"))).mem_per_node == 8000
+        assert (await client.resources("debug")).mem_per_node == -1, "no limit known, not 0 MB"
 
         job_id = await client.submit(JobSpec(script=script("sleep 2", "exit 4"), partition="debug"))
         seen: list[JobStatus] = []

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from wlmvk.core import names
 from wlmvk.core.jobs import Feature, PartitionResources
+from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kubelet import nodes
 from wlmvk.kubelet.node_controller import resources_from_labels
 
@@ -47,6 +48,15 @@ def test_capacity_is_nodes_times_per_node() -> None:
         "nvidia.com/gpu": "6",
     }
     assert "nvidia.com/gpu" not in nodes.capacity(UNLIMITED, CTX)
+
+
+def test_no_known_memory_limit_fits_any_request_and_reads_back() -> None:
+    # An original red-box's memPerNode -1: a label above any --mem, a capacity above any request.
+    res = PartitionResources("p", 2, 4, -1, None)
+    labels = nodes.labels(res, CTX)
+    assert labels[names.LABEL_MEM_PER_NODE] == str(UNLIMITED_MEMORY_MB)
+    assert nodes.capacity(res, CTX)["memory"] == f"{2 * UNLIMITED_MEMORY_MB}Mi"
+    assert resources_from_labels(labels).mem_per_node == -1
 
 
 def test_node_object() -> None:

@@ -225,6 +225,7 @@ def test_partitions_fix_the_original_mistakes() -> None:
     assert debug.features == (Feature(name="avx2", quantity=1),)
     assert debug.gpu_per_node == 2
     assert parts["long"].mem_per_node == 8000
+    assert (debug.mem_limit, parts["long"].mem_limit) == (None, 8000), "the partition's own MaxMemPerNode"
     assert parts["long"].wall_time == 86400
     assert parts["unlimited"].wall_time is None, "UNLIMITED MaxTime is not 0"
     assert parts["unlimited"].cpu_per_node == 1, "MaxCPUsPerNode caps the node's CPUs"

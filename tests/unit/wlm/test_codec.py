@@ -86,4 +86,4 @@ def test_resources_unlimited_wall_time_old_and_new() -> None:
     original = api.ResourcesResponse(nodes=1, cpu_per_node=2, mem_per_node=-1, wall_time=0)
     old = codec.resources_from_wire("u", original)
     assert old.wall_time is None
-    assert old.mem_per_node == 0
+    assert old.mem_per_node == -1, "no MaxMemPerNode: no limit known, not 0 MB"

@@ -389,6 +389,8 @@ class PartitionRecord:
     features: tuple[Feature, ...]
     default: bool
     state: str
+    mem_limit: int | None = None
+    """The partition's own MaxMemPerNode in MB; None when Slurm says UNLIMITED."""
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -474,6 +476,7 @@ def partition_records(output: str, nodes: Iterable[NodeRecord]) -> list[Partitio
                 features=tuple(Feature(name=f, quantity=q) for f, q in sorted(counts.items())),
                 default=record.get("Default", "NO") == "YES",
                 state=record.get("State", "UP"),
+                mem_limit=_memory_mb(mem_cap) if mem_cap[:1].isdigit() else None,
             )
         )
     return result
