@@ -3,9 +3,9 @@
 Unpacking is where a hostile archive strikes: an entry named
 ``../../.ssh/authorized_keys``, an absolute path, a symlink pointing out of
 the target followed by a file written through it, a device node. Tar
-entries go through the standard library's ``data`` filter, which refuses
-all of these (and its refusals become ``InvalidInput``); zip entries are
-checked the same way. Packing streams a tar archive from a worker thread
+entries go through ``core.tarsafe``, the one policy red-box and staging
+share, which refuses all of these with ``InvalidInput``; zip entries are
+checked for zip-slip. Packing streams a tar archive from a worker thread
 through a small bounded queue, so a large result directory is never held
 in memory.
 
@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from pathlib import Path
 from typing import IO, TypeVar
 
+from wlmvk.core import tarsafe
 from wlmvk.core.errors import InvalidInput, NotFound
 
 CHUNK = 256 * 1024
@@ -55,69 +56,12 @@ def _check(stop: threading.Event | None) -> None:
 
 
 def extract_tar(source: IO[bytes], dest: Path, stop: threading.Event | None = None) -> tuple[int, int]:
-    """Unpack a tar stream into ``dest`` safely; returns (regular files, their bytes).
+    """Unpack a tar stream into ``dest`` with the one safe-extraction policy (``core.tarsafe``).
 
-    Every entry is checked before it is written, with the rules of the
-    standard library's ``data`` filter (which only Python 3.11.4 and later
-    have, while login nodes often run an older 3.11): names stay inside
-    ``dest`` (a leading ``/`` is dropped, ``..`` and writes through links
-    that point out are refused), links may only point inside, devices and
-    fifos are refused, and owners and special mode bits are not restored.
+    Returns (regular files, their bytes).
     """
-    files = 0
-    size = 0
-    root = os.path.realpath(dest)
-    try:
-        with tarfile.open(fileobj=source, mode="r|*") as archive:
-            for member in archive:
-                _check(stop)
-                _check_member(member, root)
-                _extract_member(archive, member, root)
-                if member.isreg():
-                    files += 1
-                    size += member.size
-    except tarfile.TarError as exc:
-        raise InvalidInput(f"not a valid tar stream: {exc}") from exc
-    return files, size
-
-
-def _refuse(member: tarfile.TarInfo, why: str) -> InvalidInput:
-    return InvalidInput(f"refused tar entry {member.name!r}: {why}")
-
-
-def _inside(root: str, path: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root + os.sep)
-
-
-def _check_member(member: tarfile.TarInfo, root: str) -> None:
-    """Refuse what would escape ``root`` or is not a plain file, directory or inner link."""
-    if "\x00" in member.name or "\x00" in member.linkname:
-        raise _refuse(member, "NUL in a name")
-    member.name = member.name.lstrip("/")
-    target = os.path.join(root, member.name)
-    if not member.name or not _inside(root, target):
-        raise _refuse(member, "it would be written outside the destination")
-    if member.issym():
-        if os.path.isabs(member.linkname):
-            raise _refuse(member, "a link to an absolute path")
-        if not _inside(root, os.path.join(os.path.dirname(target), member.linkname)):
-            raise _refuse(member, "a link that points outside the destination")
-    elif member.islnk():
-        if os.path.isabs(member.linkname) or not _inside(root, os.path.join(root, member.linkname)):
-            raise _refuse(member, "a hard link to a file outside the destination")
-    elif not (member.isreg() or member.isdir()):
-        raise _refuse(member, "devices, fifos and other special files are not accepted")
-
-
-def _extract_member(archive: tarfile.TarFile, member: tarfile.TarInfo, root: str) -> None:
-    if hasattr(tarfile, "fully_trusted_filter"):
-        # Checked above already; the newer API only wants to be told so.
-        archive.extract(member, root, set_attrs=False, filter="fully_trusted")
-    else:
-        archive.extract(member, root, set_attrs=False)
-    if member.isreg():
-        os.chmod(os.path.join(root, member.name), (member.mode & 0o755) | 0o600)
+    totals = tarsafe.extract(source, dest, stopped=stop.is_set if stop is not None else lambda: False)
+    return totals.files, totals.bytes
 
 
 async def receive_tar(chunks: AsyncIterable[bytes], dest: Path) -> tuple[int, int]:

@@ -6,13 +6,10 @@ blocking file objects, so it runs in a worker thread and talks to the event
 loop through a small bounded queue: at most a few chunks are in memory,
 whatever the size of the tree.
 
-Extraction trusts nothing in the archive. Only regular files and
-directories are written; absolute names, ``..``, links, devices and FIFOs
-are refused with ``InvalidInput``. Paths are walked one component at a time
-with ``O_NOFOLLOW`` directory descriptors, so a symlink already present in
-the destination cannot redirect a write outside it. Files are created by
-this process, so they belong to its UID/GID; modes keep only the permission
-bits.
+Extraction trusts nothing in the archive: it follows ``core.tarsafe``, the one
+safe-extraction policy red-box's StageIn shares (relative names without ``..``,
+no write through any symlink, links kept only when they stay inside, no
+special files; files belong to this process).
 """
 
 from __future__ import annotations
@@ -25,20 +22,15 @@ import stat
 import tarfile
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wlmvk.core import tarsafe
 from wlmvk.core.errors import InvalidInput, NotFound
+from wlmvk.core.tarsafe import Totals as Totals  # what unpack returns
 
 CHUNK = 256 * 1024
 _DEPTH = 4  # chunks in flight between the thread and the loop
-
-
-@dataclass(frozen=True)
-class Totals:
-    files: int
-    bytes: int
 
 
 class _End:
@@ -184,7 +176,7 @@ async def unpack(chunks: AsyncIterable[bytes], destination: Path) -> Totals:
         future: Future[bytes | None] = asyncio.run_coroutine_threadsafe(queue.get(), loop)
         return future.result()
 
-    worker = loop.run_in_executor(None, _extract, _Reader(get), destination)
+    worker = loop.run_in_executor(None, tarsafe.extract, _Reader(get), destination)
     try:
         async for chunk in chunks:
             if not chunk:
@@ -211,78 +203,3 @@ async def _feed(queue: asyncio.Queue[bytes | None], item: bytes | None, worker: 
         return True
     put.cancel()
     return False
-
-
-def _extract(reader: _Reader, destination: Path) -> Totals:
-    files = size = 0
-    root = os.open(destination, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        with tarfile.open(fileobj=reader, mode="r|") as archive:  # type: ignore[call-overload]
-            for member in archive:
-                parts = _parts(member.name)
-                if member.isdir():
-                    if parts:
-                        os.close(_directory(root, parts))
-                    continue
-                if not member.isfile():
-                    raise InvalidInput(f"{member.name}: links and special files are not accepted")
-                if not parts:
-                    raise InvalidInput(f"{member.name!r} is not a file name")
-                source = archive.extractfile(member)
-                assert source is not None
-                size += _write(root, parts, source, member.mode)
-                files += 1
-    except tarfile.TarError as exc:
-        raise InvalidInput(f"not a valid tar stream: {exc}") from exc
-    finally:
-        os.close(root)
-    return Totals(files, size)
-
-
-def _parts(name: str) -> list[str]:
-    if name.startswith("/") or "\x00" in name:
-        raise InvalidInput(f"{name!r}: absolute names are not accepted")
-    parts = [part for part in name.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        raise InvalidInput(f"{name!r}: '..' would escape the destination")
-    return parts
-
-
-def _directory(root: int, parts: list[str]) -> int:
-    """A descriptor of ``root/parts...``, creating directories, never following a link."""
-    fd = os.dup(root)
-    for part in parts:
-        try:
-            os.mkdir(part, 0o755, dir_fd=fd)
-        except FileExistsError:
-            pass
-        try:
-            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-        except OSError as exc:
-            os.close(fd)
-            raise InvalidInput(f"{'/'.join(parts)}: {part} is not a directory here ({exc.strerror})") from exc
-        os.close(fd)
-        fd = child
-    return fd
-
-
-def _write(root: int, parts: list[str], source: Any, mode: int) -> int:
-    parent = _directory(root, parts[:-1])
-    try:
-        name = parts[-1]
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            if stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
-                os.unlink(name, dir_fd=parent)  # replace a link, never write through it
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-        try:
-            fd = os.open(name, flags, (mode & 0o777) or 0o644, dir_fd=parent)
-        except OSError as exc:
-            raise InvalidInput(f"{'/'.join(parts)}: cannot write ({exc.strerror})") from exc
-        written = 0
-        with os.fdopen(fd, "wb") as target:
-            while block := source.read(CHUNK):
-                target.write(block)
-                written += len(block)
-        return written
-    finally:
-        os.close(parent)

@@ -64,9 +64,35 @@ def test_extract_refuses_escapes_and_special_files(tmp_path: Path, member: tarfi
     assert not (tmp_path / "up").exists()
 
 
-def test_an_absolute_name_lands_inside(tmp_path: Path) -> None:
-    assert archives.extract_tar(tar_bytes((entry("/abs/f"), b"x")), tmp_path) == (1, 1)
-    assert (tmp_path / "abs" / "f").read_bytes() == b"x"
+def test_an_absolute_name_is_refused_as_staging_refuses_it(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="refused tar entry '/abs/f': an absolute name"):
+        archives.extract_tar(tar_bytes((entry("/abs/f"), b"x")), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_chain_of_inner_links_that_leads_out_is_refused(tmp_path: Path) -> None:
+    # Each link alone stays inside when it is written; together t -> x/u/.. -> ../ leads out.
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    source = tar_bytes(
+        (entry("x", tarfile.DIRTYPE), None),
+        (entry("t", tarfile.SYMTYPE, "x/u/.."), None),
+        (entry("x/u", tarfile.SYMTYPE, ".."), None),
+    )
+    with pytest.raises(InvalidInput, match="refused tar entry 't': a link that points outside"):
+        archives.extract_tar(source, dest)
+    assert not (dest / "t").is_symlink()
+    assert not (dest / "x" / "u").is_symlink()
+
+
+def test_a_file_written_through_a_link_of_the_archive_is_refused(tmp_path: Path) -> None:
+    source = tar_bytes(
+        (entry("sub", tarfile.DIRTYPE), None),
+        (entry("l", tarfile.SYMTYPE, "sub"), None),
+        (entry("l/f"), b"x"),
+    )
+    with pytest.raises(InvalidInput, match="refused tar entry 'l/f': l is not a directory here"):
+        archives.extract_tar(source, tmp_path)
 
 
 def test_a_file_written_through_an_inner_symlink_is_refused(tmp_path: Path) -> None:

@@ -109,8 +109,9 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarf
         ((member("/etc/evil"),), "absolute"),
         ((member("../evil"),), "escape"),
         ((member("a/../../evil"),), "escape"),
-        ((member("link", tarfile.SYMTYPE, "/etc/passwd"),), "links"),
-        ((member("hard", tarfile.LNKTYPE, "/etc/passwd"),), "links"),
+        ((member("link", tarfile.SYMTYPE, "/etc/passwd"),), "a link to an absolute path"),
+        ((member("link", tarfile.SYMTYPE, "../x"),), "a link that points outside the destination"),
+        ((member("hard", tarfile.LNKTYPE, "/etc/passwd"),), "a hard link to a file outside the destination"),
         ((member("dev", tarfile.CHRTYPE),), "special"),
         ((member("fifo", tarfile.FIFOTYPE),), "special"),
     ],
@@ -125,6 +126,23 @@ async def test_unsafe_members_are_refused(
     assert not (tmp_path / "evil").exists()
     assert not (tmp_path / "a" / "evil").exists()
     assert list(out.iterdir()) == []
+
+
+async def test_links_that_stay_inside_are_kept_as_links(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    members = (
+        member("d", tarfile.DIRTYPE),
+        member("d/data.txt"),
+        member("d/latest", tarfile.SYMTYPE, "data.txt"),
+        member("top", tarfile.SYMTYPE, "d/../d/data.txt"),
+        member("d/copy", tarfile.LNKTYPE, "d/data.txt"),
+    )
+    totals = await unpack(replay(archive(*members, data=b"abc")), out)
+    assert (totals.files, totals.bytes) == (1, 3)
+    assert os.readlink(out / "d" / "latest") == "data.txt"
+    assert (out / "top").read_bytes() == b"abc"
+    assert (out / "d" / "copy").stat().st_ino == (out / "d" / "data.txt").stat().st_ino
 
 
 async def test_a_link_in_the_destination_is_not_followed(tmp_path: Path) -> None:
