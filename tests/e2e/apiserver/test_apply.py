@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
+from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
 from wlmvk_dev.apiserver.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS, SECRETS
 
 pytestmark = pytest.mark.kubectl
@@ -167,7 +167,7 @@ async def test_get_and_delete_configmap(apiserver: RunningApiServer) -> None:
     as_yaml = await apiserver.kubectl("get", "configmap", "cm", "-o", "yaml")
     assert yaml.safe_load(as_yaml.stdout)["data"] == {"k": "v"}
     deleted = await apiserver.kubectl("delete", "configmap", "cm")
-    assert deleted.stdout.strip() == 'configmap "cm" deleted'
+    assert deleted.stdout.strip() == deleted_line('configmap "cm"')
     missing = await apiserver.kubectl("get", "configmap", "cm")
     assert missing.returncode == 1
     assert 'Error from server (NotFound): configmaps "cm" not found' in missing.stderr

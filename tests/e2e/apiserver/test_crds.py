@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
+from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
 from wlmvk_dev.apiserver.resources import GVR
 
 pytestmark = pytest.mark.kubectl
@@ -186,7 +186,7 @@ async def test_describe_and_delete_a_custom_resource(apiserver: RunningApiServer
     assert "Kind:         Gadget" in described.stdout
     assert "Size:   3" in described.stdout
     deleted = await apiserver.kubectl("delete", "gd", "g1")
-    assert deleted.stdout.strip() == 'gadget.demo.wlmvk.io "g1" deleted'
+    assert deleted.stdout.strip() == deleted_line('gadget.demo.wlmvk.io "g1"')
     assert apiserver.store.list(GADGETS).items == []
 
 

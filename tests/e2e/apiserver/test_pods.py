@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
+from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
 from wlmvk_dev.apiserver.resources import EVENTS, NODES, PODS
 from wlmvk_dev.apiserver.store import Store
 
@@ -197,7 +197,7 @@ async def test_graceful_pod_deletion_waits_for_the_kubelet(apiserver: RunningApi
     store.delete(PODS, "p1", "default", grace_period_seconds=0)
     done = await waiting
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == 'pod "p1" deleted'
+    assert done.stdout.strip() == deleted_line('pod "p1"')
 
 
 async def test_unbound_pod_is_deleted_at_once(apiserver: RunningApiServer) -> None:
