@@ -77,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--run-as-user", type=int, default=1000, help="UID of the staging pods")
     p.add_argument("--run-as-group", type=int, default=1000, help="GID of the staging pods")
     p.add_argument(
+        "--stage-timeout",
+        type=int,
+        default=3600,
+        help="seconds one staging transfer may take; the staging pod's activeDeadlineSeconds adds "
+        "300 s to start it",
+    )
+    p.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -127,6 +134,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             run_as_user=args.run_as_user,
             run_as_group=args.run_as_group,
             env=tuple(_pair(item) for item in args.stage_env),
+            timeout=args.stage_timeout,
         ),
         leader_election=args.leader_elect,
         lease_name=args.lease_name,

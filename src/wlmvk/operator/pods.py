@@ -23,7 +23,7 @@ from wlmvk.core.jobs import ContainerJobSpec
 from wlmvk.operator import placement
 from wlmvk.operator.directives import Requirements
 from wlmvk.operator.resources import Job, Staging
-from wlmvk.operator.settings import StagingSettings
+from wlmvk.operator.settings import START_GRACE, StagingSettings
 
 Body = dict[str, Any]
 
@@ -151,6 +151,7 @@ def _staging_pod(
     annotations: dict[str, str],
 ) -> Body:
     command = list(settings.command)
+    argv = [*argv, "--timeout", str(settings.timeout)]
     volume = dict(staging.volume)
     return {
         "apiVersion": "v1",
@@ -158,6 +159,7 @@ def _staging_pod(
         "metadata": _metadata(job, name, role, annotations),
         "spec": {
             "restartPolicy": "Never",
+            "activeDeadlineSeconds": settings.timeout + START_GRACE,
             "nodeSelector": {names.LABEL_HOSTNAME: placement.agent_host(node)},
             # The agent host may be a control-plane node.
             "tolerations": [

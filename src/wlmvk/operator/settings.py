@@ -26,6 +26,13 @@ class StagingSettings:
     image_pull_policy: str = "IfNotPresent"
     # Extra environment of the staging container (NAME, value) pairs.
     env: tuple[tuple[str, str], ...] = ()
+    # Seconds one transfer may take (``wlmvk stage --timeout``). The pod's activeDeadlineSeconds
+    # adds START_GRACE, so a stalled pod (a hung mount, an image never pulled) ends Failed too.
+    timeout: int = 3600
+
+
+START_GRACE = 300
+"""Seconds a staging pod may spend before its transfer starts: pulling the image, mounting."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import os
 import posixpath
 import stat
 import tarfile
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -35,6 +36,10 @@ _DEPTH = 4  # chunks in flight between the thread and the loop
 
 class _End:
     pass
+
+
+class _Stopped(Exception):
+    """The consumer left (a timeout, a failed upload): the producer thread ends at its next chunk."""
 
 
 _END = _End()
@@ -69,8 +74,11 @@ async def pack(source: Path) -> AsyncIterator[bytes]:
     _must_exist(source)
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes | _End | BaseException] = asyncio.Queue(_DEPTH)
+    stop = threading.Event()
 
     def put(item: bytes | _End | BaseException) -> None:
+        if stop.is_set():
+            raise _Stopped
         asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
 
     def produce() -> None:
@@ -80,8 +88,11 @@ async def pack(source: Path) -> AsyncIterator[bytes]:
                 _add_tree(archive, source)
             writer.flush()
             put(_END)
+        except _Stopped:
+            return
         except BaseException as exc:  # handed to the consumer, which raises it
-            put(exc)
+            with contextlib.suppress(_Stopped):
+                put(exc)
 
     worker = loop.run_in_executor(None, produce)
     try:
@@ -93,7 +104,9 @@ async def pack(source: Path) -> AsyncIterator[bytes]:
                 raise InvalidInput(f"cannot read {source}: {item}") from item
             yield item
     finally:
-        # Unblock a producer still waiting to put, then wait for it.
+        # Without the stop the thread would read the rest of the tree first: a --timeout or a
+        # failed upload would wait for every byte of the volume. Unblock its put, then wait.
+        stop.set()
         while not worker.done():
             with contextlib.suppress(asyncio.QueueEmpty):
                 queue.get_nowait()
@@ -188,9 +201,12 @@ async def unpack(chunks: AsyncIterable[bytes], destination: Path) -> Totals:
         return await worker
     finally:
         if not worker.done():
-            # The source failed midway: end the archive so the thread stops.
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(None)
+            # The source failed or timed out midway: end the archive so the thread stops. The
+            # queue is emptied first: with it full, the end would not fit and the thread would
+            # wait for it for ever after reading what was queued.
+            while not queue.empty():
+                queue.get_nowait()
+            queue.put_nowait(None)
             with contextlib.suppress(Exception):
                 await worker
 

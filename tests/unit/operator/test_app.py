@@ -43,6 +43,7 @@ def test_flags() -> None:
         "--stage-env=B=x=y",
         "--run-as-user=2000",
         "--run-as-group=3000",
+        "--stage-timeout=120",
         "--no-leader-elect",
         "--lease-duration=4",
         "--renew-interval=0.5",
@@ -54,6 +55,7 @@ def test_flags() -> None:
     assert settings.staging.command == ("python3", "-m", "wlmvk.cli")
     assert settings.staging.env == (("A", "1"), ("B", "x=y"))
     assert (settings.staging.run_as_user, settings.staging.run_as_group) == (2000, 3000)
+    assert settings.staging.timeout == 120
     assert settings.leader_election is False
 
 

@@ -236,7 +236,11 @@ def test_prepare_pod_runs_stage_in_on_the_agent_host() -> None:
         "/mnt/inputs",
         "--to",
         workdir,
+        "--timeout",
+        "3600",
     ]
+    # A stalled transfer ends: the command at its timeout, the pod at its deadline (the start added).
+    assert spec["activeDeadlineSeconds"] == 3600 + 300
     assert {m["mountPath"] for m in container["volumeMounts"]} == {"/mnt/inputs", "/red-box.sock"}
     socket = next(v for v in spec["volumes"] if "hostPath" in v and v["hostPath"]["type"] == "Socket")
     assert socket["hostPath"]["path"] == "/run/rb/c1.sock"
@@ -278,6 +282,7 @@ def test_the_whole_readme_session() -> None:
     assert args[args.index("--from") + 1] == "/jobs/default/prepare-and-results-u-1/bar"
     assert args[args.index("--to") + 1] == "/collect"
     assert collect["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "agent7"}
+    assert (args[args.index("--timeout") + 1], collect["spec"]["activeDeadlineSeconds"]) == ("3600", 3900)
     world.pods["prepare-and-results-job-collect"] = terminated(collect)
     world.step()
     assert world.status["status"] == "Succeeded"
