@@ -80,6 +80,8 @@ def _failed(argv0: str, stderr: str) -> Completed:
         ("sbatch", "sbatch_no_shebang.stderr", InvalidInput),
         ("sbatch", "sbatch_time_limit.stderr", InvalidInput),
         ("scontrol", "scontrol_job_unknown.stderr", NotFound),
+        # Caught while another process rewrote slurm.conf: the next try works, the job is fine.
+        ("sbatch", "sbatch_conf_unreadable.stderr", Unavailable),
     ],
 )
 def test_classify_captured_failures(argv0: str, fixture: str, error: type[Exception]) -> None:

@@ -37,6 +37,8 @@ _UNREACHABLE = (
     "Communication connection failure",
     "Slurm backup controller in standby mode",
     "Unable to establish connection",
+    # slurm.conf unreadable (being rewritten, say): the client cannot start, nothing was asked.
+    "Unable to process configuration file",
 )
 _NO_ACCOUNTING = ("accounting storage is disabled", "not running a supported accounting_storage")
 _UNKNOWN_JOB = "Invalid job id specified"
