@@ -435,6 +435,11 @@ class Demo:
         except KeyboardInterrupt:
             self.down()
             return 130
+        except Exception:
+            # Whatever went wrong, nothing the demo started is left running behind it.
+            if not self.args.keep:
+                self.down()
+            raise
         for failure in failures:
             self.progress.line(f"FAILED {failure}")
         if self.args.keep:
