@@ -21,8 +21,10 @@ the commit before a change, ``git archive REV src | tar -x -C DIR``; SRC is
 DIR/src), so a change is measured against its predecessor in the same run.
 
 Every arm submits to the same partition (the original needs one named). Each
-figure is the median of the rounds; the ratio is the arm's jobs/s over the
-loop's. ``--json FILE`` also writes the figures for ``bench/run-all``.
+figure is the median of the rounds; each ratio (to the loop, and of red-box to
+the original at the same concurrency) is taken within each round and the
+median of the rounds' ratios is printed: arms of one round share its minute
+of a shared machine. ``--json FILE`` also writes the figures for ``bench/run-all``.
 """
 
 from __future__ import annotations
@@ -156,6 +158,10 @@ async def measure(
     return rates
 
 
+def _ratio(arm: list[float], base: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(arm, base, strict=True))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("count", type=int, nargs="?", default=COUNT, help="jobs per arm and round")
@@ -168,15 +174,21 @@ def main() -> int:
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
     rates = asyncio.run(measure(args.count, args.rounds, concurrency, args.original, args.before))
-    loop = statistics.median(rates["loop"])
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
-    print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7}   rounds")
+    print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7}   rounds")
     figures = {}
     for name, values in rates.items():
-        median = statistics.median(values)
+        figure = {"jobs_per_s": statistics.median(values), "rounds": values}
+        # Each ratio is taken within a round (arms of one round share its minute of the
+        # machine), and the figure is the median of the rounds' ratios.
+        figure["x_loop"] = _ratio(values, rates["loop"])
+        original = rates.get("original@" + name.partition("@")[2])
+        if original is not None and "@" in name:
+            figure["x_original"] = _ratio(values, original)
         spread = " ".join(f"{v:.0f}" for v in values)
-        print(f"{name:<18} {median:7.1f} {median / loop:7.2f}   {spread}")
-        figures[name] = {"jobs_per_s": median, "x_loop": median / loop, "rounds": values}
+        versus = f"{figure['x_original']:7.2f}" if "x_original" in figure else " " * 7
+        print(f"{name:<18} {figure['jobs_per_s']:7.1f} {figure['x_loop']:7.2f} {versus}   {spread}")
+        figures[name] = figure
     if args.json:
         Path(args.json).write_text(json.dumps({"count": args.count, "arms": figures}, indent=1))
     return 0

@@ -9,7 +9,13 @@ The original Go red-box cannot be built in CI: when ``--original PATH`` (or
 ``WLMVK_ORIGINAL_REDBOX``) names a binary built from sylabs/wlm-operator,
 its arms run beside ours and that run is also kept as the recorded
 reference (``docs/raw/redbox-submit-reference.json``); runs without it show
-the reference's figures with the reference's date.
+the reference's figures with the reference's date. ``--before REV`` also
+runs red-box as it was at git revision REV, in the same run (how a change
+is shown against its predecessor).
+
+Benchmarks run: ``redbox_submit.py`` (submission) and ``kubelet_submit.py``
+(pods to jobs). The others in bench/ are listed in the docs with what they
+measure, without figures, until this script runs them.
 
     bench/run-all                 # run everything, rewrite the docs
     bench/run-all --docs-only     # rewrite the docs from docs/raw as it is
@@ -24,6 +30,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +41,32 @@ DOC = ROOT / "docs" / "performance.md"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- performance:begin -->", "<!-- performance:end -->"
 SUBMIT = "redbox-submit"
+PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
+NOT_RUN = [
+    (
+        "bench/kubelet_status_tick.py",
+        "Slurm commands red-box runs per kubelet status tick, 1000 held jobs, counted by shims on"
+        " red-box's PATH with ticks back to back: not what Slurm sees per minute at steady state"
+        " (red-box's own recorder also polls the same jobs; partition and node discovery are not"
+        " counted); slurmctld's own counters (`sdiag`) over a minute are the measure to take",
+    ),
+    (
+        "bench/kubelet_logs_latency.py",
+        "a line written by a job to the follower receiving it, with the follower on the kubelet's"
+        " own API: users go through kubectl and the API server's proxy, which this does not measure",
+    ),
+    (
+        "bench/kubelet_rss.py",
+        "kubelet resident memory with 10,000 pods on a stub backend, read once after a garbage"
+        " collection: not the peak, and neither red-box nor Slurm is in the loop",
+    ),
+    (
+        "bench/redbox_states.py",
+        "one JobStates call for 1000 jobs against a sequential loop of 1000 `scontrol show job`,"
+        " not against one `squeue`",
+    ),
+]
 
 
 def machine() -> dict[str, str]:
@@ -77,18 +109,39 @@ def run(name: str, argv: list[str]) -> dict[str, Any]:
 
 def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> list[str]:
     arms = result["arms"]
-    rows = ["| arm | jobs/s | x the sequential `sbatch` loop | rounds (jobs/s) |", "|---|---|---|---|"]
+    rows = [
+        "| arm | jobs/s | x the sequential `sbatch` loop | x the original, same concurrency "
+        "| rounds (jobs/s) |",
+        "|---|---|---|---|---|",
+    ]
     for name, arm in arms.items():
         rounds = " ".join(f"{r:.0f}" for r in arm["rounds"])
-        rows.append(f"| {describe(name)} | {arm['jobs_per_s']:.0f} | {arm['x_loop']:.2f} | {rounds} |")
+        versus = f"{arm['x_original']:.2f}" if "x_original" in arm else ""
+        rate = f"{arm['jobs_per_s']:.0f}"
+        rows.append(f"| {describe(name)} | {rate} | {arm['x_loop']:.2f} | {versus} | {rounds} |")
     if reference is not None and not any(n.startswith("original@") for n in arms):
         when = reference["machine"]["date"]
         for name, arm in reference["arms"].items():
             if name.startswith("original@"):
                 rows.append(
                     f"| {describe(name)} (recorded reference, {when}) | {arm['jobs_per_s']:.0f} "
-                    f"| {arm['x_loop']:.2f} (against that run's loop) | |"
+                    f"| {arm['x_loop']:.2f} (against that run's loop) | | |"
                 )
+    return rows
+
+
+def pods_table(result: dict[str, Any]) -> list[str]:
+    rows = [
+        "| round | sequential `sbatch` loop (s) | red-box alone (s) | pods through the kubelet (s) "
+        "| x the loop | x red-box's time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for number, r in enumerate(result["rounds"], 1):
+        rows.append(
+            f"| {number} | {r['loop_s']:.1f} | {r['redbox_s']:.1f} | {r['kubelet_s']:.1f} "
+            f"| {r['loop_s'] / r['kubelet_s']:.2f} | {r['kubelet_s'] / r['redbox_s']:.2f} |"
+        )
+    rows.append(f"| median | | | | {result['x_loop']:.2f} | {result['x_redbox_time']:.2f} |")
     return rows
 
 
@@ -100,16 +153,30 @@ def describe(arm: str) -> str:
         "redbox-keys": "red-box, idempotency keys (as the kubelet)",
         "redbox-nokeys": "red-box, no keys",
         "original": "the original Go red-box",
-        "before-keys": "red-box before the change, keys",
+        "before-keys": "red-box before the change (`--before`), keys",
     }
     text = words.get(name, name)
     return f"{text}, {concurrency} in flight" if concurrency else text
 
 
-def write_docs(submit: dict[str, Any]) -> None:
+def write_docs(submit: dict[str, Any], pods: dict[str, Any] | None) -> None:
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else None
     m = submit["machine"]
     table = submit_table(submit, reference)
+    pod_rows: list[str] = []
+    if pods is not None:
+        p = pods["machine"]
+        pod_rows = [
+            f"Pods to jobs, {p['date']} (load {p['load']}): `bench/kubelet_submit.py --pods {pods['pods']}`,"
+            f" {pods['workers']} submissions in flight; the time from creating the first pod to every pod"
+            " annotated with its job id, end to end (in-memory API server, kubelet, red-box, Slurm):",
+            "",
+            *pods_table(pods),
+        ]
+    not_run = [f"- `{script}`: {what}." for script, what in NOT_RUN]
+    before = []
+    if "before" in submit:
+        before = [f"The `--before` arms run red-box as of git revision {submit['before']}.", ""]
     doc = [
         "# Performance",
         "",
@@ -122,12 +189,28 @@ def write_docs(submit: dict[str, Any]) -> None:
         "## Submission",
         "",
         f"`bench/redbox_submit.py {submit['count']}`: every arm submits {submit['count']} held jobs per",
-        "round to one partition, arms interleaved round by round; the figure is the median of the",
-        f"rounds. Raw output: `docs/raw/{SUBMIT}.txt`. The original Go red-box is built by hand from",
-        "sylabs/wlm-operator (`go build ./cmd/red-box`), which CI cannot do: its figure is a",
-        "recorded reference unless the run had it.",
+        "round to one partition, arms interleaved round by round; jobs/s is the median of the",
+        "rounds, each ratio the median of the ratios taken within each round (arms of one round share",
+        f"its minute of the shared machine). Raw output: `docs/raw/{SUBMIT}.txt`. The original Go",
+        "red-box is built by hand from sylabs/wlm-operator (`go build ./cmd/red-box`), which CI",
+        "cannot do: its figure is a recorded reference unless the run had it.",
         "",
         *table,
+        "",
+        *before,
+        "## Pods to jobs",
+        "",
+        f"Raw output: `docs/raw/{PODS}.txt`. Each round runs the loop, red-box alone (the same jobs,"
+        " translated by the kubelet's code, before and after the kubelet: their mean), then the pods.",
+        "",
+        *(pod_rows or ["Not run yet."]),
+        "",
+        "## Not run by `bench/run-all` yet",
+        "",
+        "These scripts print their own figures; none is quoted here until this script runs it,",
+        "and each needs reframing first:",
+        "",
+        *not_run,
         "",
     ]
     DOC.write_text("\n".join(doc))
@@ -136,7 +219,7 @@ def write_docs(submit: dict[str, Any]) -> None:
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
         title = f"Submission, {m['date']}, {m['cores']} cores (from `docs/performance.md`):"
-        block = [BEGIN, title, "", *table, END]
+        block = [BEGIN, title, "", *table, "", *before, *pod_rows, END]
         README.write_text(head + "\n".join(block) + tail)
 
 
@@ -146,18 +229,39 @@ def main() -> int:
     p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
     p.add_argument("--count", type=int, default=300, help="jobs per submission arm and round")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--pods", type=int, default=1000, help="pods per round of kubelet_submit.py")
+    p.add_argument("--before", default="", help="also red-box as of this git revision (submission)")
     args = p.parse_args()
     RAW.mkdir(parents=True, exist_ok=True)
+    pods_file = RAW / f"{PODS}.json"
     if args.docs_only:
         submit = json.loads((RAW / f"{SUBMIT}.json").read_text())
+        pods = json.loads(pods_file.read_text()) if pods_file.exists() else None
     else:
         argv = ["redbox_submit.py", str(args.count), "--rounds", str(args.rounds)]
         if args.original:
             argv += ["--original", args.original]
-        submit = run(SUBMIT, argv)
+        with tempfile.TemporaryDirectory(prefix="before") as tree:
+            if args.before:
+                archive = subprocess.run(
+                    ["git", "archive", args.before, "src"], cwd=ROOT, capture_output=True, check=True
+                )
+                subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
+                project = subprocess.run(
+                    ["git", "show", f"{args.before}:pyproject.toml"], cwd=ROOT, capture_output=True, text=True
+                )
+                if "rust-codec" not in project.stdout:
+                    # That revision decoded messages in Python: hide the codec installed since.
+                    Path(tree, "src", "betterproto_rust_codec.py").write_text("raise ModuleNotFoundError\n")
+                argv += ["--before", f"{tree}/src"]
+            submit = run(SUBMIT, argv)
+        if args.before:
+            submit["before"] = args.before
+            (RAW / f"{SUBMIT}.json").write_text(json.dumps(submit, indent=1))
         if args.original:
             REFERENCE.write_text(json.dumps(submit, indent=1))
-    write_docs(submit)
+        pods = run(PODS, ["kubelet_submit.py", "--pods", str(args.pods), "--rounds", str(args.rounds)])
+    write_docs(submit, pods)
     print(f"wrote {DOC.relative_to(ROOT)} and the README's table")
     return 0
 
