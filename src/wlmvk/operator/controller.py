@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from wlmvk.core import names, tasks
-from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
+from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkError
 from wlmvk.kube import times
 from wlmvk.kube.backoff import Backoff
 from wlmvk.kube.bodies import NODES, PODS, Body, Resource, meta
@@ -78,6 +78,8 @@ class Controller:
         self._synced: set[str] = set()
         self._ready = asyncio.Event()
         self._expected = 4
+        # Resources whose pod the API server forbade: no create before ``until``, then the next delay.
+        self._refusals: dict[Key, _Refusal] = {}
 
     async def run(self) -> None:
         """Watch, and reconcile until cancelled."""
@@ -233,10 +235,18 @@ class Controller:
             now=times.rfc3339(),
         )
         log = _log.bind(kind=key[0], namespace=key[1], name=key[2])
+        refusal = self._refusals.get(key)
+        loop = asyncio.get_running_loop()
+        if (
+            refusal is not None
+            and loop.time() < refusal.until
+            and any(isinstance(action, reconcile.CreatePod) for action in actions)
+        ):
+            return  # backing off: the retry is already scheduled
         for action in actions:
             if isinstance(action, reconcile.CreatePod):
-                if not await self._create(body, action, log):
-                    return  # the resource failed: the rest of the plan no longer applies
+                if not await self._create(key, body, action, log):
+                    return  # refused: the rest of the plan no longer applies
             elif isinstance(action, reconcile.PatchStatus):
                 await self._patch_status(key, body, action.status, log)
             else:
@@ -244,8 +254,8 @@ class Controller:
                     _reference(body), type=action.type, reason=action.reason, message=action.message
                 )
 
-    async def _create(self, owner: Body, action: reconcile.CreatePod, log: Any) -> bool:
-        """Create a pod; False when the API server refused it (the resource is then Failed)."""
+    async def _create(self, key: Key, owner: Body, action: reconcile.CreatePod, log: Any) -> bool:
+        """Create a pod; False when the API server refused it (reported, and retried if it may pass)."""
         md = action.body["metadata"]
         where = (str(md["namespace"]), str(md["name"]))
         try:
@@ -253,25 +263,36 @@ class Controller:
         except AlreadyExists:
             log.debug("pod already exists", pod=where[1])
             return True
-        except InvalidInput as exc:
-            # The API server refused the pod (e.g. a volume it cannot accept): retrying cannot help.
-            log.warning("pod refused", pod=where[1], error=exc.message)
-            key = _key(owner, str(owner.get("kind", "")))
-            message = f"pod {where[1]} was refused: {exc.message}"
-            failed = {
-                **(owner.get("status") or {}),
-                "status": "Failed",
-                "reason": "PodRejected",
-                "message": message,
-            }
-            await self._patch_status(key, owner, failed, log)
-            await self.events.post(_reference(owner), type="Warning", reason="PodRejected", message=message)
+        except (InvalidInput, FailedPrecondition) as exc:
+            # 422: the pod cannot become valid. 403: admission or RBAC, which an administrator may change.
+            final = isinstance(exc, InvalidInput)
+            log.warning("pod refused", pod=where[1], error=exc.message, final=final)
+            for step in reconcile.refused(owner, where[1], exc.message, final=final, now=times.rfc3339()):
+                await self._apply_report(key, owner, step, log)
+            if not final:
+                self._back_off(key)
             return False
+        self._refusals.pop(key, None)
         if not _older(created, self.mirror.pods.get(where)):
             self.mirror.pods[where] = created  # unless the watch already brought a newer version
         log.info("created pod", pod=where[1])
         await self.events.post(_reference(owner), type="Normal", reason=action.reason, message=action.message)
         return True
+
+    async def _apply_report(self, key: Key, owner: Body, action: reconcile.Action, log: Any) -> None:
+        if isinstance(action, reconcile.PatchStatus):
+            await self._patch_status(key, owner, action.status, log)
+        elif isinstance(action, reconcile.Emit):
+            await self.events.post(
+                _reference(owner), type=action.type, reason=action.reason, message=action.message
+            )
+
+    def _back_off(self, key: Key) -> None:
+        refusal = self._refusals.setdefault(key, _Refusal())
+        delay = refusal.backoff.delay()
+        loop = asyncio.get_running_loop()
+        refusal.until = loop.time() + delay
+        loop.call_later(delay, self._enqueue, key)
 
     async def _patch_status(self, key: Key, body: Body, status: Body, log: Any) -> None:
         old = body.get("status") or {}
@@ -290,6 +311,20 @@ class Controller:
             self.mirror.jobs[key] = updated
         if status.get("status") != old.get("status"):
             log.info("status", status=status.get("status"), reason=status.get("reason"))
+
+
+@dataclass
+class _Refusal:
+    """A resource whose pod the API server forbade: retried after a growing delay (5 s to 5 min)."""
+
+    backoff: Backoff = field(
+        default_factory=lambda: Backoff(initial=REFUSAL_RETRY, maximum=REFUSAL_RETRY_MAX)
+    )
+    until: float = 0.0
+
+
+REFUSAL_RETRY = 5.0
+REFUSAL_RETRY_MAX = 300.0
 
 
 def _older(body: Body, known: Body | None) -> bool:

@@ -36,6 +36,8 @@ from wlmvk.operator.settings import OperatorSettings
 Body = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Cancelled"})
+ADMITTED = "Admitted"
+"""The condition of a resource whose pod the API server refused (False) and then let in (True)."""
 NORMAL = "Normal"
 WARNING = "Warning"
 
@@ -108,6 +110,40 @@ def decide(
     return _report(old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0))
 
 
+def refused(body: Body, pod: str, message: str, *, final: bool, now: str) -> list[Action]:
+    """What to report when the API server refused to create ``pod`` (``message`` is its answer).
+
+    A pod the API server finds invalid (422) stays invalid: the resource fails (PodRejected). A
+    forbidden one (403: an admission policy, Pod Security, RBAC) may be let in once an
+    administrator changes the rule: the resource keeps its status, says why it does not go on
+    (condition Admitted=False, reason PodRefused) and the controller retries with a backoff. One
+    Warning Event per distinct refusal, not one per retry.
+    """
+    old = dict(body.get("status") or {})
+    text = f"pod {pod} was refused: {message}"
+    outcome = _Outcome(fields={})
+    for kind, before in _conditions(old).items():
+        outcome.conditions[kind] = (
+            str(before.get("status")),
+            str(before.get("reason")),
+            str(before.get("message")),
+        )
+    if final:
+        outcome.end("Failed", "PodRejected", text)
+    else:
+        outcome.condition(ADMITTED, False, "PodRefused", text)
+        outcome.end(str(old.get("status") or "Pending"), "PodRefused", text)
+    status = _status(
+        old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0)
+    )
+    actions: list[Action] = []
+    if status != old:
+        actions.append(PatchStatus(status))
+    if old.get("reason") != status["reason"] or old.get("message") != text:
+        actions.append(Emit(WARNING, status["reason"], text))
+    return actions
+
+
 def _steps(
     job: Job,
     request: directives.Requirements,
@@ -116,6 +152,9 @@ def _steps(
     settings: OperatorSettings,
 ) -> _Outcome:
     outcome = _Outcome()
+    if ADMITTED in _conditions(dict(job.status)):
+        # Applied only after this pass's pods were created (a status patch follows the creates).
+        outcome.condition(ADMITTED, True, "Admitted")
     working_dir = job.working_dir(settings.work_root)
     outcome.fields["workingDir"] = working_dir
     job_body = by_name.get(job.job_pod_name)

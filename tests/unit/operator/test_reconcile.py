@@ -445,3 +445,59 @@ def test_long_names_still_make_valid_labels() -> None:
     assert len(value) <= 63
     assert value == label_value(name) != label_value(name[:-1] + "c")
     assert label_value("short") == "short"
+
+
+# -- a pod the API server refuses ------------------------------------------------------------------------
+
+
+def test_a_forbidden_pod_keeps_the_status_and_says_why_once() -> None:
+    world = readme_job()
+    world.step()
+    body = world.body
+    forbidden = "pods is forbidden: hostPath volumes are not allowed here"
+    first = reconcile.refused(body, "p-prepare", forbidden, final=False, now="2026-12-03T15:00:00Z")
+    patch = next(a for a in first if isinstance(a, reconcile.PatchStatus)).status
+    text = f"pod p-prepare was refused: {forbidden}"
+    assert (patch["status"], patch["reason"], patch["message"]) == ("Preparing", "PodRefused", text)
+    assert [(c["status"], c["reason"]) for c in patch["conditions"] if c["type"] == "Admitted"] == [
+        ("False", "PodRefused")
+    ]
+    assert patch["node"] == world.status["node"], "what the status said stays"
+    assert [(a.type, a.reason, a.message) for a in first if isinstance(a, reconcile.Emit)] == [
+        ("Warning", "PodRefused", text)
+    ]
+    # The same refusal on the next retry: nothing new to write, no second Event.
+    again = reconcile.refused(
+        {**body, "status": patch}, "p-prepare", forbidden, final=False, now="2026-12-03T15:01:00Z"
+    )
+    assert again == []
+
+
+def test_an_invalid_pod_fails_the_resource() -> None:
+    world = readme_job()
+    world.step()
+    body = world.body
+    actions = reconcile.refused(
+        body, "p-prepare", "spec.volumes[0]: Invalid", final=True, now="2026-12-03T15:00:00Z"
+    )
+    patch = next(a for a in actions if isinstance(a, reconcile.PatchStatus)).status
+    assert (patch["status"], patch["reason"]) == ("Failed", "PodRejected")
+    assert patch["completionTime"] == "2026-12-03T15:00:00Z"
+    assert [(a.type, a.reason) for a in actions if isinstance(a, reconcile.Emit)] == [
+        ("Warning", "PodRejected")
+    ]
+
+
+def test_a_refused_resource_is_admitted_once_its_pod_is_created() -> None:
+    world = readme_job()
+    forbidden = "pods is forbidden: not now"
+    refusal = reconcile.refused(world.body, "p", forbidden, final=False, now="t")
+    world.body = {
+        **world.body,
+        "status": next(a for a in refusal if isinstance(a, reconcile.PatchStatus)).status,
+    }
+    assert creates(world.step()) == ["prepare-and-results-job-prepare"]
+    assert [(c["status"], c["reason"]) for c in world.status["conditions"] if c["type"] == "Admitted"] == [
+        ("True", "Admitted")
+    ]
+    assert world.status["reason"] == "Preparing"
