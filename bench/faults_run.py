@@ -80,7 +80,7 @@ def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
         deadline = time.monotonic() + 90
         while not await asyncio.to_thread(_slurmctld_up):
             if time.monotonic() > deadline:
-                tally.problems.append("slurmctld did not come back; running scripts/slurm-local up")
+                tally.round_problem("slurmctld did not come back; running scripts/slurm-local up")
                 await asyncio.to_thread(subprocess.run, [str(ROOT / "scripts" / "slurm-local"), "up"])
                 break
             await asyncio.sleep(0.5)

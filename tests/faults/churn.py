@@ -14,7 +14,13 @@ comment), never from the kubelet's records:
 - lost: a pod left with no job, or whose job ended without the pod reaching
   its terminal phase;
 - orphaned: a deleted pod whose job is still pending or running in Slurm;
-- spurious failures: a pod marked Failed although its job succeeded.
+- spurious failures: a pod whose job should complete (every pod not deleted
+  runs ``true``) that ended Failed, whatever Slurm says of its job;
+- round problems: what went wrong in the round itself rather than in one
+  pod's accounting (a pod never created, pods that did not settle, a node
+  that never went NotReady or did not come back).
+
+A round without a fault (``no_fault``) is the baseline row: every count zero.
 
 Used by the fast tests in this directory (small counts) and by
 bench/faults_run.py (the long run that prints the table in docs/reliability.md).
@@ -62,19 +68,29 @@ class Tally:
     lost: int = 0
     orphaned: int = 0
     spurious: int = 0
+    round_problems: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
+    def round_problem(self, text: str) -> None:
+        """Something wrong with the round itself (not one pod's count): a column of its own."""
+        self.round_problems += 1
+        self.problems.append(text)
+
     @property
     def clean(self) -> bool:
-        return not (self.duplicates or self.lost or self.orphaned or self.spurious or self.problems)
+        counts = (self.duplicates, self.lost, self.orphaned, self.spurious, self.round_problems)
+        return not (any(counts) or self.problems)
 
-    HEADER = ("fault", "rounds", "pods", "duplicates", "lost", "orphaned", "spurious failures", "seconds")
+    HEADER = (
+        "fault", "rounds", "pods", "duplicates", "lost", "orphaned", "spurious failures", "round problems",
+        "seconds",
+    )  # fmt: skip
 
     def cells(self) -> tuple[str, ...]:
         return (
             self.fault, str(self.rounds), str(self.pods), str(self.duplicates), str(self.lost),
-            str(self.orphaned), str(self.spurious), f"{self.seconds:.0f}",
+            str(self.orphaned), str(self.spurious), str(self.round_problems), f"{self.seconds:.0f}",
         )  # fmt: skip
 
 
@@ -269,9 +285,9 @@ async def churn_round(
                 for n, p in current.items()
                 if n in doomed or p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
             }
-            tally.problems.append(f"{prefix}: pods did not settle in {settle:.0f} s: {stuck}")
+            tally.round_problem(f"{prefix}: pods did not settle in {settle:.0f} s: {stuck}")
         await asyncio.sleep(2)  # a late duplicate would show in squeue by now
-        _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally)
+        _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
     finally:
         cancel_keys(set(uids.values()))
         await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in scripts])
@@ -281,13 +297,18 @@ async def churn_round(
 
 
 def _audit(
-    current: dict[str, Body], scripts: dict[str, str], doomed: set[str], uids: dict[str, str], tally: Tally
+    current: dict[str, Body],
+    scripts: dict[str, str],
+    doomed: set[str],
+    uids: dict[str, str],
+    tally: Tally,
+    jobs: dict[str, dict[str, str]],
 ) -> None:
-    jobs = slurm_jobs_by_key()
+    """Count a settled round into ``tally``; ``jobs`` is Slurm's view (``slurm_jobs_by_key``)."""
     for name in scripts:
         uid = uids.get(name)
         if uid is None:
-            tally.problems.append(f"{name}: never created")
+            tally.round_problem(f"{name}: never created")
             continue
         found = jobs.get(uid, {})
         if len(found) > 1:
@@ -299,13 +320,13 @@ def _audit(
                 tally.problems.append(f"{name}: deleted, job {found} alive")
             continue
         phase = current.get(name, {}).get("status", {}).get("phase")
-        states = set(found.values())
         if not found or phase not in ("Succeeded", "Failed"):
             tally.lost += 1
             tally.problems.append(f"{name}: phase {phase}, jobs {found}")
-        elif phase == "Failed" and states <= {"COMPLETED"}:
+        elif phase == "Failed":
+            # Its script is ``true``: nothing but a fault mishandled can fail it, whatever Slurm says.
             tally.spurious += 1
-            tally.problems.append(f"{name}: Failed, but Slurm says {found}")
+            tally.problems.append(f"{name}: Failed, Slurm says {found}")
 
 
 # --- faults ---------------------------------------------------------------------------------
@@ -394,10 +415,10 @@ def redbox_outages(
     ) -> None:
         await down()
         if not await wait_for(lambda: node_not_ready(kube), 30, every=0.25):
-            tally.problems.append(f"{label}: the node never went NotReady")
+            tally.round_problem(f"{label}: the node never went NotReady")
         await up()
         if not await wait_for(lambda: node_ready(kube), 60, every=0.25):
-            tally.problems.append(f"{label}: the node did not come back Ready")
+            tally.round_problem(f"{label}: the node did not come back Ready")
 
     async def kill() -> None:
         box.kill()

@@ -78,6 +78,16 @@ def _report(tally: churn.Tally, rig: Rig) -> str:
 
 
 @pytest.mark.kube_any
+async def test_no_fault_baseline(rig: Rig) -> None:
+    """The row every fault is compared with: the same round with nothing broken, every count zero."""
+    rng = random.Random(7)
+    tally = churn.Tally("none (baseline)")
+    await churn.churn_round(rig.kube, pods=8, fault=churn.no_fault(), tally=tally, rng=rng)
+    assert tally.cells()[1:-1] == ("1", "8", "0", "0", "0", "0", "0"), _report(tally, rig)
+    assert tally.clean, _report(tally, rig)
+
+
+@pytest.mark.kube_any
 async def test_kill_9_of_the_kubelet_mid_churn(rig: Rig) -> None:
     rng = random.Random(8)
     tally = churn.Tally("kubelet kill -9")
