@@ -43,6 +43,8 @@ ANNOTATION_CONTAINER_JOB = f"{GROUP}/container-job"
 # staging pods mount the socket of the cluster their job runs on (several
 # clusters can share one agent host).
 ANNOTATION_RED_BOX_SOCKET = f"{GROUP}/red-box-socket"
+# On a virtual node whose red-box serves only the original API, which ignores a job's working dir.
+ANNOTATION_WORKING_DIR_IGNORED = f"{GROUP}/working-dir-ignored"
 DEFAULT_RED_BOX_SOCKET = "/var/run/syslurm/red-box.sock"
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"

@@ -119,7 +119,9 @@ class NodeController:
                 )
         try:
             info = await self._backend.info()
-            self._context = replace(self._context, wlm_version=info.version.strip())
+            self._context = replace(
+                self._context, wlm_version=info.version.strip(), original_api=not info.extensions
+            )
         except WlmvkError as exc:
             _log.warning("red-box info unavailable", error=str(exc))
         await self.discover()
@@ -184,7 +186,14 @@ class NodeController:
                 if key.startswith(f"{names.GROUP}/") and key not in wanted
             }
             patch = {
-                "metadata": {"labels": {**stale, **wanted}, "annotations": body["metadata"]["annotations"]},
+                "metadata": {
+                    "labels": {**stale, **wanted},
+                    # null removes the mark of an original red-box that has since been replaced
+                    "annotations": {
+                        names.ANNOTATION_WORKING_DIR_IGNORED: None,
+                        **body["metadata"]["annotations"],
+                    },
+                },
                 "spec": {"taints": nodes.taints()},
             }
             updated = await self._client.patch(NODES, name, patch)

@@ -37,6 +37,9 @@ class NodeContext:
     max_pods: int = 1000
     red_box_socket: str = ""
     wlm_version: str = ""
+    # red-box serves only the original API (no extensions): it runs jobs where it stands, not in
+    # the working dir asked for; the node says so, and the operator reports no working dir.
+    original_api: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,8 @@ def node_object(
     annotations = {"node.alpha.kubernetes.io/ttl": "0"}
     if ctx.red_box_socket:
         annotations[names.ANNOTATION_RED_BOX_SOCKET] = ctx.red_box_socket
+    if ctx.original_api:
+        annotations[names.ANNOTATION_WORKING_DIR_IGNORED] = "true"
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -107,6 +107,8 @@ def decide(
         outcome.end("Failed", "InvalidSpec", exc.message)
     else:
         outcome = _steps(job, pods.requirements_of(job, request), by_name, nodes, settings)
+        if _ignores_working_dir(_node(nodes, str(outcome.fields.get("node") or old.get("node") or ""))):
+            outcome.fields["workingDir"] = None  # an original red-box ran the job elsewhere
     return _report(old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0))
 
 
@@ -355,6 +357,11 @@ def _node(nodes: Sequence[Body], name: str) -> Body | None:
         if (node.get("metadata") or {}).get("name") == name:
             return node
     return None
+
+
+def _ignores_working_dir(node: Body | None) -> bool:
+    annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
+    return annotations.get(names.ANNOTATION_WORKING_DIR_IGNORED) == "true"
 
 
 def _partition(node: Body | None) -> str:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wlmvk.core import names
 from wlmvk.core.jobs import Feature, PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
@@ -104,3 +106,14 @@ def test_resources_from_labels_round_trip() -> None:
         assert (back.name, back.nodes, back.cpu_per_node, back.mem_per_node, back.wall_time) == (
             res.name, res.nodes, res.cpu_per_node, res.mem_per_node, res.wall_time,
         )  # fmt: skip
+
+
+def test_a_node_of_an_original_red_box_says_it_ignores_the_working_dir() -> None:
+    old = replace(CTX, original_api=True)
+    args = {"heartbeat": "2026-12-02T14:10:00Z", "ready_since": "2026-12-02T14:00:00Z"}
+    annotations = nodes.node_object(DEBUG, old, UP, **args)["metadata"]["annotations"]
+    assert annotations[names.ANNOTATION_WORKING_DIR_IGNORED] == "true"
+    assert (
+        names.ANNOTATION_WORKING_DIR_IGNORED
+        not in nodes.node_object(DEBUG, CTX, UP, **args)["metadata"]["annotations"]
+    )

@@ -501,3 +501,16 @@ def test_a_refused_resource_is_admitted_once_its_pod_is_created() -> None:
         ("True", "Admitted")
     ]
     assert world.status["reason"] == "Preparing"
+
+
+def test_no_working_dir_on_a_node_whose_original_red_box_ignores_it() -> None:
+    node = virtual_node()
+    node["metadata"]["annotations"] = {names.ANNOTATION_WORKING_DIR_IGNORED: "true"}
+    world = World(slurmjob(), [node])
+    world.step()
+    assert world.status["workingDir"] == "/jobs/default/sj1-u-1", "no node yet: the one asked for"
+    name = node["metadata"]["name"]
+    world.pods["sj1-job"] = scheduled(world.pods["sj1-job"], name, job_id="7", phase="Running")
+    world.step()
+    assert world.status["node"] == name
+    assert "workingDir" not in world.status
