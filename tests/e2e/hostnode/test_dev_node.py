@@ -12,9 +12,11 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +39,15 @@ class Node:
     port: int
 
 
+def image_under_tmp() -> Path:
+    """An "image" whose files live under /tmp, which a pod's emptyDir may cover."""
+    image = Path(tempfile.mkdtemp(prefix="dev-node-image-", dir="/tmp"))
+    image.chmod(0o755)
+    (image / "entrypoint").write_text('#!/bin/sh\necho from-the-image-files "$@"\n')
+    (image / "entrypoint").chmod(0o755)
+    return image
+
+
 @pytest.fixture
 async def node(apiserver: Any) -> AsyncIterator[Node]:
     """The node process, registered; stopped with SIGTERM, which it must answer with exit code 0."""
@@ -51,6 +62,8 @@ async def node(apiserver: Any) -> AsyncIterator[Node]:
     ]
     argv += ["--name", name, "--port", "0", "--renew-interval", "0.5", "--restart-backoff", "0.2"]
     argv += ["--image", "entry:1=/bin/echo from-the-entrypoint", "--log-level", "warning"]
+    image = image_under_tmp()
+    argv += ["--image", f"kept:1={image}/entrypoint", "--image-path", str(image)]
     proc = await asyncio.create_subprocess_exec(sys.executable, *argv, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
@@ -165,6 +178,16 @@ async def test_a_container_without_command_runs_the_program_given_for_its_image(
     await apply(apiserver, body)
     await phase_becomes(apiserver, "entry", "Succeeded")
     assert (await apiserver.kubectl("logs", "entry")).stdout == "from-the-entrypoint me\n"
+
+
+async def test_an_images_files_stay_visible_under_a_volume_covering_them(apiserver: Any, node: Node) -> None:
+    body = pod(node, "kept", "unused", container={"image": "kept:1", "args": ["ok"]})
+    del body["spec"]["containers"][0]["command"]
+    body["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}]
+    await apply(apiserver, body)
+    await phase_becomes(apiserver, "kept", "Succeeded")
+    assert (await apiserver.kubectl("logs", "kept")).stdout == "from-the-image-files ok\n"
 
 
 async def test_containers_find_the_api_server_as_in_cluster_clients_do(apiserver: Any, node: Node) -> None:

@@ -255,6 +255,9 @@ class Demo:
             argv += ["--kubeconfig", self.kube_local("node-kubeconfig", name).strip()]
             argv += ["--labels", f"node-role.kubernetes.io/control-plane=,{RED_BOX_LABEL}=true"]
             argv += ["--image", f"{IMAGE}={self.wlmvk_for(user)}"]
+            # What that program runs from stays visible under the pods' volumes (an emptyDir on /tmp).
+            for path in [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]:
+                argv += ["--image-path", path]
             self.procs.start("node", argv)
             condition = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
 

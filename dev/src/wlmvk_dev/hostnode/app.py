@@ -50,6 +50,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         metavar="IMAGE=COMMAND",
         help="run COMMAND for a container of IMAGE that sets no command (its entrypoint); repeatable",
     )
+    p.add_argument(
+        "--image-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a host directory the --image programs need, kept visible under their volumes; repeatable",
+    )
     p.add_argument("--isolation", choices=("auto", "namespace", "symlink"), default="auto", help="volumes")
     p.add_argument("--renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     p.add_argument("--restart-backoff", type=float, default=10.0, help="first container restart back-off")
@@ -72,6 +79,7 @@ def config_from(args: argparse.Namespace) -> NodeConfig:
         renew_interval=args.renew_interval,
         restart_backoff=args.restart_backoff,
         images=dict(parse_image(item) for item in args.image),
+        image_paths=tuple(args.image_path),
     )
 
 

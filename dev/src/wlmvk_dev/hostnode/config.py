@@ -52,6 +52,9 @@ class NodeConfig:
     max_restart_backoff: float = 300.0
     images: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Image -> the local program standing in for its entrypoint (nothing is pulled)."""
+    image_paths: tuple[str, ...] = ()
+    """Host paths that program needs (its checkout, its virtualenv): the stand-in for the image's
+    own files, visible to it where they are even when a volume covers them (an emptyDir on /tmp)."""
     service_env: Mapping[str, str] = field(default_factory=dict)
     """The ``kubernetes`` Service's variables every container gets (KUBERNETES_SERVICE_HOST...)."""
 

@@ -48,6 +48,8 @@ class LaunchSpec:
     mounts: list[dict[str, Any]] = field(default_factory=list)
     isolation: str = "auto"
     """``auto`` (mount namespace, else symbolic links), ``namespace`` or ``symlink``."""
+    keep: list[str] = field(default_factory=list)
+    """Host paths the process sees where they are even under its volumes (an image's own files)."""
 
 
 class Process:
@@ -94,6 +96,7 @@ async def start(spec: LaunchSpec, *, log: hostlogs.LogWriter, scratch: Path) -> 
         "groups": spec.groups,
         "mounts": spec.mounts,
         "isolation": spec.isolation,
+        "keep": spec.keep,
         "created": str(created_path),
         "error_fd": write_end,
     }

@@ -119,6 +119,11 @@ def container_env(
     return env
 
 
+def runs_image(container: Mapping[str, Any], images: Mapping[str, Sequence[str]] | None) -> bool:
+    """Whether the container runs the local program standing in for its image's entrypoint."""
+    return not container.get("command") and bool(images) and str(container.get("image", "")) in (images or {})
+
+
 def command_line(
     container: Mapping[str, Any],
     env: Mapping[str, str],

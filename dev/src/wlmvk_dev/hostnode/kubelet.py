@@ -73,6 +73,7 @@ class HostKubelet:
             events=self.events,
             allocatable=nodes.capacity(config),
             images=config.images,
+            image_paths=config.image_paths,
             service_env=config.service_env,
         )
         self.workers: dict[str, PodWorker] = {}

@@ -73,12 +73,25 @@ def launch(spec: dict[str, Any]) -> None:
         # Every source is pinned before the first mount: a volume mounted over /tmp must not
         # hide the host's /tmp/x that another volume comes from (a runtime sees the host's paths).
         pinned = [_pin(mount) for mount in ordered] if namespace else []
+        kept = (
+            [_pin({"source": path, "target": path}) for path in spec.get("keep") or []] if namespace else []
+        )
         for n, mount in enumerate(ordered):
             if namespace:
                 _bind(mount, pinned[n], done, created)
             else:
                 _link(mount, done, created)
             done.append(mount)
+        # An image's own files (here: host paths standing in for them) stay where they are,
+        # also under a volume that covers them: bound again on top of it.
+        for path, fd in zip(spec.get("keep") or [], kept, strict=True):
+            if any(
+                path == m["target"].rstrip("/") or path.startswith(m["target"].rstrip("/") + "/")
+                for m in done
+            ):
+                _bind({"source": path, "target": path, "readOnly": True}, fd, done, created)
+            else:
+                os.close(fd)
     if report is not None:
         with report:
             json.dump(created, report)

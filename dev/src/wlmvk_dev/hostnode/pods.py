@@ -77,6 +77,7 @@ class HostContext:
     events: EventQueue
     allocatable: Mapping[str, str]
     images: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    image_paths: tuple[str, ...] = ()
     service_env: Mapping[str, str] = field(default_factory=dict)
     in_use: Counter[str] = field(default_factory=Counter)
     created: set[str] = field(default_factory=set)
@@ -561,6 +562,7 @@ class PodWorker:
             groups=groups,
             mounts=mounts,
             isolation=self.ctx.isolation,
+            keep=list(self.ctx.image_paths) if podenv.runs_image(spec, self.ctx.images) else [],
         )
 
 
