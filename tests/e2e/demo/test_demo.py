@@ -22,10 +22,22 @@ WLMVK = str(Path(sys.executable).parent / "wlmvk")
 
 
 def _free_port() -> int:
+    """A port free with the four after it (the demo's own control plane uses them)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port < 60000 and all(_free(port + n) for n in range(1, 5)):
+            return port
+
+
+def _free(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def run_demo(*options: str) -> tuple[str, Path]:
@@ -61,6 +73,7 @@ def assert_the_user_sees_every_example_end(out: str) -> list[str]:
     return steps
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
 def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
     out, state = run_demo()
@@ -73,6 +86,7 @@ def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
 
 
 @pytest.mark.kube_real
+@pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
 def test_demo_on_a_real_control_plane_runs_the_manifests_pods(slurm: str, real_kube: object) -> None:
     # real_kube: the control plane is built (the demo starts one of its own from the same build).

@@ -102,12 +102,14 @@ class Demo:
         self.home = self.state / "home"
         self.real = args.kube == "real"
         # The real control plane's own state, ports and the kubectl built with it.
+        # Its other ports follow the apiserver's, so two demos (or a demo beside the tests'
+        # control plane) never share an etcd.
         self.kube_env = {
             "WLMVK_KUBE_BASE": str(self.state / "kube"),
             "WLMVK_KUBE_PORT": str(args.port),
-            "WLMVK_KUBE_ETCD_PORT": "2579",
-            "WLMVK_KUBE_CM_PORT": "10457",
-            "WLMVK_KUBE_SCHED_PORT": "10459",
+            "WLMVK_KUBE_ETCD_PORT": str(args.port + 1),  # and the next one for its peers
+            "WLMVK_KUBE_CM_PORT": str(args.port + 3),
+            "WLMVK_KUBE_SCHED_PORT": str(args.port + 4),
         }
         self.kubectl_bin = "kubectl"
 
