@@ -128,7 +128,7 @@ class Demo:
         if _runs_as(user, self.wlmvk()) == "":
             return self.wlmvk()
         python = _system_python()
-        paths = [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
+        paths = _checkout_paths()
         wrapper = self.state / "bin" / "wlmvk"
         wrapper.parent.mkdir(parents=True, exist_ok=True)
         wrapper.write_text(
@@ -258,7 +258,7 @@ class Demo:
             argv += ["--labels", f"node-role.kubernetes.io/control-plane=,{RED_BOX_LABEL}=true"]
             argv += ["--image", f"{IMAGE}={self.wlmvk_for(user)}"]
             # What that program runs from stays visible under the pods' volumes (an emptyDir on /tmp).
-            for path in [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]:
+            for path in _checkout_paths():
                 argv += ["--image-path", path]
             self.procs.start("node", argv)
             condition = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
@@ -471,6 +471,11 @@ spec:
   nodeSelector:
     kubernetes.io/hostname: {node}
 """
+
+
+def _checkout_paths() -> list[str]:
+    """Where this checkout's wlmvk runs from: its sources and the packages it imports."""
+    return [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
 
 
 def _runs_as(user: str, program: str) -> str:
