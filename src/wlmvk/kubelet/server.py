@@ -32,6 +32,7 @@ from wlmvk.core.errors import (
     WlmvkError,
 )
 from wlmvk.kubelet import auth
+from wlmvk.kubelet.exec import ExecHandler
 from wlmvk.kubelet.logs import LogOptions, parse_options
 
 _log = structlog.get_logger(__name__)
@@ -46,6 +47,7 @@ class Handlers:
     pods: PodsHandler | None = None
     healthy: Callable[[], bool] | None = None
     summary: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    exec: ExecHandler | None = None
 
 
 _NOT_SUPPORTED = {

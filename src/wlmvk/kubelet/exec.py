@@ -1,0 +1,132 @@
+"""kubectl exec, independent of its transport: the request, the events, the final status.
+
+A transport (WebSocket ``v4``/``v5.channel.k8s.io``, SPDY/3.1) parses the
+kubelet's query into an ``ExecRequest``, turns the client's frames into
+``StdinData``/``StdinClosed``/``Resize`` events and offers them through an
+``ExecChannel``; the exec handler (which knows Slurm) reads those events,
+sends the command's output back and ends with ``finish(exit_status(...))``.
+
+The final status is the ``metav1.Status`` the kubelet writes on the error
+channel (``ServeExec`` in the kubelet's cri streaming ``remotecommand``):
+``Success``, or ``Failure`` with reason ``NonZeroExitCode`` and one cause of
+type ``ExitCode`` whose message is the code, which client-go turns into the
+exit code kubectl exits with. Anything else is a failure whose message
+kubectl prints.
+
+Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from wlmvk.core.errors import InvalidInput
+
+# Kubelet's remotecommand constants (k8s.io/apimachinery/pkg/util/remotecommand).
+NON_ZERO_EXIT_CODE_REASON = "NonZeroExitCode"
+EXIT_CODE_CAUSE_TYPE = "ExitCode"
+
+_TRUE = frozenset({"1", "true"})
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    namespace: str
+    pod: str
+    container: str
+    command: tuple[str, ...]
+    stdin: bool
+    stdout: bool
+    stderr: bool
+    tty: bool
+
+
+@dataclass(frozen=True)
+class StdinData:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class StdinClosed:
+    """The client closed its stdin (v5's close of channel 0, SPDY's stream close)."""
+
+
+@dataclass(frozen=True)
+class Resize:
+    width: int
+    height: int
+
+
+ExecEvent = StdinData | StdinClosed | Resize
+
+
+class ExecChannel(Protocol):
+    async def receive(self) -> StdinData | StdinClosed | Resize | None:
+        """The client's next event; None once the client is gone."""
+
+    async def send_stdout(self, data: bytes) -> None: ...
+
+    async def send_stderr(self, data: bytes) -> None: ...
+
+    async def finish(self, status: dict[str, Any]) -> None:
+        """Write the final status on the error channel and close the session."""
+
+
+ExecHandler = Callable[[ExecRequest, ExecChannel], Awaitable[None]]
+
+
+def parse_exec_query(
+    namespace: str, pod: str, container: str, query: Mapping[str, Sequence[str]]
+) -> ExecRequest:
+    """The kubelet's exec query: ``command`` repeated, ``stdin``/``stdout``/``stderr``/``tty`` flags."""
+    command = tuple(query.get("command", ()))
+    if not command or not command[0]:
+        raise InvalidInput("exec needs a command: no 'command' query parameter was given")
+    if any("\x00" in word for word in command):
+        raise InvalidInput("exec command words cannot contain NUL bytes")
+    flags = {name: _flag(query, name) for name in ("stdin", "stdout", "stderr", "tty")}
+    if not (flags["stdin"] or flags["stdout"] or flags["stderr"]):
+        raise InvalidInput("you must specify at least one of stdin, stdout, stderr")
+    return ExecRequest(
+        namespace=namespace,
+        pod=pod,
+        container=container,
+        command=command,
+        stdin=flags["stdin"],
+        stdout=flags["stdout"],
+        stderr=flags["stderr"],
+        tty=flags["tty"],
+    )
+
+
+def _flag(query: Mapping[str, Sequence[str]], name: str) -> bool:
+    values = query.get(name, ())
+    return bool(values) and values[-1].lower() in _TRUE
+
+
+def exit_status(code: int | None, message: str = "") -> dict[str, Any]:
+    """The status the kubelet writes on the error channel when the command ends.
+
+    ``code`` 0 is Success; another code is the NonZeroExitCode failure kubectl
+    exits with; None (the command never ran or was lost) is a failure carrying
+    ``message``, which kubectl prints as the error.
+    """
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    if code is None:
+        return {
+            "metadata": {},
+            "status": "Failure",
+            "message": message or "error executing command in container",
+            "reason": "InternalError",
+            "code": 500,
+        }
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": message or f"command terminated with non-zero exit code: exit status {code}",
+        "reason": NON_ZERO_EXIT_CODE_REASON,
+        "details": {"causes": [{"reason": EXIT_CODE_CAUSE_TYPE, "message": str(code)}]},
+    }
