@@ -1,0 +1,271 @@
+"""kubectl exec over SPDY against aiohttp: a client behaving as client-go's, a stub exec handler."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+
+from tests.fixtures.spdyclient import SpdyClient
+from wlmvk.core.errors import NotFound
+from wlmvk.kubelet import spdy, spdy_exec
+from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
+
+V4_ONLY = ("v4.channel.k8s.io",)
+
+
+@dataclass
+class Stub:
+    """An exec handler whose behaviour the command's first word picks."""
+
+    requests: list[ExecRequest] = field(default_factory=list)
+    events: list[object] = field(default_factory=list)
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, request: ExecRequest, channel: ExecChannel) -> None:
+        self.requests.append(request)
+        match request.command[0]:
+            case "echo":
+                await channel.send_stdout(b"out\n")
+                await channel.send_stderr(b"err\n")
+                await channel.finish(exit_status(int(request.command[1])))
+            case "big":
+                await channel.send_stdout(b"x" * 200_000)
+                await channel.finish(exit_status(0))
+            case "cat":
+                while True:
+                    event = await channel.receive()
+                    self.events.append(event)
+                    if isinstance(event, StdinData):
+                        await channel.send_stdout(event.data)
+                    elif isinstance(event, Resize):
+                        await channel.send_stdout(f"[{event.width}x{event.height}]".encode())
+                    elif isinstance(event, StdinClosed):
+                        await channel.finish(exit_status(0))
+                        return
+                    else:
+                        self.gone.set()
+                        return
+            case "notrunning":
+                raise NotFound("pod ns/p: its job 7 is not running (PENDING)")
+            case "silent":
+                return
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[int, Stub]]:
+    stub = Stub()
+
+    async def exec_route(request: web.Request) -> web.StreamResponse:
+        query = request.query
+        exec_request = ExecRequest(
+            request.match_info["namespace"],
+            request.match_info["pod"],
+            request.match_info["container"],
+            tuple(query.getall("command")),
+            stdin=query.get("input") == "1",
+            stdout=query.get("output") == "1",
+            stderr=query.get("error") == "1",
+            tty=query.get("tty") == "1",
+        )
+        return await spdy_exec.serve(request, exec_request, stub)
+
+    app = web.Application()
+    app.router.add_post("/exec/{namespace}/{pod}/{container}", exec_route)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield runner.addresses[0][1], stub
+    finally:
+        await runner.cleanup()
+
+
+async def connect(port: int, query: str, **kwargs: object) -> SpdyClient:
+    return await SpdyClient.connect("127.0.0.1", port, f"/exec/ns/p/c?{query}", **kwargs)  # type: ignore[arg-type]
+
+
+async def test_output_and_exit_code_as_the_apiserver_sees_them(server: tuple[int, Stub]) -> None:
+    port, stub = server
+    client = await connect(port, "command=echo&command=3&error=1&output=1")
+    assert client.upgrade.status == 101
+    assert client.upgrade.header("Upgrade") == ["SPDY/3.1"]
+    assert client.upgrade.header("X-Stream-Protocol-Version") == ["v4.channel.k8s.io"]
+    await client.open_all("error", "stdout", "stderr")
+    await client.until_closed()
+    assert bytes(client.received["stdout"]) == b"out\n"
+    assert bytes(client.received["stderr"]) == b"err\n"
+    assert json.loads(client.received["error"]) == {
+        "metadata": {},
+        "status": "Failure",
+        "message": "command terminated with non-zero exit code: exit status 3",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
+    }
+    assert client.finished == {"error", "stdout", "stderr"}
+    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.OK)
+    assert stub.requests[0].command == ("echo", "3")
+    await client.close()
+
+
+async def test_success_and_large_output_in_order(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=big&output=1")
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    assert bytes(client.received["stdout"]) == b"x" * 200_000
+    assert json.loads(client.received["error"]) == {"metadata": {}, "status": "Success"}
+    await client.close()
+
+
+async def test_stdin_resizes_and_close_reach_the_handler(server: tuple[int, Stub]) -> None:
+    port, stub = server
+    client = await connect(port, "command=cat&error=1&input=1&output=1&tty=1")
+    await client.open_all("error", "stdin", "stdout", "resize")
+    client.write("resize", b'{"Width":80,"Height":24}\n')
+    await client.read_until("stdout", b"[80x24]")
+    client.write("stdin", b"hello ")
+    await client.read_until("stdout", b"hello ")
+    client.write("resize", b'{"Width":100,')
+    client.write("resize", b'"Height":30}\n')
+    await client.read_until("stdout", b"[100x30]")
+    client.write("stdin", b"world", fin=True)
+    await client.until_closed()
+    assert bytes(client.received["stdout"]) == b"[80x24]hello [100x30]world"
+    assert stub.events == [
+        Resize(80, 24),
+        StdinData(b"hello "),
+        Resize(100, 30),
+        StdinData(b"world"),
+        StdinClosed(),
+    ]
+    assert json.loads(client.received["error"])["status"] == "Success"
+    assert "stdin" in client.finished  # the server closes its half of stdin too
+    await client.close()
+
+
+async def test_a_handler_error_is_the_failure_kubectl_prints(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=notrunning&output=1")
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    status = json.loads(client.received["error"])
+    assert (status["status"], status["message"]) == (
+        "Failure",
+        "pod ns/p: its job 7 is not running (PENDING)",
+    )
+    await client.close()
+
+
+async def test_a_handler_that_forgets_its_status_still_ends_the_session(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=silent&output=1")
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    assert json.loads(client.received["error"])["message"] == "the exec session ended without an exit status"
+    await client.close()
+
+
+async def test_v2_writes_a_failures_message_as_text(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=notrunning&output=1", versions=("v2.channel.k8s.io",))
+    assert client.upgrade.header("X-Stream-Protocol-Version") == ["v2.channel.k8s.io"]
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    assert bytes(client.received["error"]) == b"pod ns/p: its job 7 is not running (PENDING)"
+    await client.close()
+
+
+async def test_v1_resets_its_error_stream(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=echo&command=0&output=1", versions=("channel.k8s.io",))
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    assert spdy.RstStream(1, spdy.RstStatus.CANCEL) in client.frames
+    assert bytes(client.received["stdout"]) == b"out\n"
+    assert "error" not in client.received
+    await client.close()
+
+
+async def test_no_common_version_is_refused_before_the_upgrade(server: tuple[int, Stub]) -> None:
+    port, stub = server
+    client = await connect(port, "command=echo&command=0&output=1", versions=("v5.channel.k8s.io",))
+    assert client.upgrade.status == 403
+    assert client.upgrade.header("X-Accepted-Stream-Protocol-Versions") == [
+        "v4.channel.k8s.io",
+        "v3.channel.k8s.io",
+        "v2.channel.k8s.io",
+        "channel.k8s.io",
+    ]
+    assert b"unable to negotiate protocol" in client.upgrade.body
+    assert stub.requests == []
+    await client.close()
+
+
+async def test_client_leaving_is_the_end_of_input(server: tuple[int, Stub]) -> None:
+    port, stub = server
+    client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
+    await client.open_all("error", "stdin", "stdout")
+    client.write("stdin", b"a")
+    await client.read_until("stdout", b"a")
+    await client.close()
+    await asyncio.wait_for(stub.gone.wait(), 10)
+    assert stub.events == [StdinData(b"a"), None]
+
+
+async def test_pings_are_answered(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
+    await client.open_all("error", "stdin", "stdout")
+    client.send(spdy.Ping(7))
+    client.write("stdin", b"after-ping")
+    await client.read_until("stdout", b"after-ping")
+    assert spdy.Ping(7) in client.frames
+    client.write("stdin", b"", fin=True)
+    await client.until_closed()
+    await client.close()
+
+
+async def test_streams_never_opened_end_the_connection(
+    server: tuple[int, Stub], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spdy_exec, "STREAM_CREATION_TIMEOUT", 0.5)
+    port, stub = server
+    client = await connect(port, "command=echo&command=0&error=1&output=1", versions=V4_ONLY)
+    await client.open("error")
+    await asyncio.wait_for(client.until_closed(), 10)
+    assert client.closed
+    assert stub.requests == []
+    await client.close()
+
+
+async def test_a_protocol_error_ends_the_session_with_goaway(server: tuple[int, Stub]) -> None:
+    port, stub = server
+    client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
+    await client.open_all("error", "stdin", "stdout")
+    client.writer.write(bytes.fromhex("8002000600000004 00000001".replace(" ", "")))  # SPDY/2
+    await asyncio.wait_for(client.until_closed(), 10)
+    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.PROTOCOL_ERROR)
+    await asyncio.wait_for(stub.gone.wait(), 10)
+    await client.close()
+
+
+async def test_even_or_reused_stream_ids_are_reset(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
+    await client.open("error")
+    client.send(spdy.SynStream(2, (("streamtype", "stdin"),)))
+    client.send(spdy.SynStream(1, (("streamtype", "stdin"),)))
+    client.next_id = 3
+    await client.open_all("stdin", "stdout")
+    assert spdy.RstStream(2, spdy.RstStatus.PROTOCOL_ERROR) in client.frames
+    assert spdy.RstStream(1, spdy.RstStatus.PROTOCOL_ERROR) in client.frames
+    client.write("stdin", b"ok", fin=True)
+    await client.until_closed()
+    assert bytes(client.received["stdout"]) == b"ok"
+    await client.close()
