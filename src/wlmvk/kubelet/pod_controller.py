@@ -5,7 +5,7 @@ Three kinds of agent share the pod records:
 - the watcher: ONE list+watch of pods (``kube.watching``), filtered to the
   nodes in the ``NodeDirectory``; each event updates a record and queues
   its key;
-- the workers: take keys from a ``KeyedQueue`` (one worker per pod at a
+- the workers: take keys from a ``WorkQueue`` (one worker per pod at a
   time) and reconcile: submit, adopt, write status, cancel, delete;
 - the status ticker: every ``status_interval``, ONE ``Backend.states`` call
   for every live job; a changed state queues the pod.
@@ -41,10 +41,10 @@ from wlmvk.kube.bodies import PODS, Body, annotations_of, is_deleting, meta
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
 from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
+from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.kubelet import status as pod_status
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.queue import KeyedQueue
 from wlmvk.kubelet.translate import Rejection, Target, job_name, pod_to_job
 
 _log = structlog.get_logger(__name__)
@@ -68,7 +68,6 @@ class PodRecord:
     gone: bool = False
     looked_up: bool = True
     cancelled: bool = False
-    failures: int = 0
     retrying: bool = False
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -181,7 +180,8 @@ class PodController:
         self._settings = settings
         self._records: dict[str, PodRecord] = {}
         self._by_name: dict[tuple[str, str], str] = {}
-        self._queue = KeyedQueue()
+        # A pod whose reconcile fails is retried after 0.5 s, doubling to 10 s while it keeps failing.
+        self._queue: WorkQueue[str] = WorkQueue(base_delay=0.5, max_delay=_RETRY_MAX)
         self._find_supported = True
         self._first_listing = True
         self._synced = asyncio.Event()
@@ -303,12 +303,9 @@ class PodController:
 
     def _retry(self, uid: str) -> None:
         record = self._records.get(uid)
-        failures = record.failures if record else 0
         if record is not None:
-            record.failures += 1
             record.retrying = True
-        urgent = record is not None and _urgent(record)
-        self._queue.add_after(uid, min(_RETRY_MAX, 0.5 * 2**failures), urgent=urgent)
+        self._queue.add_rate_limited(uid, urgent=record is not None and _urgent(record))
 
     async def _ticker(self) -> None:
         await self._synced.wait()
@@ -400,7 +397,7 @@ class PodController:
             else:
                 await self._write_status(record)
             if not record.retrying:
-                record.failures = 0
+                self._queue.forget(record.uid)
         except Unavailable as exc:
             log.info("red-box or API server unavailable; will retry", error=exc.message)
             self._retry(record.uid)

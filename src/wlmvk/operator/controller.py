@@ -33,6 +33,7 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.events import EventPoster
 from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
+from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.operator import pods, reconcile
 from wlmvk.operator.settings import OperatorSettings
 
@@ -73,8 +74,8 @@ class Controller:
         self.settings = settings
         self.mirror = Mirror()
         self.events = EventPoster(client, component="wlmvk-operator", host=settings.identity)
-        self._queue: asyncio.Queue[Key] = asyncio.Queue()
-        self._queued: set[Key] = set()
+        # A key whose reconcile fails is retried after 2 s, doubling to 1 min while it keeps failing.
+        self._queue: WorkQueue[Key] = WorkQueue(base_delay=RETRY, max_delay=RETRY_MAX)
         self._synced: set[str] = set()
         self._ready = asyncio.Event()
         self._expected = 4
@@ -188,9 +189,7 @@ class Controller:
     # -- queue --------------------------------------------------------------------------------------------
 
     def _enqueue(self, key: Key) -> None:
-        if key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+        self._queue.add(key)
 
     def _enqueue_all(self) -> None:
         for key in list(self.mirror.jobs):
@@ -210,15 +209,18 @@ class Controller:
     async def _work(self) -> None:
         while True:
             key = await self._queue.get()
-            self._queued.discard(key)
             try:
                 await self.handle(key)
             except WlmvkError as exc:
-                _log.warning("reconcile failed, retrying", key="/".join(key), error=exc.message)
-                asyncio.get_running_loop().call_later(2.0, self._enqueue, key)
+                delay = self._queue.add_rate_limited(key)
+                _log.warning("reconcile failed, retrying", key="/".join(key), error=exc.message, after=delay)
             except Exception:  # a bug must not stop every other job: log it, retry later
-                _log.exception("reconcile crashed, retrying", key="/".join(key))
-                asyncio.get_running_loop().call_later(10.0, self._enqueue, key)
+                delay = self._queue.add_rate_limited(key)
+                _log.exception("reconcile crashed, retrying", key="/".join(key), after=delay)
+            else:
+                self._queue.forget(key)
+            finally:
+                self._queue.done(key)
 
     # -- one decision -------------------------------------------------------------------------------------
 
@@ -325,6 +327,8 @@ class _Refusal:
 
 REFUSAL_RETRY = 5.0
 REFUSAL_RETRY_MAX = 300.0
+RETRY = 2.0
+RETRY_MAX = 60.0
 
 
 def _older(body: Body, known: Body | None) -> bool:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from wlmvk.core.errors import Unavailable
+from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.operator.controller import Controller
 from wlmvk.operator.settings import OperatorSettings
 
@@ -32,7 +35,7 @@ def pod(name: str, owner: str, rv: str) -> dict[str, Any]:
 
 
 def queued(c: Controller) -> set[tuple[str, str, str]]:
-    return set(c._queued)
+    return set(c._queue.waiting())
 
 
 def test_a_stale_event_does_not_undo_a_newer_write() -> None:
@@ -63,7 +66,7 @@ def test_a_pod_event_queues_its_owner() -> None:
 def test_a_node_change_queues_unfinished_resources_only() -> None:
     c = controller()
     c._replace("SlurmJob", [job("done", "1", "Succeeded"), job("waiting", "2", "Pending")])
-    c._queued.clear()
+    c._queue = WorkQueue()
     c._apply("Node", "MODIFIED", {"metadata": {"name": "slurm-x-debug"}})
     assert queued(c) == {("SlurmJob", "ns", "waiting")}
 
@@ -74,3 +77,44 @@ def test_a_relist_forgets_what_was_deleted_meanwhile() -> None:
     c._replace("SlurmJob", [job("b", "3")])
     assert list(c.mirror.jobs) == [("SlurmJob", "ns", "b")]
     assert c.mirror.jobs[("SlurmJob", "ns", "b")]["kind"] == "SlurmJob"
+
+
+class Flaky:
+    """An API server that is down until ``up`` is set: every write is Unavailable."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.writes = 0
+
+    async def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.writes += 1
+        if not self.up:
+            raise Unavailable("connection refused")
+        return {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": "99"}}
+
+    async def patch_status(self, resource: Any, name: str, patch: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return await self._answer({**job(name, "1"), **patch})
+
+    async def create(self, resource: Any, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return await self._answer(body)
+
+    async def patch(self, resource: Any, name: str, patch: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return await self._answer(patch)
+
+
+async def test_a_failing_key_is_retried_with_growing_delays_and_forgotten_once_it_succeeds() -> None:
+    client = Flaky()
+    c = Controller(client, OperatorSettings())  # type: ignore[arg-type]
+    c._queue = WorkQueue(base_delay=0.01, max_delay=1.0)
+    key = ("SlurmJob", "ns", "a")
+    c._replace("SlurmJob", [job("a", "1")])
+    worker = asyncio.create_task(c._work())
+    try:
+        while c._queue.failures(key) < 3:
+            await asyncio.sleep(0.005)
+        client.up = True
+        while c._queue.failures(key) != 0:
+            await asyncio.sleep(0.005)
+        assert c.mirror.jobs[key]["status"]["reason"] == "InvalidSpec"  # the spec-less job's verdict, written
+    finally:
+        worker.cancel()

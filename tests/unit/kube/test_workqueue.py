@@ -1,13 +1,14 @@
+"""The work queue shared by the kubelet and the operator (client-go's workqueue semantics)."""
+
 from __future__ import annotations
 
 import asyncio
 
-from wlmvk.kubelet.metrics import Counter, Histogram, KubeletMetrics
-from wlmvk.kubelet.queue import KeyedQueue
+from wlmvk.kube.workqueue import WorkQueue
 
 
 async def test_a_waiting_key_is_queued_once() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("a")
     queue.add("a")
     queue.add("b")
@@ -17,7 +18,7 @@ async def test_a_waiting_key_is_queued_once() -> None:
 
 
 async def test_a_key_being_worked_on_is_handed_out_again_after_done() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("a")
     key = await queue.get()
     queue.add("a")  # an event while a worker holds it
@@ -30,14 +31,14 @@ async def test_a_key_being_worked_on_is_handed_out_again_after_done() -> None:
 
 
 async def test_add_after() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add_after("late", 0.05)
     assert len(queue) == 0
     assert await asyncio.wait_for(queue.get(), 1) == "late"
 
 
 async def test_add_cancels_a_pending_delayed_add() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add_after("k", 0.05)
     queue.add("k")
     assert await queue.get() == "k"
@@ -46,34 +47,8 @@ async def test_add_cancels_a_pending_delayed_add() -> None:
     assert len(queue) == 0
 
 
-def test_exposition_format() -> None:
-    counter = Counter("c_total", "help text")
-    counter.inc(method='a"b')
-    counter.inc(2, method='a"b')
-    assert counter.render() == [
-        "# HELP c_total help text",
-        "# TYPE c_total counter",
-        'c_total{method="a\\"b"} 3',
-    ]
-    histogram = Histogram("h_seconds", "latency", buckets=(0.1, 1.0))
-    histogram.observe(0.05, m="x")
-    histogram.observe(0.5, m="x")
-    lines = histogram.render()
-    assert 'h_seconds_bucket{m="x",le="0.1"} 1' in lines
-    assert 'h_seconds_bucket{m="x",le="1"} 2' in lines
-    assert 'h_seconds_bucket{m="x",le="+Inf"} 2' in lines
-    assert 'h_seconds_count{m="x"} 2' in lines
-
-
-def test_kubelet_metrics_render_pods_by_phase() -> None:
-    metrics = KubeletMetrics(lambda: {"Running": 2, "Pending": 1})
-    text = metrics.render()
-    assert 'wlmvk_kubelet_pods{phase="Running"} 2' in text
-    assert text.endswith("\n")
-
-
 async def test_urgent_keys_are_handed_out_first_in_order() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("status-1")
     queue.add("submit-1", urgent=True)
     queue.add("status-2")
@@ -82,7 +57,7 @@ async def test_urgent_keys_are_handed_out_first_in_order() -> None:
 
 
 async def test_a_waiting_key_added_urgent_moves_forward_once() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("a")
     queue.add("b")
     queue.add("b", urgent=True)
@@ -96,7 +71,7 @@ async def test_a_waiting_key_added_urgent_moves_forward_once() -> None:
 
 
 async def test_a_dirty_key_keeps_its_urgency() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("a")
     key = await queue.get()
     queue.add("a", urgent=True)
@@ -107,7 +82,7 @@ async def test_a_dirty_key_keeps_its_urgency() -> None:
 
 
 async def test_add_after_urgent() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("normal")
     queue.add_after("retry", 0.01, urgent=True)
     await asyncio.sleep(0.05)
@@ -115,7 +90,7 @@ async def test_add_after_urgent() -> None:
 
 
 async def test_urgent_counts_waiting_and_active_urgent_keys() -> None:
-    queue = KeyedQueue()
+    queue = WorkQueue[str]()
     queue.add("status")
     queue.add("submit", urgent=True)
     assert queue.urgent() == 1
@@ -126,3 +101,43 @@ async def test_urgent_counts_waiting_and_active_urgent_keys() -> None:
     assert queue.urgent() == 0
     assert await queue.get() == "status"
     assert queue.urgent() == 0
+
+
+async def test_a_failing_key_waits_longer_after_each_failure_until_forgotten() -> None:
+    queue = WorkQueue[str](base_delay=0.01, max_delay=0.04)
+    delays = [queue.add_rate_limited("k") for _ in range(4)]
+    assert delays == [0.01, 0.02, 0.04, 0.04]
+    assert queue.failures("k") == 4
+    queue.forget("k")
+    assert queue.failures("k") == 0
+    assert queue.add_rate_limited("k") == 0.01
+
+
+async def test_failures_are_counted_per_key() -> None:
+    queue = WorkQueue[str](base_delay=1.0, max_delay=8.0)
+    queue.add_rate_limited("a")
+    queue.add_rate_limited("a")
+    assert queue.add_rate_limited("b") == 1.0
+    assert (queue.failures("a"), queue.failures("b")) == (2, 1)
+
+
+async def test_a_rate_limited_key_is_handed_out_after_its_delay() -> None:
+    queue = WorkQueue[str](base_delay=0.02)
+    queue.add_rate_limited("k")
+    assert "k" not in queue
+    assert await asyncio.wait_for(queue.get(), 1) == "k"
+
+
+async def test_an_event_runs_a_rate_limited_key_at_once() -> None:
+    queue = WorkQueue[str](base_delay=60.0)
+    queue.add_rate_limited("k")
+    queue.add("k")
+    assert await asyncio.wait_for(queue.get(), 1) == "k"
+
+
+def test_keys_may_be_tuples_and_are_added_without_a_running_loop() -> None:
+    queue = WorkQueue[tuple[str, str]]()
+    queue.add(("SlurmJob", "a"))
+    queue.add(("SlurmJob", "a"))
+    assert queue.waiting() == [("SlurmJob", "a")]
+    assert ("SlurmJob", "a") in queue
