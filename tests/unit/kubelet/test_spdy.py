@@ -193,3 +193,26 @@ def test_a_header_bomb_is_refused() -> None:
 def test_the_encoder_refuses_what_cannot_be_sent(frame: spdy.Frame, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace(".", r"\.")):
         spdy.FrameEncoder().encode(frame)
+
+
+def test_a_whole_tty_session_as_the_apiserver_sent_it() -> None:
+    # kubectl exec -it (WebSocket v5) translated by kube-apiserver v1.36.3 into SPDY: four streams
+    # whose header blocks share one zlib context, two resizes, keystrokes, a ping, stdin's FIN,
+    # then the client's resets once it had the status.
+    session = (CAPTURED / "translator-tty-session.bin").read_bytes()
+    stream = (("streamtype", "error"),), (("streamtype", "stdin"),), (("streamtype", "stdout"),)
+    assert spdy.FrameDecoder().feed(session) == [
+        spdy.SynStream(1, stream[0]),
+        spdy.SynStream(3, stream[1]),
+        spdy.SynStream(5, stream[2]),
+        spdy.SynStream(7, (("streamtype", "resize"),)),
+        spdy.Data(7, b'{"Width":120,"Height":40}\n'),
+        spdy.Data(3, b"hi\r"),
+        spdy.Data(7, b'{"Width":132,"Height":50}\n'),
+        spdy.Ping(1),
+        spdy.Data(3, b"q\r"),
+        spdy.Data(3, b"", fin=True),
+        spdy.RstStream(1, spdy.RstStatus.CANCEL),
+        spdy.RstStream(5, spdy.RstStatus.CANCEL),
+        spdy.RstStream(7, spdy.RstStatus.CANCEL),
+    ]

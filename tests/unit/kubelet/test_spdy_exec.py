@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -16,6 +17,9 @@ from wlmvk.kubelet import spdy, spdy_exec
 from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
 
 V4_ONLY = ("v4.channel.k8s.io",)
+CAPTURED_TTY_SESSION = (
+    Path(__file__).resolve().parents[2] / "fixtures" / "spdy_captured" / "translator-tty-session.bin"
+).read_bytes()
 
 
 @dataclass
@@ -268,4 +272,25 @@ async def test_even_or_reused_stream_ids_are_reset(server: tuple[int, Stub]) -> 
     client.write("stdin", b"ok", fin=True)
     await client.until_closed()
     assert bytes(client.received["stdout"]) == b"ok"
+    await client.close()
+
+
+async def test_the_apiservers_captured_tty_session_replayed(server: tuple[int, Stub]) -> None:
+    # The bytes kube-apiserver v1.36.3 sent for `kubectl exec -it` (tests/fixtures/spdy_captured),
+    # sent in one piece: the session reads them in order and the handler sees the user's events.
+    port, stub = server
+    client = await connect(port, "command=cat&input=1&output=1&tty=1")
+    client.writer.write(CAPTURED_TTY_SESSION)
+    await asyncio.wait_for(client.until_closed(), 10)
+    assert stub.events == [
+        Resize(120, 40),
+        StdinData(b"hi\r"),
+        Resize(132, 50),
+        StdinData(b"q\r"),
+        StdinClosed(),
+    ]
+    assert [frame for frame in client.frames if isinstance(frame, spdy.SynReply)] == [
+        spdy.SynReply(stream_id) for stream_id in (1, 3, 5, 7)
+    ]
+    assert spdy.Ping(1) in client.frames
     await client.close()
