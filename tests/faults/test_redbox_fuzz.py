@@ -10,7 +10,7 @@ socket (not even HTTP/2). Through all
 of it a canary file that any shell interpreting the input would create must
 never appear, and red-box must keep serving.
 
-CancelJob only ever gets impossible ids (red-box runs as root here and the
+CancelJob and Exec only ever get impossible ids (red-box runs as root here and the
 Slurm is shared: a random small id could be someone's job).
 """
 
@@ -122,6 +122,16 @@ requests: st.SearchStrategy[RequestPlan] = st.one_of(
         st.binary(max_size=600),
     ),
     st.builds(lambda p: ("stage_out", api.StageOutRequest(path=p)), text),
+    st.builds(
+        lambda i, c, tty, d: (
+            "exec",
+            [api.ExecRequest(job_id=i, command=c, tty=tty, width=80, height=24), api.ExecRequest(stdin=d)],
+        ),
+        impossible_id,
+        st.lists(text, max_size=3),
+        st.booleans(),
+        st.binary(max_size=64),
+    ),
     st.builds(lambda p: ("resources", api.ResourcesRequest(partition=p)), text),
     st.just(("partitions", api.PartitionsRequest())),
     st.just(("workload_info", api.WorkloadInfoRequest())),
@@ -139,6 +149,7 @@ ACCEPTABLE = {
 RPCS = [
     "SubmitJob", "SubmitJobContainer", "JobInfo", "JobSteps", "OpenFile", "TailFile", "CreateFile", "Zip",
     "Unzip", "Resources", "Partitions", "WorkloadInfo", "JobStates", "FindJob", "StageIn", "StageOut",
+    "Exec",
 ]  # fmt: skip
 
 

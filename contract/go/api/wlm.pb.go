@@ -2665,6 +2665,185 @@ func (x *JobUsageResponse) GetUsages() []*JobUsage {
 	return nil
 }
 
+// Exec: the first message names the job and the command (and, with tty, the
+// terminal's first size); the later ones carry the input: stdin bytes, the
+// end of stdin, or a new terminal size. A job that is not running answers
+// FAILED_PRECONDITION; an unknown one NOT_FOUND.
+type ExecRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Command []string               `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`
+	// Run the command on a terminal (srun --pty): stderr joins stdout.
+	Tty bool `protobuf:"varint,3,opt,name=tty,proto3" json:"tty,omitempty"`
+	// The terminal's size; 0 x 0 in a later message means no resize.
+	Width  uint32 `protobuf:"varint,4,opt,name=width,proto3" json:"width,omitempty"`
+	Height uint32 `protobuf:"varint,5,opt,name=height,proto3" json:"height,omitempty"`
+	Stdin  []byte `protobuf:"bytes,6,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// No more input: the command reads end-of-file.
+	StdinClosed   bool `protobuf:"varint,7,opt,name=stdin_closed,json=stdinClosed,proto3" json:"stdin_closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecRequest) Reset() {
+	*x = ExecRequest{}
+	mi := &file_wlm_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRequest) ProtoMessage() {}
+
+func (x *ExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
+func (*ExecRequest) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ExecRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ExecRequest) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecRequest) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *ExecRequest) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *ExecRequest) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStdinClosed() bool {
+	if x != nil {
+		return x.StdinClosed
+	}
+	return false
+}
+
+type ExecResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first message: the command started. A refusal comes before it, as
+	// the call's status; a failure after it ends the output.
+	Started bool   `protobuf:"varint,5,opt,name=started,proto3" json:"started,omitempty"`
+	Stdout  []byte `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr  []byte `protobuf:"bytes,2,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// The last message: the command ended with exit_code (128 + n when a
+	// signal n ended it, as a shell reports it).
+	Exited        bool  `protobuf:"varint,3,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32 `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecResponse) Reset() {
+	*x = ExecResponse{}
+	mi := &file_wlm_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecResponse) ProtoMessage() {}
+
+func (x *ExecResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
+func (*ExecResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ExecResponse) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
+}
+
+func (x *ExecResponse) GetStdout() []byte {
+	if x != nil {
+		return x.Stdout
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStderr() []byte {
+	if x != nil {
+		return x.Stderr
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *ExecResponse) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
 var File_wlm_proto protoreflect.FileDescriptor
 
 const file_wlm_proto_rawDesc = "" +
@@ -2872,7 +3051,21 @@ const file_wlm_proto_rawDesc = "" +
 	"\asampled\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\asampled\x12\x14\n" +
 	"\x05steps\x18\x05 \x01(\x05R\x05steps\"9\n" +
 	"\x10JobUsageResponse\x12%\n" +
-	"\x06usages\x18\x01 \x03(\v2\r.api.JobUsageR\x06usages*.\n" +
+	"\x06usages\x18\x01 \x03(\v2\r.api.JobUsageR\x06usages\"\xb7\x01\n" +
+	"\vExecRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x18\n" +
+	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
+	"\x03tty\x18\x03 \x01(\bR\x03tty\x12\x14\n" +
+	"\x05width\x18\x04 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x05 \x01(\rR\x06height\x12\x14\n" +
+	"\x05stdin\x18\x06 \x01(\fR\x05stdin\x12!\n" +
+	"\fstdin_closed\x18\a \x01(\bR\vstdinClosed\"\x8d\x01\n" +
+	"\fExecResponse\x12\x18\n" +
+	"\astarted\x18\x05 \x01(\bR\astarted\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
+	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x16\n" +
+	"\x06exited\x18\x03 \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode*.\n" +
 	"\n" +
 	"TailAction\x12\t\n" +
 	"\x05Start\x10\x00\x12\x15\n" +
@@ -2897,7 +3090,7 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\x9f\b\n" +
+	"\tNOT_FOUND\x10\x102\xd0\b\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -2921,7 +3114,8 @@ const file_wlm_proto_rawDesc = "" +
 	"\aStageIn\x12\x13.api.StageInRequest\x1a\x14.api.StageInResponse(\x01\x12.\n" +
 	"\bStageOut\x12\x14.api.StageOutRequest\x1a\n" +
 	".api.Chunk0\x01\x127\n" +
-	"\bJobUsage\x12\x14.api.JobUsageRequest\x1a\x15.api.JobUsageResponseb\x06proto3"
+	"\bJobUsage\x12\x14.api.JobUsageRequest\x1a\x15.api.JobUsageResponse\x12/\n" +
+	"\x04Exec\x12\x10.api.ExecRequest\x1a\x11.api.ExecResponse(\x010\x01b\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -2936,7 +3130,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -2980,36 +3174,38 @@ var file_wlm_proto_goTypes = []any{
 	(*JobUsageRequest)(nil),            // 39: api.JobUsageRequest
 	(*JobUsage)(nil),                   // 40: api.JobUsage
 	(*JobUsageResponse)(nil),           // 41: api.JobUsageResponse
-	nil,                                // 42: api.SubmitJobRequest.EnvEntry
-	nil,                                // 43: api.SubmitJobContainerRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 44: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 45: google.protobuf.Duration
+	(*ExecRequest)(nil),                // 42: api.ExecRequest
+	(*ExecResponse)(nil),               // 43: api.ExecResponse
+	nil,                                // 44: api.SubmitJobRequest.EnvEntry
+	nil,                                // 45: api.SubmitJobContainerRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 46: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 47: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	42, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	44, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	43, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	45, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	1,  // 7: api.JobInfo.status:type_name -> api.JobStatus
-	44, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	44, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	45, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	45, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	44, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	46, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	46, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	47, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	47, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	46, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 13: api.JobStepInfo.status:type_name -> api.JobStatus
-	44, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	44, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	46, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	46, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 16: api.JobState.status:type_name -> api.JobStatus
-	44, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	44, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	44, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	46, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	46, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	46, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
 	32, // 21: api.FindJobResponse.state:type_name -> api.JobState
-	45, // 22: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	44, // 23: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	47, // 22: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	46, // 23: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
 	40, // 24: api.JobUsageResponse.usages:type_name -> api.JobUsage
 	2,  // 25: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
 	4,  // 26: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
@@ -3029,26 +3225,28 @@ var file_wlm_proto_depIdxs = []int32{
 	36, // 40: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
 	38, // 41: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
 	39, // 42: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	3,  // 43: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 44: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 45: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 46: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 47: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 48: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 49: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 50: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 51: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 52: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 53: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 54: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 55: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 56: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	35, // 57: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	37, // 58: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 59: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	41, // 60: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	43, // [43:61] is the sub-list for method output_type
-	25, // [25:43] is the sub-list for method input_type
+	42, // 43: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	3,  // 44: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 45: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 46: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 47: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 48: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 49: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 50: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 51: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 52: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 53: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 54: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 55: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 56: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	33, // 57: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	35, // 58: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	37, // 59: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 60: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	41, // 61: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	43, // 62: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	44, // [44:63] is the sub-list for method output_type
+	25, // [25:44] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -3065,7 +3263,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ const (
 	WorkloadManager_StageIn_FullMethodName            = "/api.WorkloadManager/StageIn"
 	WorkloadManager_StageOut_FullMethodName           = "/api.WorkloadManager/StageOut"
 	WorkloadManager_JobUsage_FullMethodName           = "/api.WorkloadManager/JobUsage"
+	WorkloadManager_Exec_FullMethodName               = "/api.WorkloadManager/Exec"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -77,6 +78,9 @@ type WorkloadManagerClient interface {
 	StageOut(ctx context.Context, in *StageOutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
 	// CPU time and memory of many running jobs at once: one sstat call.
 	JobUsage(ctx context.Context, in *JobUsageRequest, opts ...grpc.CallOption) (*JobUsageResponse, error)
+	// Run a command inside a running job's allocation (srun --overlap), its
+	// input, output, terminal size and exit code streamed both ways.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 }
 
 type workloadManagerClient struct {
@@ -294,6 +298,19 @@ func (c *workloadManagerClient) JobUsage(ctx context.Context, in *JobUsageReques
 	return out, nil
 }
 
+func (c *workloadManagerClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &WorkloadManager_ServiceDesc.Streams[5], WorkloadManager_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkloadManager_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -324,6 +341,9 @@ type WorkloadManagerServer interface {
 	StageOut(*StageOutRequest, grpc.ServerStreamingServer[Chunk]) error
 	// CPU time and memory of many running jobs at once: one sstat call.
 	JobUsage(context.Context, *JobUsageRequest) (*JobUsageResponse, error)
+	// Run a command inside a running job's allocation (srun --overlap), its
+	// input, output, terminal size and exit code streamed both ways.
+	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -387,6 +407,9 @@ func (UnimplementedWorkloadManagerServer) StageOut(*StageOutRequest, grpc.Server
 }
 func (UnimplementedWorkloadManagerServer) JobUsage(context.Context, *JobUsageRequest) (*JobUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method JobUsage not implemented")
+}
+func (UnimplementedWorkloadManagerServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -686,6 +709,13 @@ func _WorkloadManager_JobUsage_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkloadManager_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WorkloadManagerServer).Exec(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkloadManager_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -772,6 +802,12 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "StageOut",
 			Handler:       _WorkloadManager_StageOut_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _WorkloadManager_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "wlm.proto",

@@ -21,6 +21,7 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import JobUsage
 
 
@@ -52,6 +53,13 @@ class Backend(Protocol):
         ...
 
     async def cancel(self, job_id: JobId) -> None: ...
+
+    def exec(self, spec: ExecSpec, events: AsyncIterator[ExecEvent]) -> AsyncIterator[ExecOutput]:
+        """Run a command in a running job: ``events`` feed its input, the answer is its output,
+        ending with ``Exited``. FailedPrecondition when the job is not running, NotFound when it is
+        unknown, Unsupported when the WLM cannot (an original red-box). Stopping the iteration
+        (``aclose()``, cancellation) ends the command."""
+        ...
 
     def open_file(self, path: str) -> AsyncIterator[bytes]:
         """The whole file, in chunks."""

@@ -23,12 +23,25 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from wlmvk.core.errors import InvalidInput
+from wlmvk.core.sessions import ExecEvent, Resize, StdinClosed, StdinData
 
 # Kubelet's remotecommand constants (k8s.io/apimachinery/pkg/util/remotecommand).
 NON_ZERO_EXIT_CODE_REASON = "NonZeroExitCode"
 EXIT_CODE_CAUSE_TYPE = "ExitCode"
 
 _TRUE = frozenset({"1", "true"})
+
+__all__ = [
+    "ExecChannel",
+    "ExecEvent",
+    "ExecHandler",
+    "ExecRequest",
+    "Resize",
+    "StdinClosed",
+    "StdinData",
+    "exit_status",
+    "parse_exec_query",
+]
 
 
 @dataclass(frozen=True)
@@ -41,25 +54,6 @@ class ExecRequest:
     stdout: bool
     stderr: bool
     tty: bool
-
-
-@dataclass(frozen=True)
-class StdinData:
-    data: bytes
-
-
-@dataclass(frozen=True)
-class StdinClosed:
-    """The client closed its stdin (v5's close of channel 0, SPDY's stream close)."""
-
-
-@dataclass(frozen=True)
-class Resize:
-    width: int
-    height: int
-
-
-ExecEvent = StdinData | StdinClosed | Resize
 
 
 class ExecChannel(Protocol):

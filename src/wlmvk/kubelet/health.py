@@ -24,6 +24,7 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import JobUsage
 from wlmvk.kubelet.metrics import KubeletMetrics
 
@@ -109,6 +110,9 @@ class MeteredBackend:
     async def cancel(self, job_id: JobId) -> None:
         await self._call("cancel", self._inner.cancel(job_id))
 
+    def exec(self, spec: ExecSpec, events: AsyncIterator[ExecEvent]) -> AsyncIterator[ExecOutput]:
+        return self._stream("exec", self._inner.exec(spec, events))
+
     def open_file(self, path: str) -> AsyncIterator[bytes]:
         return self._stream("open_file", self._inner.open_file(path))
 
@@ -121,7 +125,7 @@ class MeteredBackend:
     def stage_out(self, path: str) -> AsyncIterator[bytes]:
         return self._stream("stage_out", self._inner.stage_out(path))
 
-    async def _stream(self, method: str, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def _stream(self, method: str, stream: AsyncIterator[T]) -> AsyncIterator[T]:
         try:
             async for chunk in stream:
                 self.reachability.ok()

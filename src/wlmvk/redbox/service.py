@@ -31,13 +31,15 @@ from wlmvk._proto import api
 from wlmvk.core import runtimes
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
+from wlmvk.core.sessions import Started
 from wlmvk.redbox import archives, files, scripts
 from wlmvk.redbox.answering import Inflight, streaming, unary
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import parsing
 from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.wire import codec
+from wlmvk.redbox.slurm.executing import Execution
+from wlmvk.wire import codec, sessions
 from wlmvk.wire import usage as usage_codec
 
 _log = structlog.get_logger(__name__)
@@ -48,6 +50,7 @@ EXTENSIONS = (
     "StageIn",
     "StageOut",
     "JobUsage",
+    "Exec",
     "SubmitJob.idempotency_key",
     "SubmitJob.options",
     "JobStatus.all",
@@ -294,6 +297,40 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         usage = await self.slurm.usage(list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids)))
         return api.JobUsageResponse(usages=[usage_codec.usage_to_wire(u) for u in usage.values()])
 
+    # --- exec ---
+
+    @streaming("Exec")
+    async def exec(
+        self, exec_request_iterator: AsyncIterator[api.ExecRequest]
+    ) -> AsyncIterator[api.ExecResponse]:
+        first = await anext(exec_request_iterator, None)
+        if first is None:
+            return
+        spec = sessions.spec_from_wire(first)
+        state = await self.jobs.state(spec.job_id)
+        if state.status is JobStatus.NOT_FOUND:
+            raise NotFound(f"exec: job {spec.job_id} is unknown to Slurm and red-box")
+        if state.status is not JobStatus.RUNNING:
+            why = f" ({state.reason})" if state.reason and state.reason != "None" else ""
+            raise FailedPrecondition(
+                f"exec: job {spec.job_id} is {state.status.value}{why}: a command runs only in a running job"
+            )
+        execution = Execution(spec, working_dir=state.working_dir)
+        _log.info("exec", job_id=spec.job_id, argv=execution.argv)
+        feeder: asyncio.Task[None] | None = None
+        try:
+            await execution.start()
+            feeder = asyncio.create_task(_feed(exec_request_iterator, execution))
+            yield sessions.output_to_wire(Started())
+            async for output in execution.outputs():
+                yield sessions.output_to_wire(output)
+        finally:
+            if feeder is not None:
+                feeder.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await feeder
+            await execution.stop()
+
     # --- files ---
 
     @streaming("OpenFile", files=True)
@@ -476,6 +513,13 @@ async def _wait_for_close(requests: AsyncIterator[api.TailFileRequest], stop: as
             return
 
 
+async def _feed(requests: AsyncIterator[api.ExecRequest], execution: Execution) -> None:
+    """The client's input to the command; a client that stops sending closes nothing by itself."""
+    async for request in requests:
+        for event in sessions.events_from_wire(request):
+            await execution.send(event)
+
+
 class OriginalService(Service):
     """Only what the original red-box served: the adapter for its clients' expectations.
 
@@ -527,6 +571,12 @@ class OriginalService(Service):
 
     async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
         raise GRPCError(Status.UNIMPLEMENTED)
+
+    async def exec(
+        self, exec_request_iterator: AsyncIterator[api.ExecRequest]
+    ) -> AsyncIterator[api.ExecResponse]:
+        raise GRPCError(Status.UNIMPLEMENTED)
+        yield api.ExecResponse()  # pragma: no cover - makes this an async generator
 
     async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
         raise GRPCError(Status.UNIMPLEMENTED)

@@ -9,8 +9,8 @@ Usage::
     await client.close()
 
 The API is exactly ``Backend`` (info, partitions, resources, submit,
-submit_container, find, states, usage, cancel, open_file, tail_file, stage_in,
-stage_out) plus the constructor and ``close()``.
+submit_container, find, states, usage, cancel, exec, open_file, tail_file,
+stage_in, stage_out) plus the constructor and ``close()``.
 
 Contracts:
 
@@ -28,7 +28,7 @@ Contracts:
   ``Unsupported``; ``stage_in``/``stage_out`` go through the dptech fork's
   CreateFile+Unzip / Zip+OpenFile (leaving the zip file on the Slurm side)
   and raise ``Unsupported`` when those are missing too.
-- ``timeout`` bounds every unary call; streams (open_file, tail_file,
+- ``timeout`` bounds every unary call; streams (exec, open_file, tail_file,
   stage_in, stage_out) have no deadline: the caller stops them by closing
   the iterator (``aclose()``) or cancelling its task.
 """
@@ -49,7 +49,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import replace
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 import structlog
 from grpclib import GRPCError
@@ -68,8 +68,9 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import JobUsage
-from wlmvk.wire import codec
+from wlmvk.wire import codec, sessions
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wlm import failures, zipbridge
 
@@ -260,6 +261,47 @@ class RedBoxClient:
     async def cancel(self, job_id: JobId) -> None:
         await self._call("CancelJob", lambda s: s.cancel_job(api.CancelJobRequest(job_id=job_id)))
 
+    # --- exec ---
+
+    def exec(self, spec: ExecSpec, events: AsyncIterator[ExecEvent]) -> AsyncIterator[ExecOutput]:
+        return self._exec(spec, events)
+
+    async def _exec(self, spec: ExecSpec, events: AsyncIterator[ExecEvent]) -> AsyncIterator[ExecOutput]:
+        if not await self._has("Exec"):
+            raise Unsupported(
+                "Exec: this red-box cannot run a command in a running job (an original red-box)"
+            )
+        channel = self._stub().channel
+        sender: asyncio.Task[None] | None = None
+        try:
+            async with channel.request(
+                SERVICE + "Exec", Cardinality.STREAM_STREAM, api.ExecRequest, api.ExecResponse
+            ) as stream:
+                await stream.send_message(sessions.spec_to_wire(spec))
+                ended = asyncio.Event()
+                sender = asyncio.create_task(_send_events(stream, events, ended))
+                async for response in stream:
+                    outputs = sessions.outputs_from_wire(response)
+                    for output in outputs:
+                        yield output
+                    if any(isinstance(output, Exited) for output in outputs) and not ended.is_set():
+                        # The last message: the input has no reader any more; ending it lets
+                        # the call read red-box's final status.
+                        await _stop(sender)
+                        if not ended.is_set():
+                            await stream.end()
+        except GRPCError as exc:
+            error = failures.from_grpc(exc, "Exec")
+            if isinstance(error, Unsupported):
+                self._lacks("Exec")
+            raise error from exc
+        except failures.CONNECTION_ERRORS as exc:
+            self._reset()
+            raise failures.from_connection(exc, "Exec", self.socket_path) from exc
+        finally:
+            if sender is not None:
+                await _stop(sender)
+
     # --- files ---
 
     def open_file(self, path: str) -> AsyncIterator[bytes]:
@@ -361,6 +403,20 @@ class RedBoxClient:
             tar_file.seek(0)
             while data := tar_file.read(CHUNK):
                 yield data
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _send_events(stream: Any, events: AsyncIterator[ExecEvent], ended: asyncio.Event) -> None:
+    """The caller's input events to red-box, then the end of the request stream."""
+    async for event in events:
+        await stream.send_message(sessions.event_to_wire(event))
+    await stream.end()
+    ended.set()
 
 
 async def _file_messages(remote: str, source: IO[bytes]) -> AsyncIterator[api.CreateFileRequest]:

@@ -404,6 +404,48 @@ class JobUsageResponse(betterproto.Message):
     """
 
 
+@dataclass(eq=False, repr=False)
+class ExecRequest(betterproto.Message):
+    """
+    Exec: the first message names the job and the command (and, with tty, the
+     terminal's first size); the later ones carry the input: stdin bytes, the
+     end of stdin, or a new terminal size. A job that is not running answers
+     FAILED_PRECONDITION; an unknown one NOT_FOUND.
+    """
+
+    job_id: int = betterproto.int64_field(1)
+    command: List[str] = betterproto.string_field(2)
+    tty: bool = betterproto.bool_field(3)
+    """Run the command on a terminal (srun --pty): stderr joins stdout."""
+
+    width: int = betterproto.uint32_field(4)
+    """The terminal's size; 0 x 0 in a later message means no resize."""
+
+    height: int = betterproto.uint32_field(5)
+    stdin: bytes = betterproto.bytes_field(6)
+    stdin_closed: bool = betterproto.bool_field(7)
+    """No more input: the command reads end-of-file."""
+
+
+@dataclass(eq=False, repr=False)
+class ExecResponse(betterproto.Message):
+    started: bool = betterproto.bool_field(5)
+    """
+    The first message: the command started. A refusal comes before it, as
+     the call's status; a failure after it ends the output.
+    """
+
+    stdout: bytes = betterproto.bytes_field(1)
+    stderr: bytes = betterproto.bytes_field(2)
+    exited: bool = betterproto.bool_field(3)
+    """
+    The last message: the command ended with exit_code (128 + n when a
+     signal n ended it, as a shell reports it).
+    """
+
+    exit_code: int = betterproto.int32_field(4)
+
+
 class WorkloadManagerStub(betterproto.ServiceStub):
     async def submit_job(
         self,
@@ -723,6 +765,25 @@ class WorkloadManagerStub(betterproto.ServiceStub):
             metadata=metadata,
         )
 
+    async def exec(
+        self,
+        exec_request_iterator: Union[AsyncIterable[ExecRequest], Iterable[ExecRequest]],
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> AsyncIterator[ExecResponse]:
+        async for response in self._stream_stream(
+            "/api.WorkloadManager/Exec",
+            exec_request_iterator,
+            ExecRequest,
+            ExecResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        ):
+            yield response
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -810,6 +871,12 @@ class WorkloadManagerBase(ServiceBase):
         self, job_usage_request: "JobUsageRequest"
     ) -> "JobUsageResponse":
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def exec(
+        self, exec_request_iterator: AsyncIterator[ExecRequest]
+    ) -> AsyncIterator[ExecResponse]:
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+        yield ExecResponse()
 
     async def __rpc_submit_job(
         self, stream: "grpclib.server.Stream[SubmitJobRequest, SubmitJobResponse]"
@@ -947,6 +1014,16 @@ class WorkloadManagerBase(ServiceBase):
         response = await self.job_usage(request)
         await stream.send_message(response)
 
+    async def __rpc_exec(
+        self, stream: "grpclib.server.Stream[ExecRequest, ExecResponse]"
+    ) -> None:
+        request = stream.__aiter__()
+        await self._call_rpc_handler_server_stream(
+            self.exec,
+            stream,
+            request,
+        )
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -1056,5 +1133,11 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 JobUsageRequest,
                 JobUsageResponse,
+            ),
+            "/api.WorkloadManager/Exec": grpclib.const.Handler(
+                self.__rpc_exec,
+                grpclib.const.Cardinality.STREAM_STREAM,
+                ExecRequest,
+                ExecResponse,
             ),
         }

@@ -1,0 +1,242 @@
+"""A command run inside a running job (``srun --overlap``), streamed both ways.
+
+``Execution`` starts srun with the command line of ``overlap.srun_argv`` as
+red-box's user (the job owner), takes input events (``send``) and yields the
+output (``outputs``), ending with ``Exited``. Without a terminal srun's
+stdin, stdout and stderr are pipes; with one (``--pty``) srun runs on the
+slave side of a local pseudo-terminal, which is its controlling terminal, so
+a size set on the master (TIOCSWINSZ) reaches srun as SIGWINCH and srun
+passes it to the job's terminal; srun's own stderr stays a pipe, apart from
+the command's output. Output is read only as fast as the caller takes it
+(a queue of ``QUEUE`` chunks), so a slow client slows the command rather
+than red-box's memory.
+
+``stop()`` ends srun: SIGTERM (srun forwards it to the step's task and ends
+the step), then SIGKILL to its process group after ``GRACE`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import termios
+from collections.abc import AsyncIterator, Callable
+
+import structlog
+
+from wlmvk.core.errors import Unavailable
+from wlmvk.core.sessions import (
+    ExecEvent,
+    ExecOutput,
+    ExecSpec,
+    Exited,
+    Resize,
+    StderrData,
+    StdinClosed,
+    StdinData,
+    StdoutData,
+)
+from wlmvk.redbox.slurm import spawning
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
+
+_log = structlog.get_logger(__name__)
+
+QUEUE = 16
+CHUNK = 65536
+GRACE = 2.0
+_EOT = b"\x04"  # a terminal's end of input (VEOF in canonical mode)
+
+
+def _take_terminal() -> None:  # pragma: no cover - runs in the child, before exec
+    # The child is a new session's leader (start_new_session): the pseudo-terminal on its
+    # stdin becomes its controlling terminal, whose size changes srun hears about.
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _set_size(fd: int, size: Resize) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size.height, size.width, 0, 0))
+
+
+class Execution:
+    """One srun; ``start`` it, feed it with ``send``, read ``outputs``, ``stop`` it in any case."""
+
+    def __init__(self, spec: ExecSpec, *, working_dir: str = "") -> None:
+        self.spec = spec
+        self.argv = srun_argv(spec, working_dir=working_dir)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._input = -1  # srun's stdin: a pipe, or the terminal's master
+        self._terminal = -1
+        self._outputs: asyncio.Queue[ExecOutput | None] = asyncio.Queue(QUEUE)
+        self._readers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            self._proc = await loop.run_in_executor(None, self._spawn)
+        except OSError as exc:
+            raise Unavailable(f"exec: cannot run srun: {exc.strerror or exc}") from exc
+        proc = self._proc
+        assert proc.stderr is not None
+        stderr = proc.stderr.fileno()
+        if self.spec.tty:
+            self._readers.append(asyncio.create_task(self._pump(self._terminal, StdoutData)))
+        else:
+            assert proc.stdout is not None
+            self._readers.append(asyncio.create_task(self._pump(proc.stdout.fileno(), StdoutData)))
+        self._readers.append(asyncio.create_task(self._pump(stderr, StderrData, ExitLineFilter())))
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        executable = spawning.executable(self.argv[0], None)
+        if not self.spec.tty:
+            proc = subprocess.Popen(
+                self.argv,
+                executable=executable,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            self._input = proc.stdin.fileno()
+            for pipe in (proc.stdin, proc.stdout):
+                os.set_blocking(pipe.fileno(), False)
+        else:
+            master, slave = os.openpty()
+            try:
+                _set_size(master, self.spec.size or Resize(80, 24))
+                proc = subprocess.Popen(
+                    self.argv,
+                    executable=executable,
+                    stdin=slave,
+                    stdout=slave,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=_take_terminal,
+                )
+            except BaseException:
+                os.close(master)
+                raise
+            finally:
+                os.close(slave)
+            os.set_blocking(master, False)
+            self._input = self._terminal = master
+        assert proc.stderr is not None
+        os.set_blocking(proc.stderr.fileno(), False)
+        return proc
+
+    async def _pump(
+        self, fd: int, kind: Callable[[bytes], ExecOutput], cut: ExitLineFilter | None = None
+    ) -> None:
+        async for data in _chunks(fd):
+            kept = cut.feed(data) if cut is not None else data
+            if kept:
+                await self._outputs.put(kind(kept))
+        rest = cut.end() if cut is not None else b""
+        if rest:
+            await self._outputs.put(kind(rest))
+        await self._outputs.put(None)
+
+    async def outputs(self) -> AsyncIterator[ExecOutput]:
+        """The command's output as it comes, then its ``Exited``."""
+        open_readers = len(self._readers)
+        while open_readers:
+            item = await self._outputs.get()
+            if item is None:
+                open_readers -= 1
+            else:
+                yield item
+        yield Exited(await self._exit_code())
+
+    async def _exit_code(self) -> int:
+        assert self._proc is not None
+        code = await asyncio.get_running_loop().run_in_executor(None, self._proc.wait)
+        return 128 - code if code < 0 else code
+
+    async def send(self, event: ExecEvent) -> None:
+        match event:
+            case StdinData(data):
+                await _write(self._input, data)
+            case StdinClosed():
+                if self.spec.tty:
+                    await _write(self._input, _EOT)
+                elif self._proc is not None and self._proc.stdin is not None:
+                    self._proc.stdin.close()
+            case Resize():
+                if self._terminal >= 0 and event.width > 0 and event.height > 0:
+                    _set_size(self._terminal, event)
+
+    async def stop(self) -> None:
+        """End srun if it still runs, and release its descriptors."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(asyncio.shield(self._exit_code()), GRACE)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await self._exit_code()
+        for reader in self._readers:
+            reader.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+        if self._terminal >= 0:
+            os.close(self._terminal)
+            self._terminal = -1
+
+
+async def _wait(fd: int, *, write: bool) -> None:
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    (loop.add_writer if write else loop.add_reader)(fd, wake)
+    try:
+        await ready
+    finally:
+        (loop.remove_writer if write else loop.remove_reader)(fd)
+
+
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """What ``fd`` gives until its end (EIO on a terminal's master once the slave side is gone)."""
+    while True:
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            await _wait(fd, write=False)
+            continue
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                _log.warning("exec output ended by an error", error=str(exc))
+            return
+        if not data:
+            return
+        yield data
+
+
+async def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await _wait(fd, write=True)
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            # The command closed its stdin or ended: its input is no longer wanted.
+            _log.debug("exec input dropped", error=str(exc))
+            return

@@ -1,0 +1,157 @@
+"""Exec on real Slurm: a command in a running job through red-box (as the job owner), both ways.
+
+``srun --overlap`` runs the command beside the job's batch step: its stdout,
+stderr and exit code come back apart (srun's own exit-code line left out);
+stdin reaches it; on a terminal (``--pty``) its size is the one asked for and
+follows a resize. A job that is not running is refused with its state named;
+an original red-box answers UNIMPLEMENTED, raised as Unsupported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from tests.e2e.redbox.helpers import scancel, script, wait_for
+from tests.fixtures.redbox import JOB_OWNER, RedBox
+from wlmvk.core.errors import FailedPrecondition, NotFound, Unsupported
+from wlmvk.core.jobs import JobId, JobSpec, JobStatus
+from wlmvk.core.sessions import (
+    ExecEvent,
+    ExecOutput,
+    Exited,
+    Resize,
+    Started,
+    StderrData,
+    StdinClosed,
+    StdinData,
+    StdoutData,
+    exec_spec,
+)
+from wlmvk.wlm.client import RedBoxClient
+
+SLEEP = "sleep 300"
+
+
+@pytest.fixture
+def owner_box(redbox_factory: Callable[..., RedBox]) -> RedBox:
+    return redbox_factory(user=JOB_OWNER)
+
+
+async def running_job(client: RedBoxClient) -> JobId:
+    job = await client.submit(JobSpec(script=script("#SBATCH --time=5", SLEEP), partition="debug"))
+    await wait_for(client, job, lambda s: s.status is JobStatus.RUNNING)
+    return job
+
+
+async def no_input() -> AsyncIterator[ExecEvent]:
+    yield StdinClosed()
+
+
+async def collect(outputs: AsyncIterator[ExecOutput]) -> tuple[bytes, bytes, int | None]:
+    out, err, code = b"", b"", None
+    assert await anext(outputs) == Started()
+    async for item in outputs:
+        match item:
+            case StdoutData(data):
+                out += data
+            case StderrData(data):
+                err += data
+            case Exited(c):
+                code = c
+    return out, err, code
+
+
+async def test_a_command_returns_its_output_apart_and_its_exit_code(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    try:
+        spec = exec_spec(job, ["sh", "-c", "echo out; echo err >&2; id -un; exit 3"], tty=False, size=None)
+        out, err, code = await collect(client.exec(spec, no_input()))
+        assert (out, err, code) == (f"out\n{JOB_OWNER}\n".encode(), b"err\n", 3)
+    finally:
+        scancel(job)
+        await client.close()
+
+
+async def test_stdin_reaches_the_command_until_it_is_closed(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+
+    async def lines() -> AsyncIterator[ExecEvent]:
+        yield StdinData(b"one\n")
+        yield StdinData(b"two\n")
+        yield StdinClosed()
+
+    try:
+        spec = exec_spec(job, ["sh", "-c", "cat; echo done"], tty=False, size=None)
+        assert await collect(client.exec(spec, lines())) == (b"one\ntwo\ndone\n", b"", 0)
+    finally:
+        scancel(job)
+        await client.close()
+
+
+async def test_a_terminal_has_the_size_asked_and_follows_a_resize(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    typed: asyncio.Queue[ExecEvent | None] = asyncio.Queue()
+
+    async def keyboard() -> AsyncIterator[ExecEvent]:
+        while (event := await typed.get()) is not None:
+            yield event
+
+    try:
+        spec = exec_spec(job, ["sh"], tty=True, size=Resize(100, 30))
+        outputs = client.exec(spec, keyboard())
+        assert await anext(outputs) == Started()
+        seen = b""
+
+        async def until(pattern: bytes) -> None:
+            nonlocal seen
+            while not re.search(pattern, seen):
+                item = await anext(outputs)
+                assert isinstance(item, StdoutData), f"{item!r} after {seen!r}"
+                seen += item.data
+
+        await typed.put(StdinData(b"stty size; tty\n"))
+        await until(rb"30 100\r\n/dev/pts/\d+\r\n")
+        await typed.put(Resize(120, 40))
+        await asyncio.sleep(0.5)  # srun passes the size on when SIGWINCH reaches it
+        await typed.put(StdinData(b"stty size; exit 7\n"))
+        await until(rb"40 120\r\n")
+        rest = [item async for item in outputs]
+        assert rest[-1] == Exited(7)
+    finally:
+        await typed.put(None)
+        scancel(job)
+        await client.close()
+
+
+async def test_a_job_that_is_not_running_is_refused_with_its_state(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    held = await client.submit(JobSpec(script=script("#SBATCH --hold", SLEEP), partition="debug"))
+    try:
+        spec = exec_spec(held, ["true"], tty=False, size=None)
+        with pytest.raises(FailedPrecondition) as refused:
+            await collect(client.exec(spec, no_input()))
+        assert refused.value.message == (
+            f"Exec: exec: job {held} is PENDING (JobHeldUser): a command runs only in a running job"
+        )
+        with pytest.raises(NotFound, match="job 999999991 is unknown to Slurm and red-box"):
+            await collect(client.exec(exec_spec(999_999_991, ["true"], tty=False, size=None), no_input()))
+    finally:
+        scancel(held)
+        await client.close()
+
+
+async def test_an_original_red_box_cannot_exec(redbox_factory: Callable[..., RedBox]) -> None:
+    box = redbox_factory(original=True)
+    client = RedBoxClient(box.socket)
+    try:
+        with pytest.raises(Unsupported, match="an original red-box"):
+            await collect(client.exec(exec_spec(1, ["true"], tty=False, size=None), no_input()))
+    finally:
+        await client.close()

@@ -1,0 +1,68 @@
+"""The srun command of an exec and the filter of srun's own exit line (captured from Slurm 22.05)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wlmvk.core.jobs import JobId
+from wlmvk.core.sessions import ExecSpec, Resize
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
+
+# What srun 22.05 printed for `sh -c 'echo err >&2; exit 3'` in job 162127 (node vm).
+CAPTURED = b"err\nsrun: error: vm: task 0: Exited with exit code 3\n"
+
+
+def test_srun_argv() -> None:
+    spec = ExecSpec(job_id=JobId(12), command=("sh", "-c", "echo; exit 3"))
+    assert srun_argv(spec) == [
+        "srun", "--overlap", "--jobid=12", "--ntasks=1", "--nodes=1", "--quiet",
+        "--", "sh", "-c", "echo; exit 3",
+    ]  # fmt: skip
+
+
+def test_srun_argv_on_a_terminal_in_the_jobs_directory() -> None:
+    spec = ExecSpec(job_id=JobId(5), command=("bash",), tty=True, size=Resize(80, 24))
+    assert srun_argv(spec, working_dir="/home/u/w") == [
+        "srun", "--overlap", "--jobid=5", "--ntasks=1", "--nodes=1", "--quiet", "--chdir=/home/u/w", "--pty",
+        "--", "bash",
+    ]  # fmt: skip
+
+
+def run(chunks: list[bytes]) -> bytes:
+    f = ExitLineFilter()
+    return b"".join(f.feed(c) for c in chunks) + f.end()
+
+
+def test_the_exit_line_is_dropped() -> None:
+    assert run([CAPTURED]) == b"err\n"
+
+
+@pytest.mark.parametrize("cut", range(1, len(CAPTURED)))
+def test_the_exit_line_is_dropped_however_the_stream_is_cut(cut: int) -> None:
+    assert run([CAPTURED[:cut], CAPTURED[cut:]]) == b"err\n"
+
+
+def test_other_srun_errors_pass() -> None:
+    text = b"srun: error: Unable to create step for job 9: Job/step already completing or completed\n"
+    assert run([text]) == text
+
+
+def test_a_line_that_only_contains_the_words_passes() -> None:
+    text = b"x srun: error: vm: task 0: Exited with exit code 3\n"
+    assert run([text[:2], text[2:]]) == text
+
+
+def test_output_without_a_newline_is_not_held() -> None:
+    f = ExitLineFilter()
+    assert f.feed(b"prompt> ") == b"prompt> "
+    assert f.feed(b"srun: error: vm: task 0: Exited with exit code 3\n") == (
+        b"srun: error: vm: task 0: Exited with exit code 3\n"
+    ), "not at the start of a line: the command's own text"
+
+
+def test_a_held_start_that_was_not_the_exit_line_comes_out() -> None:
+    f = ExitLineFilter()
+    assert f.feed(b"srun: er") == b""
+    assert f.feed(b"ror: elsewhere\n") == b"srun: error: elsewhere\n"
+    assert f.feed(b"srun") == b""
+    assert f.end() == b"srun"
