@@ -13,6 +13,12 @@ type ``ExitCode`` whose message is the code, which client-go turns into the
 exit code kubectl exits with. Anything else is a failure whose message
 kubectl prints.
 
+Errors: a handler that raises ``core.errors`` is answered by the transport
+with a Failure status carrying the message (the session is already
+upgraded). What kubectl should hear as an HTTP error before any upgrade (no
+such pod: 404; a job that is not running: 400) is raised by the server's
+``Handlers.exec_check``, which runs before the transport is chosen.
+
 Pure: no I/O here.
 """
 
@@ -30,6 +36,8 @@ NON_ZERO_EXIT_CODE_REASON = "NonZeroExitCode"
 EXIT_CODE_CAUSE_TYPE = "ExitCode"
 
 _TRUE = frozenset({"1", "true"})
+# The kubelet's names (kube-apiserver sends input/output/error=1), and the API's (stdin/stdout/stderr).
+_FLAGS = {"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"}
 
 __all__ = [
     "ExecChannel",
@@ -74,13 +82,15 @@ ExecHandler = Callable[[ExecRequest, ExecChannel], Awaitable[None]]
 def parse_exec_query(
     namespace: str, pod: str, container: str, query: Mapping[str, Sequence[str]]
 ) -> ExecRequest:
-    """The kubelet's exec query: ``command`` repeated, ``stdin``/``stdout``/``stderr``/``tty`` flags."""
+    """The kubelet's exec query: ``command`` repeated; flags ``input``, ``output``, ``error`` (as
+    kube-apiserver names them to a kubelet, or ``stdin``, ``stdout``, ``stderr``) and ``tty``, on
+    when "1" or "true"."""
     command = tuple(query.get("command", ()))
     if not command or not command[0]:
         raise InvalidInput("exec needs a command: no 'command' query parameter was given")
     if any("\x00" in word for word in command):
         raise InvalidInput("exec command words cannot contain NUL bytes")
-    flags = {name: _flag(query, name) for name in ("stdin", "stdout", "stderr", "tty")}
+    flags = {name: _flag(query, name, alias) for name, alias in _FLAGS.items()}
     if not (flags["stdin"] or flags["stdout"] or flags["stderr"]):
         raise InvalidInput("you must specify at least one of stdin, stdout, stderr")
     return ExecRequest(
@@ -95,9 +105,9 @@ def parse_exec_query(
     )
 
 
-def _flag(query: Mapping[str, Sequence[str]], name: str) -> bool:
-    values = query.get(name, ())
-    return bool(values) and values[-1].lower() in _TRUE
+def _flag(query: Mapping[str, Sequence[str]], name: str, alias: str) -> bool:
+    values = [*query.get(alias, ()), *query.get(name, ())]
+    return any(value.lower() in _TRUE for value in values)
 
 
 def exit_status(code: int | None, message: str = "") -> dict[str, Any]:

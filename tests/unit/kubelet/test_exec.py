@@ -29,7 +29,11 @@ def test_query_as_kubectl_sends_it() -> None:
 
 
 def test_query_flags_as_the_api_server_forwards_them() -> None:
-    query = {"command": ["true"], "output": ["1"], "stdout": ["1"], "tty": ["0"]}
+    # What kube-apiserver v1.36.3 sent a kubelet for `kubectl exec -it` (captured, see kubelet/spdy.py).
+    query = {"command": ["sh"], "error": ["1"], "input": ["1"], "output": ["1"], "tty": ["1"]}
+    request = parse_exec_query("ns", "p", "c", query)
+    assert (request.stdin, request.stdout, request.stderr, request.tty) == (True, True, True, True)
+    query = {"command": ["true"], "output": ["1"], "tty": ["0"]}
     request = parse_exec_query("ns", "p", "c", query)
     assert (request.stdin, request.stdout, request.stderr, request.tty) == (False, True, False, False)
 
