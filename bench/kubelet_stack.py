@@ -17,6 +17,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from wlmvk.core.errors import NotFound
+from wlmvk.kube.bodies import NODES
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = Path("/var/tmp/wlmvk-slurm/jobs")
@@ -29,7 +33,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _shims(directory: Path, counter: Path) -> None:
+def counting_shims(directory: Path, counter: Path) -> None:
     """Wrappers that log each Slurm command to ``counter`` and run the real one."""
     for name in SLURM_COMMANDS:
         real = shutil.which(name)
@@ -62,7 +66,7 @@ class Stack:
         shims.mkdir()
         self.counter = self.base / "slurm-commands"
         self.counter.touch()
-        _shims(shims, self.counter)
+        counting_shims(shims, self.counter)
         self.work_dir = Path(tempfile.mkdtemp(prefix="kb-", dir=JOBS))
         self.socket = str(self.base / "rb.sock")
         argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", self.socket,
@@ -136,6 +140,19 @@ def scancel_name_prefix(prefix: str) -> None:
     ids = [line.split("|")[0] for line in out.splitlines() if line.split("|")[-1].startswith(prefix)]
     for start in range(0, len(ids), 200):
         subprocess.run(["scancel", *ids[start : start + 200]], capture_output=True, check=False)
+
+
+async def wait_for_node(kube: Any, node: str, timeout: float = 60) -> None:
+    """Until the kubelet registered ``node``."""
+
+    async def exists() -> bool:
+        try:
+            await kube.get(NODES, node)
+        except NotFound:
+            return False
+        return True
+
+    await wait_until(exists, timeout=timeout, every=0.2)
 
 
 async def wait_until(check, timeout: float, every: float = 0.05):  # type: ignore[no-untyped-def]

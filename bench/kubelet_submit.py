@@ -24,12 +24,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import Stack, scancel_name_prefix, wait_until
+from kubelet_stack import Stack, scancel_name_prefix, wait_for_node
 
 from wlmvk.core import names
-from wlmvk.core.errors import NotFound
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kube.bodies import NAMESPACES, NODES, PODS
+from wlmvk.kube.bodies import NAMESPACES, PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
 from wlmvk.kubelet.settings import Settings as KubeletSettings
@@ -91,15 +90,7 @@ async def through_kubelet(stack: Stack, count: int, workers: int, prefix: str) -
     kubelet = stack.kubelet(cluster=prefix, submissions=workers)
     kube = await KubeClient.connect(str(stack.kubeconfig))
     node = names.node_name(prefix, "debug")
-
-    async def node_exists() -> bool:
-        try:
-            await kube.get(NODES, node)
-        except NotFound:
-            return False
-        return True
-
-    await wait_until(node_exists, timeout=60, every=0.2)
+    await wait_for_node(kube, node)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": prefix}}
     await kube.create(NAMESPACES, namespace)
 

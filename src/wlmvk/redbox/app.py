@@ -124,8 +124,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--poll-interval",
         type=float,
-        default=3.0,
-        help="seconds between looks at unfinished jobs, to record their end; 0 = off (default %(default)s)",
+        default=8.0,
+        help="the longest an unfinished job goes without a look in Slurm (a client's JobStates counts), "
+        "so its end is recorded; keep it below Slurm's MinJobAge; 0 = off (default %(default)s)",
     )
     p.add_argument(
         "--container-runtime",
@@ -235,11 +236,15 @@ def tls_context(cert: str, key: str, client_ca: str) -> ssl.SSLContext:
 
 
 async def recorder(jobs: Jobs, interval: float) -> None:
-    """Look at unfinished jobs every ``interval`` seconds so their end is recorded."""
+    """See every unfinished job at least every ``interval`` seconds so its end is recorded.
+
+    A job a client looked at since (the kubelet asks for all of its jobs every tick) is
+    not asked about again: Slurm answers each tick once, not once more for red-box.
+    """
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(min(1.0, interval / 2))
         try:
-            await jobs.poll_unfinished()
+            await jobs.poll_unfinished(max_age=interval)
         except Unavailable as exc:
             _log.warning("could not poll Slurm", error=exc.message)
         except Exception:

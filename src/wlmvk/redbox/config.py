@@ -41,7 +41,7 @@ class Settings:
     tls_client_ca: str = ""
     slurm_timeout: float = 30.0
     max_script_bytes: int = 1024 * 1024
-    poll_interval: float = 3.0
+    poll_interval: float = 8.0
     log_level: str = "info"
     # apptainer, singularity, podman, none, or auto (core.runtimes.AUTO_ORDER).
     container_runtime: str = "auto"

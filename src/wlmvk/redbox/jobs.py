@@ -72,6 +72,9 @@ class Jobs:
         self._index: dict[str, JobState] = {}
         self._index_at = -math.inf
         self._index_scan: asyncio.Future[None] | None = None
+        # When each followed job was last looked at in Slurm, by anyone's JobStates: the
+        # recorder leaves out jobs a client (the kubelet, every tick) looked at recently.
+        self._looked: dict[JobId, float] = {}
 
     # --- submitting ---
 
@@ -231,6 +234,7 @@ class Jobs:
     async def states(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
         """The state of every job asked for: one squeue call, at most one sacct call."""
         wanted = sorted({j for j in job_ids if j > 0})
+        looked = time.monotonic()
         result: dict[JobId, JobState] = {
             j: JobState(job_id=j, status=JobStatus.NOT_FOUND, reason="not a job id")
             for j in job_ids
@@ -268,6 +272,11 @@ class Jobs:
                 result[job_id] = JobState(job_id=job_id, status=JobStatus.UNKNOWN, reason=trouble)
             else:
                 result[job_id] = self._settle(job_id, row)
+        if trouble:
+            return result  # accounting did not answer: the recorder must look again
+        for job_id in wanted:
+            if job_id in self._looked or self.store.get(job_id) is not None:
+                self._looked[job_id] = looked
         return result
 
     def _recorded_end(self, job_id: JobId) -> bool:
@@ -315,12 +324,22 @@ class Jobs:
 
     # --- the background recorder ---
 
-    async def poll_unfinished(self) -> int:
-        """Look once at every job red-box follows whose end it has not seen; returns how many."""
+    async def poll_unfinished(self, max_age: float = 0.0) -> int:
+        """Look at the jobs red-box follows whose end it has not seen; returns how many.
+
+        Only when one of them went unlooked-at for ``max_age`` seconds (a client's
+        JobStates counts), and then at every one unlooked-at for half that: one squeue
+        for the lot, so their looks fall together instead of one squeue per job's age.
+        """
+        now = time.monotonic()
         unfinished = [j for j in self.store.unfinished() if not self._lost(j)]
-        if unfinished:
-            await self.states(unfinished)
-        return len(unfinished)
+        ages = {j: now - self._looked.get(j, -math.inf) for j in unfinished}
+        self._looked = {j: self._looked[j] for j in unfinished if j in self._looked}
+        if not unfinished or max(ages.values()) < max_age:
+            return 0
+        due = [j for j in unfinished if ages[j] >= max_age / 2]
+        await self.states(due)
+        return len(due)
 
     def _lost(self, job_id: JobId) -> bool:
         known = self.store.get(job_id)

@@ -51,3 +51,42 @@ async def test_the_recorder_keeps_recording_after_an_unexpected_exception(tmp_pa
     finally:
         task.cancel()
         store.close()
+
+
+def following(tmp_path: Path, *job_ids: int) -> tuple[ScriptedSlurm, Store, Jobs]:
+    """Jobs following ``job_ids``, each PENDING in a scripted Slurm."""
+    slurm = ScriptedSlurm()
+    store = Store(tmp_path / "state")
+    store.open()
+    confinement = Confinement(tmp_path, [tmp_path])
+    jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=1000, base_env={})  # type: ignore[arg-type]
+    for job in job_ids:
+        store.track(JobId(job))
+        slurm.queued[JobId(job)] = JobState(job_id=JobId(job), status=JobStatus.PENDING)
+    return slurm, store, jobs
+
+
+async def test_jobs_a_client_just_looked_at_are_not_asked_about_again(tmp_path: Path) -> None:
+    """The kubelet's tick asks for every job it follows; the recorder must not ask Slurm again."""
+    slurm, store, jobs = following(tmp_path, 7, 8)
+    await jobs.states([JobId(7), JobId(8)])  # a client's JobStates
+    slurm.calls.clear()
+    assert await jobs.poll_unfinished(max_age=8.0) == 0
+    assert slurm.calls == []
+    assert await jobs.poll_unfinished(max_age=0.0) == 2, "unlooked-at for max_age: looked at"
+    assert slurm.calls == ["squeue"]
+    store.close()
+
+
+async def test_a_job_nobody_looked_at_is_looked_at_with_the_others_in_one_squeue(tmp_path: Path) -> None:
+    slurm, store, jobs = following(tmp_path, 7, 8)
+    await jobs.states([JobId(7)])
+    store.track(JobId(9))  # submitted since: never looked at
+    slurm.queued[JobId(9)] = done(9, JobStatus.COMPLETED, 0)
+    slurm.calls.clear()
+    assert await jobs.poll_unfinished(max_age=8.0) == 2, "the unlooked-at ones: 8 and 9, not 7"
+    assert slurm.calls == ["squeue"]
+    recorded = store.get(JobId(9))
+    assert recorded is not None
+    assert recorded.status is JobStatus.COMPLETED
+    store.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -42,6 +43,12 @@ _UNREACHABLE = (
 )
 _NO_ACCOUNTING = ("accounting storage is disabled", "not running a supported accounting_storage")
 _UNKNOWN_JOB = "Invalid job id specified"
+
+PARTITION_TABLE_TTL = 2.0
+"""Seconds one ``scontrol show partition`` answers every caller (one discovery's calls)."""
+
+NODE_TABLE_TTL = 600.0
+"""Seconds node records are reused while the partition table stays the same."""
 
 ACCOUNTING_WINDOW = "now-3days"
 """How far back a lookup by idempotency key searches the accounting database.
@@ -75,6 +82,9 @@ class Slurm:
         self.runner = runner
         # squeue and sacct take a uid as well as a name; ours unless told.
         self.user = user or str(os.geteuid())
+        self._table: asyncio.Future[Completed] | None = None
+        self._table_at = 0.0
+        self._nodes: tuple[str, float, list[parsing.NodeRecord]] | None = None
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -98,7 +108,9 @@ class Slurm:
 
         With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
         """
-        argv = ["squeue", "-h", "-t", "all", "-u", self.user, "-O", parsing.SQUEUE_FORMAT]
+        # --local: no REQUEST_FED_INFO first (a third of what each look cost slurmctld); red-box
+        # submits to its own cluster only.
+        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", parsing.SQUEUE_FORMAT]
         if job_ids is not None:
             if not job_ids:
                 return []
@@ -167,21 +179,52 @@ class Slurm:
         return parsing.sacct_steps(done.stdout)
 
     async def partitions(self) -> list[parsing.PartitionRecord]:
-        """Partition records joined with their nodes (two scontrol calls, run concurrently)."""
-        parts, nodes = await asyncio.gather(
-            self.runner.run(["scontrol", "-o", "show", "partition"]),
-            self.runner.run(["scontrol", "-o", "show", "node"]),
-        )
-        for done in (parts, nodes):
+        """Partition records joined with their nodes.
+
+        The partition table is read each time (limits and state change at any moment);
+        the node table (CPUs, memory, features, GPUs: configuration) again only when the
+        partition table changed or NODE_TABLE_TTL passed. ``scontrol show node`` costs
+        slurmctld two RPCs (it reads the partition table too): a discovery that reads
+        both every minute cost three times what one that reads the partitions does.
+        """
+        parts = await self._partition_table()
+        if not parts.ok:
+            raise classify(parts)
+        nodes = self._nodes
+        if nodes is None or nodes[0] != parts.stdout or time.monotonic() - nodes[1] > NODE_TABLE_TTL:
+            done = await self.runner.run(["scontrol", "-o", "show", "node"])
             if not done.ok:
                 raise classify(done)
-        return parsing.partition_records(parts.stdout, parsing.node_records(nodes.stdout))
+            nodes = self._nodes = (parts.stdout, time.monotonic(), parsing.node_records(done.stdout))
+        return parsing.partition_records(parts.stdout, nodes[2])
 
     async def partition_names(self) -> list[str]:
-        done = await self.runner.run(["scontrol", "-o", "show", "partition"])
+        done = await self._partition_table()
         if not done.ok:
             raise classify(done)
         return parsing.partition_names(done.stdout)
+
+    async def _partition_table(self) -> Completed:
+        """``scontrol -o show partition``, one look shared for PARTITION_TABLE_TTL seconds.
+
+        A kubelet's discovery asks for the names, then for each partition's resources
+        (which join the table with the nodes): one look at the table answers both.
+        """
+        shared = self._table
+        if shared is None or time.monotonic() - self._table_at > PARTITION_TABLE_TTL:
+            self._table_at = time.monotonic()
+            shared = self._table = asyncio.ensure_future(
+                self.runner.run(["scontrol", "-o", "show", "partition"])
+            )
+        try:
+            done = await asyncio.shield(shared)
+        except BaseException:
+            if shared.done() and self._table is shared:
+                self._table = None  # a failed look is not kept
+            raise
+        if not done.ok and self._table is shared:
+            self._table = None
+        return done
 
     async def version(self) -> str:
         done = await self.runner.run(["sinfo", "-V"])

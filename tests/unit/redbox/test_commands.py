@@ -1,0 +1,82 @@
+"""What red-box's Slurm commands cost slurmctld: which commands run, how often (captured output).
+
+Counted at the runner: each ``scontrol show partition`` is one RPC to slurmctld,
+each ``scontrol show node`` two (it reads the partition table too), each
+``squeue`` two with ``--local`` (three without: the federation first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from tests.unit.redbox.test_parsing import captured
+from wlmvk.core.errors import Unavailable
+from wlmvk.redbox.slurm import commands
+from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm.runner import Completed
+
+
+class CountingRunner:
+    def __init__(self) -> None:
+        self.argvs: list[tuple[str, ...]] = []
+        self.outputs = {
+            ("scontrol", "-o", "show", "partition"): captured("scontrol_partitions.txt"),
+            ("scontrol", "-o", "show", "node"): captured("scontrol_nodes.txt"),
+        }
+        self.failing = False
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: bytes = b"", env: Mapping[str, str] | None = None
+    ) -> Completed:
+        self.argvs.append(tuple(argv))
+        if self.failing:
+            return Completed(tuple(argv), 1, "", "Unable to contact slurm controller")
+        return Completed(tuple(argv), 0, self.outputs.get(tuple(argv), ""), "")
+
+
+def shows(runner: CountingRunner, what: str) -> int:
+    return sum(1 for argv in runner.argvs if argv[:4] == ("scontrol", "-o", "show", what))
+
+
+async def test_one_discovery_reads_the_partition_table_once() -> None:
+    runner = CountingRunner()
+    slurm = Slurm(runner)  # type: ignore[arg-type]
+    names = await slurm.partition_names()
+    records = await slurm.partitions()
+    assert names == [r.name for r in records]
+    assert (shows(runner, "partition"), shows(runner, "node")) == (1, 1)
+
+
+async def test_nodes_are_read_again_only_when_the_partition_table_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(commands, "PARTITION_TABLE_TTL", 0.0)
+    runner = CountingRunner()
+    slurm = Slurm(runner)  # type: ignore[arg-type]
+    first = await slurm.partitions()
+    assert await slurm.partitions() == first
+    assert (shows(runner, "partition"), shows(runner, "node")) == (2, 1), "the same table: nodes reused"
+    table = runner.outputs[("scontrol", "-o", "show", "partition")]
+    runner.outputs[("scontrol", "-o", "show", "partition")] = table.replace("State=UP", "State=DOWN", 1)
+    changed = await slurm.partitions()
+    assert (shows(runner, "partition"), shows(runner, "node")) == (3, 2), "a changed table: nodes read"
+    assert changed[0].state == "DOWN"
+
+
+async def test_a_failed_look_at_the_partitions_is_not_kept() -> None:
+    runner = CountingRunner()
+    slurm = Slurm(runner)  # type: ignore[arg-type]
+    runner.failing = True
+    with pytest.raises(Unavailable):
+        await slurm.partition_names()
+    runner.failing = False
+    assert await slurm.partition_names()
+    assert shows(runner, "partition") == 2
+
+
+async def test_squeue_skips_the_federation_lookup() -> None:
+    runner = CountingRunner()
+    await Slurm(runner, user="1000").queue()  # type: ignore[arg-type]
+    assert runner.argvs[0][:2] == ("squeue", "--local")
