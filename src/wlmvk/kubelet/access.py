@@ -14,7 +14,8 @@ since v1.33), ``/pods`` may use ``pods`` and ``/healthz`` ``healthz``, with
 bodies; ``auth`` does the I/O.
 
 One wlmvk kubelet serves several nodes (one per partition): a request about
-one pod is authorized on the pod's node; any other (``/pods``, ``/healthz``,
+one pod is authorized on the pod's node, one about one node
+(``/metrics/resource/<node>``) on that node; any other (``/pods``, ``/healthz``,
 a pod it does not run) on every node it serves, since it answers for them
 all.
 """
@@ -101,6 +102,14 @@ def pod_of(path: str) -> tuple[str, str] | None:
     parts = path.split("/")
     if len(parts) >= 4 and parts[0] == "" and parts[1] in _POD_PATHS and parts[2] and parts[3]:
         return unquote(parts[2]), unquote(parts[3])
+    return None
+
+
+def node_of(path: str) -> str | None:
+    """The node of a per-node path: ``/metrics/resource/{node}`` (``resource_metrics.node_path``)."""
+    parts = path.split("/")
+    if len(parts) == 4 and parts[:3] == ["", "metrics", "resource"] and parts[3]:
+        return unquote(parts[3])
     return None
 
 

@@ -27,7 +27,7 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import access, auth, nodes, server, stats
+from wlmvk.kubelet import access, auth, executing, nodes, server, stats
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.health import MeteredBackend, Reachability
@@ -133,11 +133,15 @@ class Kubelet:
             nodes=lambda: sorted(self.directory.owned),
             interval=s.stats_interval,
         )
+        executor = executing.Executor(lookup=self._exec_target, backend=self._backend)
         handlers = server.Handlers(
             logs=self.logs,
             pods=self._pods_view,
             healthy=lambda: self.reachability.reachable,
             summary=self.stats.summary,
+            resource_metrics=self.stats.resource_metrics,
+            exec=executor.run,
+            exec_check=executor.check,
         )
         context = tls.server_context(
             cert=s.tls_cert,
@@ -171,13 +175,26 @@ class Kubelet:
             self.metrics_port = _bound_port(metrics_runner, s.metrics_port)
 
     def _nodes_for(self, path: str) -> list[str]:
-        """The nodes a request is authorized on: its pod's, else every node served ("" before any)."""
+        """The nodes a request is authorized on: its pod's or node's, else all served ("" before any)."""
+        node = access.node_of(path)
+        if node:
+            return [node]
         pod = access.pod_of(path)
         record = self.pods.record(*pod) if pod and self.pods else None
         node = str(record.pod.get("spec", {}).get("nodeName") or "") if record else ""
         if node:
             return [node]
         return sorted(self.directory.owned) or [""]
+
+    def _exec_target(self, namespace: str, pod: str) -> executing.Target | None:
+        record = self.pods.record(namespace, pod) if self.pods else None
+        if record is None:
+            return None
+        return executing.Target(
+            container=record.facts(self.settings.node_ip).container,
+            job_id=record.job_id,
+            state=record.state,
+        )
 
     def _pods_view(self) -> list[dict[str, Any]]:
         return self.pods.pods() if self.pods else []

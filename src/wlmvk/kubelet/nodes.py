@@ -18,6 +18,7 @@ from wlmvk.core import names
 from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
+from wlmvk.kubelet import resource_metrics
 
 Body = dict[str, Any]
 
@@ -165,7 +166,13 @@ def node_object(
     res: PartitionResources, ctx: NodeContext, health: Health, *, heartbeat: str, ready_since: str
 ) -> Body:
     """The Node to create for a partition."""
-    annotations = {"node.alpha.kubernetes.io/ttl": "0"}
+    name = names.node_name(ctx.cluster, res.name)
+    # Several virtual nodes share one kubelet address: metrics-server follows
+    # this annotation to a path that reports only this node.
+    annotations = {
+        "node.alpha.kubernetes.io/ttl": "0",
+        resource_metrics.PATH_ANNOTATION: resource_metrics.node_path(name),
+    }
     if ctx.red_box_socket:
         annotations[names.ANNOTATION_RED_BOX_SOCKET] = ctx.red_box_socket
     if ctx.original_api:
@@ -174,7 +181,7 @@ def node_object(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
-            "name": names.node_name(ctx.cluster, res.name),
+            "name": name,
             "labels": labels(res, ctx),
             "annotations": annotations,
         },

@@ -1,9 +1,14 @@
-"""The kubelet HTTPS API (aiohttp): logs, pods, health, the Summary API; 501 for the rest.
+"""The kubelet HTTPS API (aiohttp): logs, exec, pods, health, Summary API, resource metrics; 501 else.
 
 The server takes handler functions, not the controllers: a handler left
 out answers 501 with a message. Query parameters are parsed once into
 ``LogOptions``; ``core.errors`` map to HTTP codes in ``_http_error`` only.
 Metrics are served by ``metrics_app`` on their own port.
+
+``/exec/{namespace}/{pod}/{container}`` parses the query and asks
+``exec_check`` before any upgrade (so a pod not here is 404, a job not running
+400, in kubectl's words), then serves the session over the transport the
+request upgrades to: WebSocket (``websocket_exec``) or SPDY/3.1 (``spdy_exec``).
 
 With a ``gate`` (``auth.Gate``) every request is authenticated and authorized
 before its handler runs, as the kubelet does: 401 Unauthorized without an
@@ -31,8 +36,8 @@ from wlmvk.core.errors import (
     Unsupported,
     WlmvkError,
 )
-from wlmvk.kubelet import auth
-from wlmvk.kubelet.exec import ExecHandler
+from wlmvk.kubelet import auth, resource_metrics, spdy_exec, websocket_exec
+from wlmvk.kubelet.exec import ExecHandler, ExecRequest, parse_exec_query
 from wlmvk.kubelet.logs import LogOptions, parse_options
 
 _log = structlog.get_logger(__name__)
@@ -47,7 +52,11 @@ class Handlers:
     pods: PodsHandler | None = None
     healthy: Callable[[], bool] | None = None
     summary: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    # The /metrics/resource text of one node (None: of every node served).
+    resource_metrics: Callable[[str | None], Awaitable[str]] | None = None
     exec: ExecHandler | None = None
+    # Raises what kubectl should hear before an exec session starts (no such pod, a job not running).
+    exec_check: Callable[[ExecRequest], Awaitable[None]] | None = None
 
 
 _NOT_SUPPORTED = {
@@ -129,6 +138,32 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
             raise _http_error(exc) from exc
         return web.Response(text=json.dumps(body), content_type="application/json")
 
+    async def metrics_resource(request: web.Request) -> web.Response:
+        if handlers.resource_metrics is None:
+            raise _exception(501, "resource metrics are not available")
+        try:
+            text = await handlers.resource_metrics(request.match_info.get("node"))
+        except WlmvkError as exc:
+            raise _http_error(exc) from exc
+        return web.Response(body=text.encode(), headers={"Content-Type": resource_metrics.CONTENT_TYPE})
+
+    async def exec_session(request: web.Request) -> web.StreamResponse:
+        if handlers.exec is None:
+            raise _exception(501, _NOT_SUPPORTED["exec"])
+        info = request.match_info
+        query = {key: request.query.getall(key) for key in request.query}
+        try:
+            exec_request = parse_exec_query(info["namespace"], info["pod"], info["container"], query)
+            if handlers.exec_check is not None:
+                await handlers.exec_check(exec_request)
+        except WlmvkError as exc:
+            raise _http_error(exc) from exc
+        if websocket_exec.is_websocket_upgrade(request):
+            return await websocket_exec.serve(request, exec_request, handlers.exec)
+        if spdy_exec.is_spdy_upgrade(request):
+            return await spdy_exec.serve(request, exec_request, handlers.exec)
+        raise _exception(400, "Upgrade request required")
+
     def unsupported(kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(request: web.Request) -> web.Response:
             raise _exception(501, _NOT_SUPPORTED[kind])
@@ -139,6 +174,10 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
     app.router.add_get("/pods", pods)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/stats/summary", stats_summary)
+    for method in ("GET", "POST"):
+        app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_session)
+    app.router.add_get(resource_metrics.PATH, metrics_resource)
+    app.router.add_get(resource_metrics.node_path("{node}"), metrics_resource)
     for kind in _NOT_SUPPORTED:
         for method in ("GET", "POST"):
             app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{rest:.*}}", unsupported(kind))

@@ -18,6 +18,8 @@ from wlmvk.kubelet import access
         ("/metrics", ("metrics",)),
         ("/metrics/cadvisor", ("metrics",)),
         ("/stats/summary", ("stats",)),
+        ("/metrics/resource", ("metrics",)),
+        ("/metrics/resource/slurm-c-debug", ("metrics",)),
         ("/logs/syslog", ("log",)),
         ("/podsx", ("proxy",)),
         ("/", ("proxy",)),
@@ -42,6 +44,15 @@ def test_pod_of_a_per_pod_path() -> None:
     assert access.pod_of("/portForward/ns/p") == ("ns", "p")
     assert access.pod_of("/pods") is None
     assert access.pod_of("/containerLogs/ns") is None
+
+
+def test_node_of_a_per_node_path() -> None:
+    assert access.node_of("/metrics/resource/slurm-c-debug") == "slurm-c-debug"
+    assert access.node_of("/metrics/resource/a%2Eb") == "a.b"
+    assert access.node_of("/metrics/resource") is None
+    assert access.node_of("/metrics/resource/") is None
+    assert access.node_of("/metrics/resource/n/x") is None
+    assert access.node_of("/metrics/cadvisor/n") is None
 
 
 def test_user_of_a_certificate_is_its_common_name_in_its_organizations() -> None:

@@ -117,3 +117,13 @@ def test_a_node_of_an_original_red_box_says_it_ignores_the_working_dir() -> None
         names.ANNOTATION_WORKING_DIR_IGNORED
         not in nodes.node_object(DEBUG, CTX, UP, **args)["metadata"]["annotations"]
     )
+
+
+def test_a_node_names_its_own_resource_metrics_path() -> None:
+    """metrics-server scrapes the path of this annotation: several nodes share one kubelet address."""
+    args = {"heartbeat": "2026-12-02T14:10:00Z", "ready_since": "2026-12-02T14:00:00Z"}
+    body = nodes.node_object(DEBUG, CTX, UP, **args)
+    name = body["metadata"]["name"]
+    assert (
+        body["metadata"]["annotations"]["metrics.k8s.io/resource-metrics-path"] == f"/metrics/resource/{name}"
+    )

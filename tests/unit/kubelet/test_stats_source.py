@@ -1,0 +1,134 @@
+"""The kubelet's usage source behind /stats/summary and /metrics/resource, over HTTP: one JobUsage
+call per interval for both, every node's path, the collector's error answer, unknown nodes."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import Unavailable
+from wlmvk.core.jobs import JobId
+from wlmvk.core.usage import JobUsage
+from wlmvk.kube import tls
+from wlmvk.kubelet import server, stats
+from wlmvk.kubelet.summary import PodJob
+
+STARTED = datetime.now(UTC) - timedelta(minutes=5)
+PODS = [
+    PodJob("default", "a", "ua", "slurm-c-debug", "job", JobId(1), STARTED),
+    PodJob("default", "b", "ub", "slurm-c-cpu", "job", JobId(2), STARTED),
+]
+
+
+class Usage:
+    """Answers JobUsage with a CPU time that grows by 10 s per call."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[JobId]] = []
+        self.down = False
+
+    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
+        if self.down:
+            raise Unavailable("red-box unreachable")
+        self.asked.append(list(job_ids))
+        seconds = 10.0 * len(self.asked)
+        now = datetime.now(UTC)
+        return {job: JobUsage(job, timedelta(seconds=seconds * job), 4096, now) for job in job_ids}
+
+
+def source(backend: Usage, interval: float) -> stats.StatsSource:
+    return stats.StatsSource(
+        backend=cast(Backend, backend),
+        pods=lambda: PODS,
+        nodes=lambda: ["slurm-c-cpu", "slurm-c-debug"],
+        interval=interval,
+    )
+
+
+def values(text: str) -> dict[str, Any]:
+    return {
+        f"{s.name}{sorted(s.labels.values())}": s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def get(port: int, path: str) -> tuple[int, str, str]:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"https://127.0.0.1:{port}{path}", ssl=context) as response,
+    ):
+        return response.status, response.headers["Content-Type"], await response.text()
+
+
+async def serve(src: stats.StatsSource) -> tuple[aiohttp.web.AppRunner, int]:
+    handlers = server.Handlers(summary=src.summary, resource_metrics=src.resource_metrics)
+    context = tls.server_context(cert="", key="", client_ca="", names=["localhost"], addresses=["127.0.0.1"])
+    runner = aiohttp.web.AppRunner(server.kubelet_app(handlers))
+    await runner.setup()
+    await aiohttp.web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    return runner, runner.addresses[0][1]
+
+
+async def test_every_scrape_of_an_interval_shares_one_jobusage_call() -> None:
+    backend = Usage()
+    runner, port = await serve(source(backend, interval=3600))
+    try:
+        debug = await get(port, "/metrics/resource/slurm-c-debug")
+        cpu = await get(port, "/metrics/resource/slurm-c-cpu")
+        both = await get(port, "/metrics/resource")
+        summary = await get(port, "/stats/summary")
+    finally:
+        await runner.cleanup()
+    assert backend.asked == [[JobId(1), JobId(2)]]
+    assert debug[:2] == (200, "text/plain; version=0.0.4; charset=utf-8")
+    assert summary[0] == 200
+    a, b = "['a', 'default', 'job']", "['b', 'default', 'job']"
+    assert values(debug[2]) == {
+        f"container_cpu_usage_seconds_total{a}": 10.0,
+        f"container_memory_working_set_bytes{a}": 4096,
+        f"container_start_time_seconds{a}": STARTED.timestamp(),
+        "node_cpu_usage_seconds_total[]": 10.0,
+        "node_memory_working_set_bytes[]": 4096,
+        "pod_cpu_usage_seconds_total['a', 'default']": 10.0,
+        "pod_memory_working_set_bytes['a', 'default']": 4096,
+        "resource_scrape_error[]": 0,
+    }
+    assert values(cpu[2])[f"container_cpu_usage_seconds_total{b}"] == 20.0
+    assert values(cpu[2])["node_cpu_usage_seconds_total[]"] == 20.0
+    assert f"container_cpu_usage_seconds_total{a}" not in values(cpu[2])
+    assert values(both[2])["node_cpu_usage_seconds_total[]"] == 30.0
+    assert values(both[2])["node_memory_working_set_bytes[]"] == 8192
+
+
+async def test_a_new_interval_asks_again_and_the_counters_rise() -> None:
+    backend = Usage()
+    src = source(backend, interval=0)
+    first = values(await src.resource_metrics("slurm-c-debug"))
+    second = values(await src.resource_metrics("slurm-c-debug"))
+    assert len(backend.asked) == 2
+    assert (first["node_cpu_usage_seconds_total[]"], second["node_cpu_usage_seconds_total[]"]) == (10.0, 20.0)
+
+
+async def test_red_box_down_is_the_collectors_error_and_an_unknown_node_404() -> None:
+    backend = Usage()
+    backend.down = True
+    runner, port = await serve(source(backend, interval=0))
+    try:
+        down = await get(port, "/metrics/resource/slurm-c-debug")
+        unknown = await get(port, "/metrics/resource/slurm-other-debug")
+        summary = await get(port, "/stats/summary")
+    finally:
+        await runner.cleanup()
+    assert (down[0], values(down[2])) == (200, {"resource_scrape_error[]": 1})
+    assert unknown[0] == 404
+    assert unknown[2] == 'node "slurm-other-debug" is not served by this kubelet\n'
+    assert summary == (503, "text/plain; charset=utf-8", "red-box unreachable\n")
