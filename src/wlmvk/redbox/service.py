@@ -41,6 +41,7 @@ from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.executing import Execution
 from wlmvk.wire import codec, sessions
 from wlmvk.wire import usage as usage_codec
+from wlmvk.wire.states import EncodedStates, StatesEncoder
 
 _log = structlog.get_logger(__name__)
 
@@ -132,6 +133,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self.overrides = dict(overrides)
         self._version = ""
         self._cluster = ""
+        self._states = StatesEncoder()
         self.inflight = Inflight()
         self._partitions_task: asyncio.Future[list[parsing.PartitionRecord]] | None = None
         self._partitions_at = 0.0
@@ -281,7 +283,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
         ids = [JobId(i) for i in job_states_request.job_ids]
         states = await self.jobs.states(ids)
-        return api.JobStatesResponse(states=[codec.state_to_wire(states[i]) for i in dict.fromkeys(ids)])
+        return EncodedStates(self._states.encode(states[i] for i in dict.fromkeys(ids)))
 
     @unary("FindJob")
     async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:

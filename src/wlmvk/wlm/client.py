@@ -72,6 +72,7 @@ from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import JobUsage
 from wlmvk.wire import codec, sessions
 from wlmvk.wire import usage as usage_codec
+from wlmvk.wire.states import RawStates, StatesDecoder
 from wlmvk.wlm import failures, zipbridge
 
 _log = structlog.get_logger(__name__)
@@ -90,6 +91,7 @@ class RedBoxClient:
         self.timeout = timeout
         self._channel: Channel | None = None
         self._extensions: frozenset[str] | None = None
+        self._states = StatesDecoder()
 
     async def close(self) -> None:
         self._reset()
@@ -213,8 +215,11 @@ class RedBoxClient:
         if await self._has("JobStates"):
             request = api.JobStatesRequest(job_ids=wanted)
             try:
-                wire = await self._call("JobStates", lambda s: s.job_states(request))
-                return {JobId(w.job_id): codec.state_from_wire(w) for w in wire.states}
+                # Taken as bytes: only the states that changed since the last answer are decoded.
+                raw = await self._call(
+                    "JobStates", lambda s: s._unary_unary(SERVICE + "JobStates", request, RawStates)
+                )
+                return {s.job_id: s for s in self._states.decode(raw.data)}
             except Unsupported:
                 self._lacks("JobStates")
         return await self._states_one_by_one(wanted)
