@@ -28,6 +28,7 @@ from wlmvk.core.sessions import (
     ExecEvent,
     ExecOutput,
     Exited,
+    Resize,
     Started,
     StderrData,
     StdinClosed,
@@ -38,6 +39,9 @@ from wlmvk.core.sessions import (
 from wlmvk.kubelet.exec import ExecChannel, ExecRequest, exit_status
 
 _log = structlog.get_logger(__name__)
+
+FIRST_SIZE_WAIT = 2.0
+"""Seconds a terminal session waits for the client's first size before the command starts."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,11 @@ class Executor:
     async def run(self, request: ExecRequest, channel: ExecChannel) -> None:
         """The ``ExecHandler``: the command in the pod's job, relayed until its exit code."""
         job_id = self.job_of(request)
-        spec = exec_spec(job_id, request.command, tty=request.tty, size=None)
+        size, early = await _first_size(channel) if request.tty else (None, [])
+        spec = exec_spec(job_id, request.command, tty=request.tty, size=size)
         started = asyncio.Event()
         gone = asyncio.Event()
-        outputs = self._backend.exec(spec, _events(request, channel, started, gone))
+        outputs = self._backend.exec(spec, _events(request, channel, started, gone, early))
         log = _log.bind(pod=f"{request.namespace}/{request.pod}", job_id=job_id)
         try:
             first = await anext(outputs)
@@ -124,15 +129,42 @@ class Executor:
         await channel.finish(exit_status(code))
 
 
+async def _first_size(channel: ExecChannel) -> tuple[Resize | None, list[ExecEvent | None]]:
+    """The terminal's size, which kubectl sends first, and what came before it.
+
+    The command starts on a terminal of that size: a size changed just after
+    the start is one srun may miss.
+    """
+    early: list[ExecEvent | None] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FIRST_SIZE_WAIT
+    while (left := deadline - loop.time()) > 0:
+        try:
+            event = await asyncio.wait_for(channel.receive(), left)
+        except TimeoutError:
+            break
+        if isinstance(event, Resize):
+            return event, early
+        early.append(event)
+        if event is None:
+            break
+    return None, early
+
+
 async def _events(
-    request: ExecRequest, channel: ExecChannel, started: asyncio.Event, gone: asyncio.Event
+    request: ExecRequest,
+    channel: ExecChannel,
+    started: asyncio.Event,
+    gone: asyncio.Event,
+    early: list[ExecEvent | None],
 ) -> AsyncIterator[ExecEvent]:
     """The client's input, once the command runs; without stdin, its end at once."""
     await started.wait()
     if not request.stdin:
         yield StdinClosed()
+    pending = list(early)
     while True:
-        event = await channel.receive()
+        event = pending.pop(0) if pending else await channel.receive()
         if event is None:
             gone.set()
             return

@@ -50,7 +50,8 @@ def test_aggregated_core_group_lists_pod_subresources() -> None:
     pods = next(r for r in core["versions"][0]["resources"] if r["resource"] == "pods")
     assert pods["shortNames"] == ["po"]
     assert pods["scope"] == "Namespaced"
-    assert {s["subresource"] for s in pods["subresources"]} == {"status", "binding", "log", "eviction"}
+    subresources = {s["subresource"] for s in pods["subresources"]}
+    assert subresources == {"status", "binding", "log", "exec", "eviction"}
     named = aggregated(BUILTINS, core=False, version="v2")
     assert "" not in {g["metadata"]["name"] for g in named["items"]}
 

@@ -43,6 +43,11 @@ LogHandler = Callable[["web.Request", dict[str, Any], "Store"], Awaitable["web.S
 streamed when ``follow=true``). The request's query carries container, follow, tailLines,
 limitBytes, sinceSeconds, sinceTime, timestamps, previous."""
 
+ExecHandler = Callable[["web.Request", dict[str, Any], "Store"], Awaitable["web.StreamResponse"]]
+"""``pods/{name}/exec``: ``handler(request, pod, store)`` upgrades the request and relays the
+session with the pod's kubelet (``execproxy.py``). The query carries command, container, stdin,
+stdout, stderr, tty."""
+
 DEFAULT_MODULES = ("scheduler", "gc", "nodelifecycle")
 
 

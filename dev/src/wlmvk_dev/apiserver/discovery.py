@@ -21,10 +21,17 @@ _SUB_VERBS = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "log": ["get"],
+    "exec": ["create", "get"],
     "binding": ["create"],
     "eviction": ["create"],
 }
-_SUB_KINDS = {"log": "Pod", "binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
+_SUB_KINDS = {
+    "log": "Pod",
+    "exec": "PodExecOptions",
+    "binding": "Binding",
+    "eviction": "Eviction",
+    "scale": "Scale",
+}
 
 
 def aggregated_version(accept: str) -> str | None:

@@ -20,7 +20,7 @@ import yaml
 from aiohttp import web
 
 from wlmvk_dev.apiserver import discovery, fieldlabels, metrics, openapi, protobuf, scale, schema, tables
-from wlmvk_dev.apiserver.controllers import LogHandler
+from wlmvk_dev.apiserver.controllers import ExecHandler, LogHandler
 from wlmvk_dev.apiserver.errors import (
     ApiError,
     Cause,
@@ -60,6 +60,8 @@ class Settings:
     """Seconds without events after which a watch with allowWatchBookmarks gets a BOOKMARK."""
     log_handler: LogHandler | None = None
     """Serves ``pods/{name}/log``; without one the route answers 501 (see controllers.py)."""
+    exec_handler: ExecHandler | None = None
+    """Serves ``pods/{name}/exec``; without one the route answers 501 (see controllers.py)."""
     metrics: MetricsHandler | None = None
     """Serves ``metrics.k8s.io`` (metrics.py); without one the group is not served."""
 
@@ -276,6 +278,8 @@ async def _resource(request: web.Request, group: str, version: str, rest: str) -
         raise method_not_allowed()
     if t.subresource == "log":
         return await _pod_log(request, t)
+    if t.subresource == "exec":
+        return await _pod_exec(request, t)
     if t.subresource in ("binding", "eviction"):
         if method != "POST":
             raise method_not_allowed()
@@ -571,6 +575,18 @@ async def _pod_log(request: web.Request, t: Target) -> web.StreamResponse:
     handler = request.app[SETTINGS_KEY].log_handler
     if handler is None:
         raise ApiError(501, "NotImplemented", "pods/log is not served: no log proxy is configured")
+    return await handler(request, pod, store)
+
+
+async def _pod_exec(request: web.Request, t: Target) -> web.StreamResponse:
+    assert t.name is not None
+    if request.method not in ("GET", "POST"):
+        raise method_not_allowed()
+    store = _store(request)
+    pod = store.get(PODS, t.name, t.namespace)
+    handler = request.app[SETTINGS_KEY].exec_handler
+    if handler is None:
+        raise ApiError(501, "NotImplemented", "pods/exec is not served: no exec proxy is configured")
     return await handler(request, pod, store)
 
 

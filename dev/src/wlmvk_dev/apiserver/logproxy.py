@@ -98,6 +98,15 @@ def choose_container(pod: Mapping[str, Any], wanted: str | None) -> str:
 
 
 def kubelet_url(node: Obj, pod: Mapping[str, Any], container: str, options: hostlogs.LogOptions) -> str:
+    host, port = kubelet_address(node)
+    meta = pod["metadata"]
+    path = "/".join(quote(str(p), safe="") for p in (meta["namespace"], meta["name"], container))
+    query = urlencode(options.query())
+    return f"https://{host}:{port}/containerLogs/{path}" + (f"?{query}" if query else "")
+
+
+def kubelet_address(node: Obj) -> tuple[str, int]:
+    """The node's kubelet (host, bracketed when IPv6, and port), as kube-apiserver picks it."""
     status = node.get("status") or {}
     addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     host = next((addresses[t] for t in _ADDRESS_ORDER if addresses.get(t)), None)
@@ -110,10 +119,7 @@ def kubelet_url(node: Obj, pod: Mapping[str, Any], container: str, options: host
         )
     if ":" in str(host):
         host = f"[{host}]"
-    meta = pod["metadata"]
-    path = "/".join(quote(str(p), safe="") for p in (meta["namespace"], meta["name"], container))
-    query = urlencode(options.query())
-    return f"https://{host}:{port}/containerLogs/{path}" + (f"?{query}" if query else "")
+    return str(host), int(port)
 
 
 async def _proxy(

@@ -113,7 +113,13 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     ResourceInfo(NAMESPACES, "Namespace", False, "namespace", ("ns",), subresources=_STATUS),
     ResourceInfo(NODES, "Node", False, "node", ("no",), subresources=_STATUS),
     ResourceInfo(
-        PODS, "Pod", True, "pod", ("po",), ("all",), subresources=("status", "binding", "log", "eviction")
+        PODS,
+        "Pod",
+        True,
+        "pod",
+        ("po",),
+        ("all",),
+        subresources=("status", "binding", "log", "exec", "eviction"),
     ),
     ResourceInfo(EVENTS, "Event", True, "event", ("ev",)),
     ResourceInfo(CONFIGMAPS, "ConfigMap", True, "configmap", ("cm",)),

@@ -24,7 +24,7 @@ import yaml
 from aiohttp import web
 
 from wlmvk.core.tasks import guarded, stop
-from wlmvk_dev.apiserver.controllers import ClientController, Controller, LogHandler
+from wlmvk_dev.apiserver.controllers import ClientController, Controller, ExecHandler, LogHandler
 from wlmvk_dev.apiserver.handlers import Settings, build_app
 from wlmvk_dev.apiserver.metrics import MetricsHandler
 from wlmvk_dev.apiserver.store import Store
@@ -57,11 +57,13 @@ class ApiServer:
         controllers: Sequence[Controller | ClientController] = (),
         log_handler: LogHandler | None = None,
         metrics: MetricsHandler | None = None,
+        exec_handler: ExecHandler | None = None,
     ) -> None:
         self.config = config or Config()
         self.store = store or Store(history=self.config.history)
         self._controllers = list(controllers)
         self._log_handler = log_handler
+        self._exec_handler = exec_handler
         self._metrics = metrics
         self._tasks: list[asyncio.Task[Any]] = []
         self._runner: web.AppRunner | None = None
@@ -79,6 +81,7 @@ class ApiServer:
         settings = Settings(
             bookmark_interval=self.config.bookmark_interval,
             log_handler=self._log_handler,
+            exec_handler=self._exec_handler,
             metrics=self._metrics,
         )
         app = build_app(self.store, settings)

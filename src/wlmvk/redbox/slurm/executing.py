@@ -73,6 +73,11 @@ class Execution:
         self._input = -1  # srun's stdin: a pipe, or the terminal's master
         self._terminal = -1
         self._outputs: asyncio.Queue[ExecOutput | None] = asyncio.Queue(QUEUE)
+        # srun 22.05 reports "pty: accept failure: Interrupted system call" and stops passing sizes
+        # on when a SIGWINCH comes while it waits for the job's terminal to connect: a size that
+        # comes before the command's first output is kept until that output.
+        self._connected = False
+        self._early_size: Resize | None = None
         self._readers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -135,6 +140,10 @@ class Execution:
         self, fd: int, kind: Callable[[bytes], ExecOutput], cut: ExitLineFilter | None = None
     ) -> None:
         async for data in _chunks(fd):
+            if fd == self._terminal and not self._connected:
+                self._connected = True
+                if self._early_size is not None:
+                    _set_size(fd, self._early_size)
             kept = cut.feed(data) if cut is not None else data
             if kept:
                 await self._outputs.put(kind(kept))
@@ -169,8 +178,12 @@ class Execution:
                 elif self._proc is not None and self._proc.stdin is not None:
                     self._proc.stdin.close()
             case Resize():
-                if self._terminal >= 0 and event.width > 0 and event.height > 0:
+                if self._terminal < 0 or event.width <= 0 or event.height <= 0:
+                    return
+                if self._connected:
                     _set_size(self._terminal, event)
+                else:
+                    self._early_size = event
 
     async def stop(self) -> None:
         """End srun if it still runs, and release its descriptors."""
