@@ -1,25 +1,31 @@
 """The long fault suite: churn rounds under each fault, many times, printed as a table.
 
-Real Slurm, a real red-box (reached through a Unix socket forward, as through
-``ssh -L``), the in-memory API server in this process and ``wlmvk kubelet`` as
-a subprocess. Each fault runs ``--rounds`` rounds of ``--pods`` pods (see
-tests/faults/churn.py for what a round does and how it is counted from
-Slurm's side). The fast versions of the same rounds are tests/faults/test_churn.py.
+Real Slurm, a real red-box running as the job owner (UID 1000) and reached
+through a real ``ssh -nNT -L`` forward (scripts/red-box-forward, against
+Debian's sshd on loopback: tests/fixtures/sshd.py), the in-memory API server
+in this process and ``wlmvk kubelet`` as a subprocess. Each fault runs
+``--rounds`` rounds of ``--pods`` pods (see tests/faults/churn.py for what a
+round does and how it is counted from Slurm's side). The fast versions of the
+same rounds are tests/faults/test_churn.py.
 
     .venv/bin/python bench/faults_run.py --rounds 20 --pods 200
     .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
     .venv/bin/python bench/faults_run.py --slurmctld   # also restart the shared slurmctld
+    bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
 
 ``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
 then ``slurmctld`` again, waiting for ``scontrol ping``): off by default.
-``--markdown FILE`` also writes the table there. Exit status 1 when any count
-is not zero.
+``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
+JSON (bench/run-all keeps both in docs/raw/ and fills docs/reliability.md's
+table from them). Exit status 1 when any count is not zero.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import os
 import random
 import shutil
@@ -35,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.faults import churn  # noqa: E402
-from tests.fixtures.redbox import RedBox  # noqa: E402
+from tests.fixtures import sshd  # noqa: E402
+from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
@@ -44,20 +51,9 @@ from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
 SLURMCTLD_PID = Path("/var/tmp/wlmvk-slurm/run/slurmctld.pid")
-FAULTS = ("none", "kill9", "redbox", "watch", "slurmctld")
-
-
-class BoxHandle:
-    def __init__(self, box: RedBox) -> None:
-        self.box = box
-
-    def kill(self) -> None:
-        assert self.box.proc is not None
-        self.box.proc.kill()
-        self.box.proc.wait()
-
-    def start(self) -> object:
-        return self.box.start()
+FAULTS = ("none", "kill9", "kill9-running", "redbox", "watch", "slurmctld")
+# The pods that run sleep this long in the rounds whose fault strikes while jobs run.
+RUN_SECONDS = 3.0
 
 
 def _slurmctld_up() -> bool:
@@ -90,18 +86,24 @@ def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
 
 async def run(args: argparse.Namespace) -> list[churn.Tally]:
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
-    server = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
-                       log_handler=default_log_handler())  # fmt: skip
-    await server.start()
-    kubeconfig = server.write_kubeconfig(scratch / "kubeconfig")
+    apiserver = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
+                           log_handler=default_log_handler())  # fmt: skip
+    await apiserver.start()
+    kubeconfig = apiserver.write_kubeconfig(scratch / "kubeconfig")
     work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=JOBS_ROOT))
-    box = RedBox(socket=str(scratch / "rb.sock"), work_dir=work_dir, state_dir=scratch / "state",
-                 log_path=scratch / "red-box.log")  # fmt: skip
+    # red-box as the job owner, as deployed: its directories are the owner's.
+    state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
+    for path in (work_dir, state_home):
+        shutil.chown(path, JOB_OWNER, JOB_OWNER)
+    box = RedBox(socket=str(state_home / "rb.sock"), work_dir=work_dir, state_dir=state_home / "state",
+                 log_path=scratch / "red-box.log", user=JOB_OWNER)  # fmt: skip
     await asyncio.to_thread(box.start)
-    forward = churn.UnixForward(str(scratch / "fwd.sock"), box.socket)
-    await forward.restore()
+    login = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
+    await asyncio.to_thread(login.start)
+    forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
+    await asyncio.to_thread(forward.start)
     kube = await KubeClient.connect(str(kubeconfig))
-    kubelet = churn.KubeletRunner(kubeconfig, forward.front, scratch / "kubelet.log")
+    kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
     await kubelet.start()
     rng = random.Random(args.seed)
     tallies: list[churn.Tally] = []
@@ -111,13 +113,17 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         plans: dict[str, tuple[str, Callable[[churn.Tally], churn.Fault]]] = {
             "none": ("none (baseline)", lambda t: churn.no_fault()),
             "kill9": ("kubelet kill -9 (2 per round)", lambda t: churn.kill_kubelet(kubelet, rng, strikes=2)),
+            "kill9-running": (
+                "kubelet kill -9 while jobs run (2 per round)",
+                lambda t: churn.kill_kubelet(kubelet, rng, strikes=2),
+            ),
             "redbox": (
-                "red-box kill -9 + forward drop",
-                lambda t: churn.redbox_outages(BoxHandle(box), forward, kube, rng, t),
+                "red-box, ssh client, sshd kill -9 while jobs run (1 each per round)",
+                lambda t: churn.redbox_outages(box, forward, login, kube, rng, t),
             ),
             "watch": (
                 "watch dropped + 410 Gone (3 per round)",
-                lambda t: churn.watch_drops(server.store, PODS_GVR, rng, drops=3),
+                lambda t: churn.watch_drops(apiserver.store, PODS_GVR, rng, drops=3),
             ),
             "slurmctld": ("slurmctld restarted", lambda t: restart_slurmctld(rng, t)),
         }
@@ -125,10 +131,11 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         for key in chosen:
             label, make = plans[key]
             tally = churn.Tally(label)
-            rounds = max(1, args.rounds // 4) if key in ("redbox", "slurmctld") else args.rounds
+            rounds = max(1, args.rounds // 4) if key == "slurmctld" else args.rounds
+            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox") else 0.0
             for _ in range(rounds):
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
-                                        settle=args.settle)  # fmt: skip
+                                        settle=args.settle, run_seconds=run_seconds)  # fmt: skip
                 print(f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s)", file=sys.stderr)
             tallies.append(tally)
             for problem in tally.problems[:20]:
@@ -136,13 +143,16 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
     finally:
         await kubelet.stop()
         await kube.close()
-        await forward.drop()
+        forward.stop()
+        login.stop()
         await asyncio.to_thread(box.stop)
         ids = box.journal_job_ids()
         if ids:
             await asyncio.to_thread(churn.scancel, sorted(ids))
-        await server.stop()
+        await apiserver.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
+        shutil.rmtree(state_home, ignore_errors=True)
+        shutil.rmtree(login.directory, ignore_errors=True)
         if args.keep:
             print(f"logs kept in {scratch}", file=sys.stderr)
         else:
@@ -152,15 +162,14 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--rounds", type=int, default=20, help="rounds per fault (red-box, slurmctld: a quarter)"
-    )
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per fault (slurmctld: a quarter)")
     parser.add_argument("--pods", type=int, default=200, help="pods per round")
     parser.add_argument("--settle", type=float, default=300.0, help="seconds a round may take to settle")
     parser.add_argument("--only", action="append", choices=FAULTS, help="run only this fault (repeatable)")
     parser.add_argument("--slurmctld", action="store_true", help="also restart the shared slurmctld")
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
     started = time.monotonic()
@@ -170,6 +179,11 @@ def main() -> int:
     print(f"\n{sum(t.pods for t in tallies)} pods in {time.monotonic() - started:.0f} s")
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
+    if args.json:
+        rows = [{k: v for k, v in dataclasses.asdict(t).items() if k != "problems"} for t in tallies]
+        problems = [p for t in tallies for p in t.problems]
+        figures = {"argv": sys.argv[1:], "rows": rows, "problems": problems}
+        Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     return 0 if all(t.clean for t in tallies) else 1
 
 

@@ -3,9 +3,11 @@
 One *round* creates a batch of pods on a virtual node: a quarter run ``true``
 to completion, the rest are held jobs (``#SBATCH --hold``: they take no CPU
 on the shared Slurm) that are deleted while the round goes on. A *fault*
-coroutine strikes meanwhile (kill -9 of the kubelet, red-box killed, its
-socket vanishing, the API server's watches dropped with their history gone)
-and always leaves the system whole again when it returns. The round then
+coroutine strikes meanwhile (kill -9 of the kubelet; kill -9 of red-box, of
+the ssh client forwarding its socket and of sshd; the API server's watches
+dropped with their history gone), during submission or, with
+``run_seconds``, once jobs run, and always leaves the system whole again when
+it returns. The round then
 waits for the pods to settle and counts, from Slurm's side (``squeue -t all``
 and ``sacct``, by the idempotency key ``wlmvk:<pod uid>`` in each job's
 comment), never from the kubelet's records:
@@ -145,6 +147,8 @@ class KubeletRunner:
     kubeconfig: Path
     socket: str
     log: Path
+    # The CA of the API server's kubelet client certificate: ``kubectl logs`` reaches this kubelet.
+    client_ca: Path | None = None
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
 
@@ -157,6 +161,8 @@ class KubeletRunner:
             "--node-status-interval", "2", "--lease-renew-interval", "2", "--jobs-root", "pods",
             "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
         ]  # fmt: skip
+        if self.client_ca is not None:
+            argv += ["--client-ca", str(self.client_ca)]
         with self.log.open("ab") as sink:
             self.process = await asyncio.create_subprocess_exec(
                 *argv, stdout=sink, stderr=sink, env={**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -240,14 +246,37 @@ async def _gather_limited(calls: list[Callable[[], Awaitable[Any]]], limit: int 
 Fault = Callable[[], Awaitable[None]]
 
 
+def runs_for(seconds: float) -> str:
+    """The script of a pod that runs: ``true``, or a job that is RUNNING for ``seconds``."""
+    return RUNS if not seconds else RUNS.replace("\ntrue\n", f"\nsleep {seconds:g}\n")
+
+
+async def _any_running(kube: KubeClient, prefix: str) -> bool:
+    pods = await _pods(kube, prefix)
+    return any(p.get("status", {}).get("phase") == "Running" for p in pods.values())
+
+
 async def churn_round(
-    kube: KubeClient, *, pods: int, fault: Fault, tally: Tally, settle: float = 240.0, rng: random.Random
+    kube: KubeClient,
+    *,
+    pods: int,
+    fault: Fault,
+    tally: Tally,
+    settle: float = 240.0,
+    rng: random.Random,
+    run_seconds: float = 0.0,
 ) -> None:
-    """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end."""
+    """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end.
+
+    With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once one
+    of them is Running (its Slurm job RUNNING): the fault lands on running jobs, not only on
+    submissions.
+    """
     started = time.monotonic()
     prefix = f"ch{uuid.uuid4().hex[:6]}-"
     running = max(1, pods // 4)
-    scripts = {f"{prefix}{i:03d}": (RUNS if i < running else HELD) for i in range(pods)}
+    runs = runs_for(run_seconds)
+    scripts = {f"{prefix}{i:03d}": (runs if i < running else HELD) for i in range(pods)}
     uids: dict[str, str] = {}
 
     async def create(name: str) -> None:
@@ -261,8 +290,13 @@ async def churn_round(
         await asyncio.sleep(rng.uniform(0.5, 3.0))
         await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in doomed])
 
+    async def strike() -> None:
+        if run_seconds and not await wait_for(lambda: _any_running(kube, prefix), settle):
+            tally.round_problem(f"{prefix}: no pod was Running in {settle:.0f} s; the fault struck anyway")
+        await fault()
+
     creating = asyncio.ensure_future(_gather_limited([functools.partial(create, n) for n in scripts]))
-    striking = asyncio.ensure_future(fault())
+    striking = asyncio.ensure_future(strike())
     await creating
     await delete_some()
     await striking
@@ -354,83 +388,47 @@ async def node_not_ready(kube: KubeClient) -> bool:
     return not await node_ready(kube)
 
 
-class RedBoxHandle(Protocol):
-    """What the red-box faults need of a red-box: kill -9, and start again (blocking)."""
+class Restartable(Protocol):
+    """What the outage faults need of a process: kill -9, and start again (blocking, until it serves)."""
 
     def kill(self) -> None: ...
 
     def start(self) -> object: ...
 
 
-class UnixForward:
-    """A Unix socket forwarder in this event loop, as ``ssh -L`` is for red-box: ``drop()`` closes
-    every connection and removes the socket file (the forward died); ``restore()`` listens again."""
-
-    def __init__(self, front: str, back: str) -> None:
-        self.front = front
-        self.back = back
-        self._server: asyncio.base_events.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def restore(self) -> None:
-        self._server = await asyncio.start_unix_server(self._handle, path=self.front)
-
-    async def drop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for writer in list(self._writers):
-            writer.close()
-        self._writers.clear()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.front)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            back_reader, back_writer = await asyncio.open_unix_connection(self.back)
-        except OSError:
-            writer.close()
-            return
-        self._writers |= {writer, back_writer}
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, asyncio.CancelledError):
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            sink.close()
-
-        await asyncio.gather(pipe(reader, back_writer), pipe(back_reader, writer))
-        self._writers -= {writer, back_writer}
-
-
 def redbox_outages(
-    box: RedBoxHandle, forward: UnixForward, kube: KubeClient, rng: random.Random, tally: Tally
+    box: Restartable,
+    forward: Restartable,
+    sshd: Restartable,
+    kube: KubeClient,
+    rng: random.Random,
+    tally: Tally,
 ) -> Fault:
-    """red-box killed -9 and restarted; then the forward to it dropped (connections cut, socket
-    file gone) and restored. Each time the node must go NotReady and come back Ready."""
+    """red-box killed -9 and restarted; then the ssh client of the forward to it (``ssh -L``) killed
+    -9 and started again; then sshd on the login side killed -9 with its sessions, and sshd and the
+    forward started again. Each time the node must go NotReady and come back Ready."""
 
-    async def outage(
-        label: str, down: Callable[[], Awaitable[None]], up: Callable[[], Awaitable[object]]
-    ) -> None:
-        await down()
+    async def outage(label: str, down: Callable[[], None], *ups: Callable[[], object]) -> None:
+        await asyncio.to_thread(down)
         if not await wait_for(lambda: node_not_ready(kube), 30, every=0.25):
             tally.round_problem(f"{label}: the node never went NotReady")
-        await up()
+        for up in ups:
+            await asyncio.to_thread(up)
         if not await wait_for(lambda: node_ready(kube), 60, every=0.25):
             tally.round_problem(f"{label}: the node did not come back Ready")
 
-    async def kill() -> None:
-        box.kill()
-
-    async def start() -> object:
-        return await asyncio.to_thread(box.start)
+    def sshd_down() -> None:
+        sshd.kill()
+        # Its sessions are gone, so the client ends by itself; reap it before a new one starts.
+        forward.kill()
 
     async def strike() -> None:
         await asyncio.sleep(rng.uniform(0.3, 1.5))
-        await outage("red-box kill -9", kill, start)
+        await outage("red-box kill -9", box.kill, box.start)
         await asyncio.sleep(rng.uniform(0.3, 1.5))
-        await outage("forward dropped", forward.drop, forward.restore)
+        await outage("ssh client kill -9", forward.kill, forward.start)
+        await asyncio.sleep(rng.uniform(0.3, 1.5))
+        await outage("sshd kill -9", sshd_down, sshd.start, forward.start)
 
     return strike
 

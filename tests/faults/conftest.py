@@ -1,16 +1,22 @@
-"""Fixtures of the fault suite."""
+"""Fixtures of the fault suite: a fenced red-box; the ``rig`` of the churn and follow tests (red-box
+as the job owner behind a real sshd and ``ssh -L`` forward, ``wlmvk kubelet`` as a process)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.redbox import RedBox
+from tests.faults import churn
+from tests.fixtures import sshd
+from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.slurm import JOBS_ROOT
+from wlmvk.kube.client import KubeClient
 
 
 @pytest.fixture
@@ -28,3 +34,45 @@ def fenced_redbox(redbox_factory: Callable[..., RedBox], fence: Path) -> RedBox:
     root = fence / "root"
     root.mkdir()
     return redbox_factory(work_dir=root)
+
+
+@dataclass
+class Rig:
+    """Everything a round strikes at; the kubelet's API lets the API server's log proxy in."""
+
+    apiserver: RunningApiServer
+    box: RedBox
+    forward: sshd.SshForward
+    sshd: sshd.SshServer
+    kube: KubeClient
+    kubelet: churn.KubeletRunner
+
+
+@pytest.fixture
+async def rig(
+    slurm: str, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
+) -> AsyncIterator[Rig]:
+    if reason := sshd.missing():
+        pytest.skip(reason)
+    box = redbox_factory(user=JOB_OWNER)
+    kube = await KubeClient.connect(str(apiserver.kubeconfig))
+    scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
+    # The kubelet reaches red-box through ``ssh -L`` from the login node, logged in as the job owner.
+    server = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER).start()
+    forward = sshd.SshForward(server, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log").start()
+    kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
+    kubelet = churn.KubeletRunner(
+        kubeconfig, forward.local, scratch / "kubelet.log", client_ca=apiserver.kubelet_client_ca
+    )
+    await kubelet.start()
+    try:
+        assert await churn.wait_for(lambda: churn.node_ready(kube), 60), kubelet.log.read_text()[-3000:]
+        yield Rig(apiserver, box, forward, server, kube, kubelet)
+    finally:
+        await kubelet.stop()
+        forward.stop()
+        server.stop()
+        await kube.close()
+        shutil.copy(scratch / "kubelet.log", "/tmp/faults-last-kubelet.log")
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(server.directory, ignore_errors=True)

@@ -1,76 +1,25 @@
 """Faults during pod churn, counted from Slurm's side (see churn.py): kill -9 of the kubelet,
-red-box killed and its socket vanishing (both on either control plane), the API server's watches
-dropped with 410 Gone (the in-memory server's history compacted).
+kill -9 of red-box, of the ssh client of the forward to it and of sshd (each on either control
+plane, the red-box ones also while jobs run), the API server's watches dropped with 410 Gone (the
+in-memory server's history compacted).
+
+The kubelet reaches red-box as it does when deployed: red-box runs as the job owner (UID 1000)
+and its socket comes through a real ``ssh -nNT -L`` (scripts/red-box-forward) from a real sshd on
+loopback (tests/fixtures/sshd.py).
 
 Small counts (one round each); bench/faults_run.py runs the same rounds many times."""
 
 from __future__ import annotations
 
 import random
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from tests.faults import churn
-from tests.fixtures.apiserver import RunningApiServer
-from tests.fixtures.redbox import RedBox
-from wlmvk.kube.client import KubeClient
+from tests.faults.conftest import Rig
 from wlmvk_dev.apiserver.resources import PODS as PODS_GVR
 
 pytestmark = [pytest.mark.slurm]
-
-
-class BoxHandle:
-    """The fixture's red-box, as the red-box faults see it."""
-
-    def __init__(self, box: RedBox) -> None:
-        self.box = box
-        self.socket = box.socket
-
-    def kill(self) -> None:
-        assert self.box.proc is not None
-        self.box.proc.kill()
-        self.box.proc.wait()
-
-    def start(self) -> object:
-        return self.box.start()
-
-
-@dataclass
-class Rig:
-    apiserver: RunningApiServer
-    box: RedBox
-    forward: churn.UnixForward
-    kube: KubeClient
-    kubelet: churn.KubeletRunner
-
-
-@pytest.fixture
-async def rig(
-    slurm: str, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
-) -> AsyncIterator[Rig]:
-    box = redbox_factory()
-    kube = await KubeClient.connect(str(apiserver.kubeconfig))
-    scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
-    # The kubelet reaches red-box through a forward, as through ``ssh -L`` from the login node.
-    forward = churn.UnixForward(str(scratch / "fwd.sock"), box.socket)
-    await forward.restore()
-    kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
-    kubelet = churn.KubeletRunner(kubeconfig, forward.front, scratch / "kubelet.log")
-    await kubelet.start()
-    try:
-        assert await churn.wait_for(lambda: churn.node_ready(kube), 60), kubelet.log.read_text()[-3000:]
-        yield Rig(apiserver, box, forward, kube, kubelet)
-    finally:
-        await kubelet.stop()
-        await forward.drop()
-        await kube.close()
-        shutil.copy(scratch / "kubelet.log", "/tmp/faults-last-kubelet.log")
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _report(tally: churn.Tally, rig: Rig) -> str:
@@ -99,11 +48,16 @@ async def test_kill_9_of_the_kubelet_mid_churn(rig: Rig) -> None:
 
 
 @pytest.mark.kube_any
-async def test_red_box_killed_and_its_socket_gone(rig: Rig) -> None:
+async def test_red_box_ssh_client_and_sshd_killed_while_jobs_run(rig: Rig) -> None:
+    """kill -9 of red-box, then of the forward's ssh client, then of sshd, once a job runs: the node
+    goes NotReady and back Ready each time (else a round problem), and every running job's pod
+    still ends Succeeded, every deleted pod's job is gone."""
     rng = random.Random(9)
-    tally = churn.Tally("red-box kill -9, socket gone")
-    fault = churn.redbox_outages(BoxHandle(rig.box), rig.forward, rig.kube, rng, tally)
-    await churn.churn_round(rig.kube, pods=8, fault=fault, tally=tally, rng=rng, settle=30)
+    tally = churn.Tally("red-box, ssh, sshd kill -9 while jobs run")
+    fault = churn.redbox_outages(rig.box, rig.forward, rig.sshd, rig.kube, rng, tally)
+    await churn.churn_round(rig.kube, pods=8, fault=fault, tally=tally, rng=rng, settle=60, run_seconds=3)
+    assert tally.cells()[1:-1] == ("1", "8", "0", "0", "0", "0", "0"), _report(tally, rig)
+    assert rig.forward.starts == 3, rig.forward.log()
     assert tally.clean, _report(tally, rig)
 
 
