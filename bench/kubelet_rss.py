@@ -146,7 +146,7 @@ async def main() -> None:
 
         async def all_pending_written() -> bool:
             assert kubelet.pods is not None
-            records = kubelet.pods._records.values()
+            records = kubelet.pods.records()
             return sum(1 for r in records if r.written_state is not None) >= args.pods
 
         await wait_until(all_pending_written, timeout=1800, every=1.0)

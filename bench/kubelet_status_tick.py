@@ -63,7 +63,7 @@ async def measure(original: bool, count: int, ticks: int, prefix: str) -> tuple[
 
         async def all_live() -> bool:
             assert kubelet.pods is not None
-            return sum(1 for r in kubelet.pods._records.values() if r.job_id is not None) >= count
+            return sum(1 for r in kubelet.pods.records() if r.job_id is not None) >= count
 
         await wait_until(all_live, timeout=900, every=0.2)
         assert kubelet.pods is not None

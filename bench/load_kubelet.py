@@ -108,7 +108,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
         async def all_live() -> bool:
             assert kubelet.pods is not None
-            live = sum(1 for r in kubelet.pods._records.values() if r.job_id is not None)
+            live = sum(1 for r in kubelet.pods.records() if r.job_id is not None)
             return bool(live >= args.pods)
 
         await wait_until(all_live, timeout=3600, every=1.0)

@@ -2,15 +2,25 @@
 
 Everything above ``wlmvk.kube`` sees objects as the API server sends them:
 JSON decoded into dicts (``Body``). Translation code stays pure over these
-structures; no kubernetes_asyncio model ever leaves this package. The few
-accessors below read the metadata every caller needs, tolerating absent
-fields the way the API server omits them.
+structures; no kubernetes_asyncio model ever leaves this package. Fields are
+read through ``objects``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, TypedDict
+
+from wlmvk.kube import objects
+
+# The accessors live in ``objects``; these names remain for the modules not yet moved to it.
+from wlmvk.kube.objects import annotations as annotations_of
+from wlmvk.kube.objects import deleting as is_deleting
+from wlmvk.kube.objects import labels as labels_of
+from wlmvk.kube.objects import meta
+from wlmvk.kube.objects import name as name_of
+from wlmvk.kube.objects import namespace as namespace_of
+from wlmvk.kube.objects import resource_version as resource_version_of
 
 Body = dict[str, Any]
 """One object (or List, Status, Event...) as decoded JSON."""
@@ -74,38 +84,8 @@ SUBJECT_ACCESS_REVIEWS = Resource(
 )
 
 
-def meta(body: Body) -> dict[str, Any]:
-    """``metadata`` of an object (an empty dict when absent)."""
-    value = body.get("metadata")
-    return value if isinstance(value, dict) else {}
-
-
-def name_of(body: Body) -> str:
-    return str(meta(body).get("name", ""))
-
-
-def namespace_of(body: Body) -> str:
-    return str(meta(body).get("namespace", ""))
-
-
 def uid_of(body: Body) -> Uid:
-    return Uid(str(meta(body).get("uid", "")))
-
-
-def resource_version_of(body: Body) -> str:
-    return str(meta(body).get("resourceVersion", ""))
-
-
-def labels_of(body: Body) -> dict[str, str]:
-    return dict(meta(body).get("labels") or {})
-
-
-def annotations_of(body: Body) -> dict[str, str]:
-    return dict(meta(body).get("annotations") or {})
-
-
-def is_deleting(body: Body) -> bool:
-    return bool(meta(body).get("deletionTimestamp"))
+    return Uid(objects.uid(body))
 
 
 def owner_reference(owner: Body, *, controller: bool = False) -> OwnerReference:
@@ -119,3 +99,11 @@ def owner_reference(owner: Body, *, controller: bool = False) -> OwnerReference:
     if controller:
         ref["controller"] = True
     return ref
+
+
+__all__ = [
+    "EVENTS", "LEASES", "NAMESPACES", "NODES", "PODS", "SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS",
+    "Body", "EventType", "OwnerReference", "Resource", "Uid", "WatchLine",
+    "annotations_of", "is_deleting", "labels_of", "meta", "name_of", "namespace_of", "owner_reference",
+    "resource_version_of", "uid_of",
+]  # fmt: skip

@@ -317,6 +317,33 @@ async def test_restart_adopts_and_never_submits_twice(
     assert fake.calls["find"] == 2  # the startup probe, then the pod's own lookup
 
 
+async def test_a_job_found_under_the_key_of_a_pod_present_at_start_is_adopted_whatever_its_spec(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    """A predecessor submitted the pod's job, and this kubelet would refuse the pod's spec: the
+    lookup comes first, so the job is followed (before: the pod failed UnsupportedPorts while its
+    job ran on in Slurm, followed by nobody)."""
+    body = pod_body("inherited")
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    created = await kube.create(PODS, body, namespace="default")
+    from wlmvk.core.jobs import JobSpec
+
+    job_id = await fake.submit(
+        JobSpec(script="#!/bin/sh\n", partition="debug", idempotency_key=created["metadata"]["uid"])
+    )
+    fake.calls.clear()
+    await start(kubelet_factory, apiserver, fake)
+
+    async def annotated() -> bool:
+        pod = await get_pod(kube, "inherited")
+        return pod["metadata"].get("annotations", {}).get(names.ANNOTATION_JOB_ID) == str(job_id)
+
+    await eventually(annotated)
+    fake.finish(job_id)
+    await eventually(lambda: _phase(kube, "inherited", "Succeeded"))
+    assert fake.calls["submit"] == 0
+
+
 async def test_pods_present_at_start_are_looked_up_before_submission(
     apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
 ) -> None:

@@ -1,0 +1,223 @@
+"""The Slurm pod provider: a pod's job created, found, cancelled, over the ``Backend``.
+
+As virtual-kubelet's ``PodLifecycleHandler``, the provider knows the workload manager and nothing
+of Kubernetes' plumbing: the pod controller calls it to create a pod's job and to delete it, and
+does the API writes (annotation, status, Events) from what it answers. It moves a pod's stage
+(``podstates``) for what it learns from red-box.
+
+Exactly once: the pod UID is the job's idempotency key. A pod seen at start without a job id
+(stage UNVERIFIED) is looked up by that key before anything is submitted, after a short grace
+(a predecessor killed mid-submission may have left a job that red-box and Slurm show only a
+moment later); a submission whose reply was lost is looked up again before submitting again or
+letting a deleted pod go. Against an original red-box (no lookup) the annotation alone protects,
+which is said once in the log at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import structlog
+
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
+from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
+from wlmvk.kubelet import status as pod_status
+from wlmvk.kubelet.directory import NodeDirectory
+from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.podrecords import PodRecord
+from wlmvk.kubelet.podstates import Happening, Stage
+from wlmvk.kubelet.translate import Rejection, Target, job_name, pod_to_job
+
+_log = structlog.get_logger(__name__)
+
+Logger = structlog.typing.FilteringBoundLogger
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: JobId
+    partition: str
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """A job submitted for the pod before a restart, found by its key."""
+
+    job_id: JobId
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The pod cannot run: it fails with this reason (a condition and a Warning Event)."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Later:
+    """Nothing to do yet: come back after ``delay`` seconds (None: the usual retry delay)."""
+
+    delay: float | None = None
+
+
+Created = Submitted | Adopted | Refused | Later
+
+
+def belongs(state: JobState, uid: str) -> bool:
+    """A claimed job is the pod's when its key is the pod's UID; a job Slurm lost holds nothing to protect."""
+    if state.idempotency_key:
+        return state.idempotency_key == uid
+    return state.status is JobStatus.NOT_FOUND
+
+
+def not_the_pods(found: JobState, record: PodRecord) -> str:
+    """Why a job FindJob returned for the pod's key is not the pod's ('' when it is).
+
+    The key is the pod's UID and the job's name the pod's (its script's own
+    ``--job-name``, else the pod's name): any Slurm job of
+    red-box's user can carry a key in its comment, and a red-box may answer wrongly,
+    so both are checked before a job is adopted or cancelled on the pod's behalf.
+    """
+    if found.idempotency_key != record.uid:
+        return f"its key is {found.idempotency_key or 'missing'}, not the pod's UID {record.uid}"
+    if found.name and found.name != (expected := job_name(record.pod)):
+        return f"its name is {found.name!r}, not the pod's {expected!r}"
+    return ""
+
+
+class SlurmProvider:
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        directory: NodeDirectory,
+        metrics: KubeletMetrics,
+        jobs_root: str,
+        submissions: int,
+        lookup_grace: float,
+    ) -> None:
+        self._backend = backend
+        self._directory = directory
+        self._metrics = metrics
+        self._jobs_root = jobs_root
+        self._submitting = asyncio.Semaphore(max(1, submissions))
+        self._lookup_grace = lookup_grace
+        self._lookups_from = 0.0
+        self.lookups = True
+        """Whether red-box can find a job by key (an original red-box cannot)."""
+
+    async def probe(self) -> None:
+        """Learn whether red-box can look jobs up by key; start the lookup grace."""
+        self._lookups_from = asyncio.get_running_loop().time() + self._lookup_grace
+        try:
+            await self._backend.find("wlmvk-startup-probe")
+        except Unsupported:
+            self.lookups = False
+            _log.warning(
+                "red-box has no idempotency lookup (an original red-box): exactly-once submission"
+                " relies on the job-id annotation alone; a crash between submit and annotation can"
+                " submit a pod twice"
+            )
+        except WlmvkError as exc:
+            _log.info("idempotency lookup probe failed; will try per pod", error=exc.message)
+
+    async def create(self, record: PodRecord, log: Logger) -> Created:
+        """Give a pod in stage UNVERIFIED or NEW its job: find the one submitted earlier, or submit.
+
+        Raises ``Unavailable`` when red-box cannot be reached (the pod is retried).
+        """
+        if record.stage is Stage.UNVERIFIED:
+            # Before anything else: a job found under the pod's key is the pod's, whatever its spec now says.
+            wait = self._lookups_from - asyncio.get_running_loop().time()
+            if wait > 0 and self.lookups:
+                return Later(wait)
+            log.debug("looking up the job by key before submitting")
+            found = await self._find(record)
+            if found is not None and (why := not_the_pods(found, record)):
+                return Refused(
+                    "ForeignJob",
+                    f"red-box found Slurm job {found.job_id} by this pod's key, but {why}; it is not adopted",
+                )
+            if found is not None:
+                record.job_id, record.state = found.job_id, found
+                record.advance(Happening.ADOPTED)
+                log.info("adopted job submitted before a restart", job_id=found.job_id)
+                return Adopted(found.job_id)
+            record.advance(Happening.NOTHING_FOUND)
+        resources = self._directory.partition_of(record.node)
+        if resources is None:
+            if self._directory.partitions:
+                return Refused("PartitionGone", f"node {record.node} has no Slurm partition any more")
+            return Later()  # no partition known yet (red-box unreachable since start)
+        target = Target(resources.name, resources.container_runtime, self._jobs_root)
+        spec = pod_to_job(record.pod, target)
+        if isinstance(spec, Rejection):
+            return Refused(spec.reason, spec.message)
+        log.debug("submitting")
+        try:
+            async with self._submitting:
+                if isinstance(spec, ContainerJobSpec):
+                    job_id = await self._backend.submit_container(spec)
+                else:
+                    job_id = await self._backend.submit(spec)
+        except Unavailable:
+            self._metrics.submissions.inc(result="unavailable")
+            # The reply may be what was lost (red-box ran sbatch, then the connection dropped):
+            # look the key up again before submitting again or letting a deleted pod go.
+            record.advance(Happening.REPLY_LOST)
+            raise
+        except WlmvkError as exc:
+            self._metrics.submissions.inc(result="rejected")
+            return Refused("SubmitFailed", f"Slurm refused the job: {exc.message}")
+        self._metrics.submissions.inc(result="submitted")
+        record.job_id = job_id
+        record.advance(Happening.SUBMITTED)
+        log.info("submitted", job_id=job_id, partition=spec.partition)
+        return Submitted(job_id, spec.partition)
+
+    async def _find(self, record: PodRecord) -> JobState | None:
+        """The job red-box knows under the pod's key (None when none, or when it cannot look up)."""
+        if not self.lookups:
+            return None
+        try:
+            return await self._backend.find(record.uid)
+        except Unsupported:
+            self.lookups = False
+            return None
+
+    async def delete(self, record: PodRecord, log: Logger) -> bool:
+        """End the pod's job for a pod going away; True once nothing of it runs in Slurm.
+
+        False while a cancelled job has not ended yet: the status poller queues the pod
+        again when Slurm reports the end. Raises ``Unavailable`` (the pod is retried).
+        """
+        if record.stage in (Stage.UNVERIFIED, Stage.CLAIMED):
+            # A job may run under the pod's key that no annotation names: find it before letting go.
+            found = await self._find(record)
+            if found is not None and not not_the_pods(found, record):
+                record.job_id, record.state = found.job_id, found
+                record.advance(Happening.ADOPTED)
+            elif record.stage is Stage.UNVERIFIED:
+                record.advance(Happening.NOTHING_FOUND)
+        if record.stage not in (Stage.TRACKING, Stage.CANCELLING) or record.job_id is None:
+            return True  # no job of the pod's, or its end was already written
+        if record.ended.is_set() or (record.state is not None and pod_status.over(record.state.status)):
+            return True
+        if record.finished_before:
+            return True
+        if record.stage is Stage.TRACKING:
+            try:
+                await self._backend.cancel(record.job_id)
+            except NotFound:
+                return True
+            except Unavailable:
+                raise
+            except WlmvkError as exc:
+                # Typically "already completing": the poller learns the end from Slurm.
+                log.info("cancel refused", job_id=record.job_id, error=exc.message)
+            record.advance(Happening.CANCELLED)
+            log.info("cancelled", job_id=record.job_id)
+        return False

@@ -1,0 +1,105 @@
+"""The status poller: every ``status_interval``, ONE ``Backend.states`` call for every job followed.
+
+Slurm tells nobody when a job changes, so its states are polled; virtual-kubelet does the same
+for providers that cannot notify (its ``syncProviderWrapper``), but one batched query per tick
+(one ``squeue``, at most one ``sacct`` in red-box) replaces its one call per pod. A changed
+state is stored in the pod's record and the pod is queued (``notify``); the controller writes
+the status. The same query checks the claims: a job id found in a pod's annotation becomes the
+pod's job once the job's key is the pod's UID, and makes the pod FOREIGN otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+import structlog
+
+from wlmvk.core.backend import Backend
+from wlmvk.core.errors import WlmvkError
+from wlmvk.core.jobs import JobId
+from wlmvk.kubelet import status as pod_status
+from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.podrecords import PodRecord
+from wlmvk.kubelet.podstates import FOLLOWED, Happening, Stage
+from wlmvk.kubelet.provider import belongs
+
+_log = structlog.get_logger(__name__)
+
+
+class StatusPoller:
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        metrics: KubeletMetrics,
+        records: Callable[[], Iterable[PodRecord]],
+        notify: Callable[[PodRecord], None],
+        busy: Callable[[], bool],
+        interval: float,
+    ) -> None:
+        self._backend = backend
+        self._metrics = metrics
+        self._records = records
+        self._notify = notify
+        self._busy = busy
+        self._interval = interval
+
+    async def run(self) -> None:
+        while True:
+            await self._yield_to_submissions()
+            await self.tick()
+            await asyncio.sleep(self._interval)
+
+    async def _yield_to_submissions(self) -> None:
+        """While a burst of pods is being submitted, hold the tick back (at most one interval).
+
+        A tick's query and the status writes it causes compete with the submissions
+        for red-box, Slurm and the API server; the jobs should reach Slurm first. A
+        pod's phase is Pending before and after its first status write either way.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._interval
+        while self._busy() and loop.time() < until:
+            await asyncio.sleep(min(0.1, self._interval))
+
+    async def tick(self) -> None:
+        """One batched state query for every job followed; changed states queue their pods."""
+        live: dict[JobId, PodRecord] = {}
+        claims: list[tuple[JobId, PodRecord]] = []
+        for record in self._records():
+            if record.stage in FOLLOWED and record.job_id is not None and not record.ended.is_set():
+                live[record.job_id] = record
+            elif record.stage is Stage.CLAIMED and record.claimed is not None:
+                claims.append((record.claimed, record))
+        if not live and not claims:
+            try:
+                await self._backend.info()  # keeps reachability (and the node conditions) current
+            except WlmvkError:
+                pass
+            return
+        self._metrics.status_ticks.inc()
+        try:
+            states = await self._backend.states(list(dict.fromkeys([*live, *(job for job, _ in claims)])))
+        except WlmvkError as exc:
+            _log.warning("job states unavailable", error=exc.message, jobs=len(live))
+            return
+        for job_id, record in claims:
+            claimed = states.get(job_id)
+            if claimed is None or record.stage is not Stage.CLAIMED:
+                continue
+            if belongs(claimed, record.uid):
+                record.job_id, record.claimed = job_id, None
+                record.advance(Happening.CLAIM_CONFIRMED)
+                live[job_id] = record
+            else:
+                record.advance(Happening.CLAIM_FOREIGN)
+                self._notify(record)
+        for job_id, record in live.items():
+            state = states.get(job_id)
+            if state is None or state == record.state:
+                continue
+            record.state = state
+            if pod_status.over(state.status):
+                record.ended.set()
+            self._notify(record)
