@@ -7,9 +7,12 @@ captured from the real binary, tests/fixtures/spdy_captured/):
   The apiserver passes that WebSocket on to the kubelet only when the Node
   lists ``ExtendWebSocketsToKubelet`` in ``status.declaredFeatures`` (gate
   ``ExtendWebSocketsToKubelet``, beta and on in v1.36; ``ExecREST.Connect``
-  in pkg/registry/core/pod/rest/subresources.go). Otherwise its
-  StreamTranslator (gate ``TranslateStreamCloseWebsocketRequests``, on since
-  v1.30) ends the WebSocket itself and dials the kubelet with SPDY:
+  in pkg/registry/core/pod/rest/subresources.go). A real v1.36 kubelet
+  declares it (its gate is on; component-helpers' nodedeclaredfeatures) and
+  translates the WebSocket to SPDY for its runtime itself; our Nodes declare
+  nothing. Without the declaration the apiserver's StreamTranslator (gate
+  ``TranslateStreamCloseWebsocketRequests``, on since v1.30) ends the
+  WebSocket itself and dials the kubelet with SPDY:
   ``POST /exec/<ns>/<pod>/<container>?command=..&error=1&input=1&output=1&tty=1``
   with ``Connection: Upgrade``, ``Upgrade: SPDY/3.1`` and five
   ``X-Stream-Protocol-Version`` lines: v5, v4, v3, v2.channel.k8s.io and

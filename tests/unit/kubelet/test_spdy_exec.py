@@ -12,7 +12,8 @@ import pytest
 from aiohttp import web
 
 from tests.fixtures.spdyclient import SpdyClient
-from wlmvk.core.errors import NotFound
+from wlmvk.core.errors import FailedPrecondition, NotFound
+from wlmvk.kubelet import server as kubelet_server
 from wlmvk.kubelet import spdy, spdy_exec
 from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
 
@@ -29,6 +30,12 @@ class Stub:
     requests: list[ExecRequest] = field(default_factory=list)
     events: list[object] = field(default_factory=list)
     gone: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def check(self, request: ExecRequest) -> None:
+        if request.pod == "held":
+            raise FailedPrecondition('container "c" in pod "held" is not running: Slurm job 9 is PENDING')
+        if request.pod == "gone":
+            raise NotFound('pod "gone" not found on this kubelet')
 
     async def __call__(self, request: ExecRequest, channel: ExecChannel) -> None:
         self.requests.append(request)
@@ -62,24 +69,9 @@ class Stub:
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[int, Stub]]:
+    """The kubelet's own API (``server.kubelet_app``) with the stub as its exec handler."""
     stub = Stub()
-
-    async def exec_route(request: web.Request) -> web.StreamResponse:
-        query = request.query
-        exec_request = ExecRequest(
-            request.match_info["namespace"],
-            request.match_info["pod"],
-            request.match_info["container"],
-            tuple(query.getall("command")),
-            stdin=query.get("input") == "1",
-            stdout=query.get("output") == "1",
-            stderr=query.get("error") == "1",
-            tty=query.get("tty") == "1",
-        )
-        return await spdy_exec.serve(request, exec_request, stub)
-
-    app = web.Application()
-    app.router.add_post("/exec/{namespace}/{pod}/{container}", exec_route)
+    app = kubelet_server.kubelet_app(kubelet_server.Handlers(exec=stub, exec_check=stub.check))
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -90,8 +82,8 @@ async def server() -> AsyncIterator[tuple[int, Stub]]:
         await runner.cleanup()
 
 
-async def connect(port: int, query: str, **kwargs: object) -> SpdyClient:
-    return await SpdyClient.connect("127.0.0.1", port, f"/exec/ns/p/c?{query}", **kwargs)  # type: ignore[arg-type]
+async def connect(port: int, query: str, pod: str = "p", **kwargs: object) -> SpdyClient:
+    return await SpdyClient.connect("127.0.0.1", port, f"/exec/ns/{pod}/c?{query}", **kwargs)  # type: ignore[arg-type]
 
 
 async def test_output_and_exit_code_as_the_apiserver_sees_them(server: tuple[int, Stub]) -> None:
@@ -293,4 +285,27 @@ async def test_the_apiservers_captured_tty_session_replayed(server: tuple[int, S
         spdy.SynReply(stream_id) for stream_id in (1, 3, 5, 7)
     ]
     assert spdy.Ping(1) in client.frames
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("pod", "query", "status", "text"),
+    [
+        (
+            "held",
+            "command=true&output=1",
+            400,
+            'container "c" in pod "held" is not running: Slurm job 9 is PENDING\n',
+        ),
+        ("gone", "command=true&output=1", 404, 'pod "gone" not found on this kubelet\n'),
+        ("p", "output=1", 400, "exec needs a command: no 'command' query parameter was given\n"),
+    ],
+)
+async def test_refusals_come_before_the_upgrade(
+    server: tuple[int, Stub], pod: str, query: str, status: int, text: str
+) -> None:
+    port, stub = server
+    client = await connect(port, query, pod=pod)
+    assert (client.upgrade.status, client.upgrade.body.decode()) == (status, text)
+    assert stub.requests == []
     await client.close()
