@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -154,4 +155,40 @@ async def test_an_original_red_box_cannot_exec(redbox_factory: Callable[..., Red
         with pytest.raises(Unsupported, match="an original red-box"):
             await collect(client.exec(exec_spec(1, ["true"], tty=False, size=None), no_input()))
     finally:
+        await client.close()
+
+
+def steps(job: JobId) -> set[str]:
+    out = subprocess.run(
+        ["squeue", "-h", "-s", "-j", str(job), "-o", "%i"], capture_output=True, text=True, check=False
+    ).stdout
+    return {line.strip() for line in out.splitlines() if line.strip() and not line.strip().endswith("batch")}
+
+
+async def until_steps(job: JobId, wanted: Callable[[set[str]], bool]) -> set[str]:
+    for _ in range(300):
+        found = steps(job)
+        if wanted(found):
+            return found
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"job {job}: steps {steps(job)}")
+
+
+async def test_a_client_that_leaves_ends_the_command(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    never = asyncio.Event()
+
+    async def open_input() -> AsyncIterator[ExecEvent]:
+        await never.wait()
+        yield StdinClosed()
+
+    try:
+        outputs = client.exec(exec_spec(job, ["sleep", "300"], tty=False, size=None), open_input())
+        assert await anext(outputs) == Started()
+        running = await until_steps(job, lambda found: len(found) == 1)
+        await outputs.aclose()  # the kubelet's client went away
+        assert await until_steps(job, lambda found: not found) == set(), f"step {running} left behind"
+    finally:
+        scancel(job)
         await client.close()
