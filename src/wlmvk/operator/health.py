@@ -35,5 +35,8 @@ async def serve(health: Health, *, host: str, port: int) -> web.AppRunner:
     app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    # reuse_port: replicas that share one network namespace (a host without pod networks, as
+    # wlmvk dev node's pods) each bind the probe port and answer alike, instead of all but one
+    # crash-looping on EADDRINUSE; with pod networks, as on any cluster, it changes nothing.
+    await web.TCPSite(runner, host, port, reuse_port=True).start()
     return runner

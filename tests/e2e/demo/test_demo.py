@@ -52,7 +52,7 @@ def run_demo(*options: str) -> tuple[str, Path]:
         check=False,
     )
     out = proc.stdout
-    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, out[-12000:] + proc.stderr[-2000:]
     return out, state
 
 
@@ -82,4 +82,21 @@ def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
     assert not list((state / "pids").glob("*.pid"))
     stopped = next(line for line in steps if "stopped:" in line)
     for name in ("apiserver", "operator", "kubelet-minikube", "kubelet-second", "red-box-minikube"):
+        assert name in stopped
+
+
+@pytest.mark.kube_real
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
+def test_demo_on_a_real_control_plane_runs_the_manifests_pods(slurm: str, real_kube: object) -> None:
+    # real_kube: the control plane is built (the demo starts one of its own from the same build).
+    out, state = run_demo("--kube", "real")
+    steps = assert_the_user_sees_every_example_end(out)
+    assert any("configurator DaemonSet and operator Deployment running" in line for line in steps)
+    pods = out[out.index("kubectl get pods -n wlmvk -o wide") :]
+    assert "wlmvk-configurator-" in pods
+    assert pods.count("wlmvk-operator-") == 2
+    assert not list((state / "pids").glob("*.pid"))
+    stopped = next(line for line in steps if "stopped:" in line)
+    for name in ("node", "kubelet-second", "red-box-minikube", "the control plane"):
         assert name in stopped

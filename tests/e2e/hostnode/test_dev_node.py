@@ -45,6 +45,12 @@ def image_under_tmp() -> Path:
     image.chmod(0o755)
     (image / "entrypoint").write_text('#!/bin/sh\necho from-the-image-files "$@"\n')
     (image / "entrypoint").chmod(0o755)
+    (image / "note").write_text("still here\n")
+    # waits GATE: until GATE/go exists, then reads a file of the image.
+    (image / "waits").write_text(
+        f'#!/bin/sh\nwhile [ ! -e "$1/go" ]; do sleep 0.05; done\nexec cat {image}/note\n'
+    )
+    (image / "waits").chmod(0o755)
     return image
 
 
@@ -64,6 +70,7 @@ async def node(apiserver: Any) -> AsyncIterator[Node]:
     argv += ["--image", "entry:1=/bin/echo from-the-entrypoint", "--log-level", "warning"]
     image = image_under_tmp()
     argv += ["--image", f"kept:1={image}/entrypoint", "--image-path", str(image)]
+    argv += ["--image", f"waits:1={image}/waits"]
     proc = await asyncio.create_subprocess_exec(sys.executable, *argv, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
@@ -188,6 +195,32 @@ async def test_an_images_files_stay_visible_under_a_volume_covering_them(apiserv
     await apply(apiserver, body)
     await phase_becomes(apiserver, "kept", "Succeeded")
     assert (await apiserver.kubectl("logs", "kept")).stdout == "from-the-image-files ok\n"
+
+
+async def test_an_images_files_stay_visible_while_other_containers_start_and_end(
+    apiserver: Any, node: Node, scratch: Scratch
+) -> None:
+    # The image's files are bound over the pod's emptyDir on a mount point made in it; another
+    # container's end must not remove that mount point (which would detach the bind) while
+    # this one runs: the demo's configurator lost its Python packages mid-import that way.
+    gate = scratch(0o777)
+    body = pod(node, "waits", "unused", container={"image": "waits:1", "args": ["/var/run/gate"]})
+    del body["spec"]["containers"][0]["command"]
+    body["spec"]["volumes"] = [
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "gate", "hostPath": {"path": str(gate), "type": "Directory"}},
+    ]
+    body["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "gate", "mountPath": "/var/run/gate"},
+    ]
+    await apply(apiserver, body)
+    await phase_becomes(apiserver, "waits", "Running")
+    await apply(apiserver, pod(node, "brief", "true"))
+    await phase_becomes(apiserver, "brief", "Succeeded")
+    (gate / "go").write_text("")
+    await phase_becomes(apiserver, "waits", "Succeeded")
+    assert (await apiserver.kubectl("logs", "waits")).stdout == "still here\n"
 
 
 async def test_containers_find_the_api_server_as_in_cluster_clients_do(apiserver: Any, node: Node) -> None:

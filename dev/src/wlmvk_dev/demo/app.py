@@ -304,9 +304,25 @@ class Demo:
                 )
                 return out.split().count("Running") >= count
 
-            self.wait("configurator pod", lambda: running("wlmvk-configurator", 1), 120)
-            self.wait("operator pods", lambda: running("wlmvk-operator", 2), 120)
+            # Running is not enough: the configurator's kubelet has registered the first
+            # cluster's partitions as nodes only once it reached red-box and the API server.
+            prefix = f"slurm-{CLUSTERS[0].name}-"
+            try:
+                self.wait("configurator pod", lambda: running("wlmvk-configurator", 1), 120)
+                self.wait("operator pods", lambda: running("wlmvk-operator", 2), 120)
+                self.wait("configurator's nodes", lambda: prefix in self.kubectl("get", "nodes"), 120)
+            except RuntimeError:
+                self.show_in_cluster_logs()
+                raise
             self.kubectl("get", "pods", "-n", "wlmvk", "-o", "wide", show=True)
+
+    def show_in_cluster_logs(self) -> None:
+        """What the manifests' pods printed, as a user would look (``kubectl logs``), to say why."""
+        self.kubectl("get", "pods", "-n", "wlmvk", "-o", "wide", show=True, check=False)
+        names = self.kubectl("get", "pods", "-n", "wlmvk", "-o", "name", check=False).split()
+        for pod in names:
+            if pod.startswith("pod/"):
+                self.kubectl("logs", "-n", "wlmvk", pod, "--tail=40", show=True, check=False)
 
     def kubelets(self) -> None:
         # On the real plane the first cluster's kubelet is the configurator DaemonSet's pod.
@@ -445,6 +461,8 @@ class Demo:
             if not self.args.keep:
                 self.down()
             raise
+        if failures and self.real:
+            self.show_in_cluster_logs()
         for failure in failures:
             self.progress.line(f"FAILED {failure}")
         if self.args.keep:

@@ -80,7 +80,10 @@ class HostContext:
     image_paths: tuple[str, ...] = ()
     service_env: Mapping[str, str] = field(default_factory=dict)
     in_use: Counter[str] = field(default_factory=Counter)
+    """Mount targets of running containers, and the mount points (host paths) their launchers made."""
     created: set[str] = field(default_factory=set)
+    launching: int = 0
+    """Launchers at work: the mount points they make are not known (nor in use) until they end."""
 
     def event(self, pod: Obj, type: str, reason: str, message: str) -> None:
         """Record a kubelet Event about ``pod`` (sent in the background)."""
@@ -94,6 +97,10 @@ class HostContext:
         A path still mounted in some mount namespace (a container of another host
         kubelet, maybe in another process) is kept: removing it would detach that mount.
         """
+        if self.launching:
+            # A launcher may have just made a mount point (say, under a pod's emptyDir) and be
+            # about to bind on it: removing it now would detach that bind. The last one sweeps.
+            return
         mounted: set[str] | None = None
         for path in sorted(self.created, key=len, reverse=True):
             if any(
@@ -349,6 +356,7 @@ class PodWorker:
         )
         self.ctx.in_use.update(targets)
         try:
+            self.ctx.launching += 1
             try:
                 if isinstance(launch, hostcontainers.StartFailed):
                     raise launch
@@ -364,6 +372,14 @@ class PodWorker:
                 self.ctx.event(self.pod, "Warning", "Failed", f"Error: {exc.message}")
                 await self.report()
                 return
+            finally:
+                # No await from here to in_use's update below: no sweep runs in between.
+                self.ctx.launching -= 1
+            # The mount points this container's launcher made (a kept image path under its
+            # emptyDir, say) are in use while it runs: a sweep after another container's end
+            # must not rmdir them, which would detach the binds inside this container.
+            targets += process.created
+            self.ctx.in_use.update(process.created)
             self.ctx.created.update(process.created)
             self.processes[state.name] = process
             state.container_id = f"wlmvk-host://{self.uid}/{state.name}/{index}"
