@@ -30,6 +30,7 @@ class Stub:
     requests: list[ExecRequest] = field(default_factory=list)
     events: list[object] = field(default_factory=list)
     gone: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def check(self, request: ExecRequest) -> None:
         if request.pod == "held":
@@ -65,6 +66,13 @@ class Stub:
                 raise NotFound("pod ns/p: its job 7 is not running (PENDING)")
             case "silent":
                 return
+            case "count":  # reads nothing until released, then counts stdin to its end
+                await self.release.wait()
+                total = 0
+                while isinstance(event := await channel.receive(), StdinData):
+                    total += len(event.data)
+                await channel.send_stdout(str(total).encode())
+                await channel.finish(exit_status(0))
 
 
 @pytest.fixture
@@ -308,4 +316,29 @@ async def test_refusals_come_before_the_upgrade(
     client = await connect(port, query, pod=pod)
     assert (client.upgrade.status, client.upgrade.body.decode()) == (status, text)
     assert stub.requests == []
+    await client.close()
+
+
+async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(server: tuple[int, Stub]) -> None:
+    # A client sending faster than the command reads: past STDIN_HIGH_WATER the kubelet stops
+    # reading the connection, so TCP holds the client back instead of the kubelet's memory.
+    port, stub = server
+    client = await connect(port, "command=count&input=1&output=1", versions=V4_ONLY)
+    await client.open_all("error", "stdin", "stdout")
+    chunk = b"y" * 32768
+    sent = 0
+    while sent < 64 * spdy_exec.STDIN_HIGH_WATER:
+        client.write("stdin", chunk)
+        sent += len(chunk)
+        try:
+            await asyncio.wait_for(client.writer.drain(), 2)
+        except TimeoutError:
+            break
+    assert sent < 64 * spdy_exec.STDIN_HIGH_WATER, "the kubelet kept reading what nobody read"
+    stub.release.set()
+    client.write("stdin", b"", fin=True)
+    await asyncio.wait_for(client.writer.drain(), 60)
+    await asyncio.wait_for(client.until_closed(), 60)
+    assert bytes(client.received["stdout"]) == str(sent).encode()
+    assert json.loads(client.received["error"])["status"] == "Success"
     await client.close()
