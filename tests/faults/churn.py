@@ -37,6 +37,7 @@ import functools
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -151,15 +152,23 @@ class KubeletRunner:
     client_ca: Path | None = None
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
+    # One port for every start, as a deployed kubelet's --port: what the API server dials for logs.
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = int(probe.getsockname()[1])
 
     async def start(self) -> None:
         argv = [
             sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
             "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
-            "--cluster-name", CLUSTER, "--agent-host", "agent-host", "--listen", "127.0.0.1", "--port", "0",
-            "--metrics-port", "-1", "--status-interval", "1", "--discovery-interval", "2",
-            "--node-status-interval", "2", "--lease-renew-interval", "2", "--jobs-root", "pods",
-            "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
+            "--cluster-name", CLUSTER, "--agent-host", "agent-host", "--listen", "127.0.0.1",
+            "--port", str(self.port), "--metrics-port", "-1", "--status-interval", "1",
+            "--discovery-interval", "2", "--node-status-interval", "2", "--lease-renew-interval", "2",
+            "--jobs-root", "pods", "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
         ]  # fmt: skip
         if self.client_ca is not None:
             argv += ["--client-ca", str(self.client_ca)]

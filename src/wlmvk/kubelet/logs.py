@@ -14,6 +14,13 @@ second); lines are cut at ``loglines.MAX_LINE``; the follow queue is bounded.
 red-box's ``OpenFile`` has no offset, so a tail still reads the file from
 its start (at red-box's pace, in bounded memory) instead of seeking to its end.
 
+Following survives red-box going away (killed, restarted, its SSH forward cut): the
+file is still there, as a container's log file is still on the node when its runtime
+restarts, so the kubelet reconnects with backoff and resumes at the byte it had reached;
+a follower sees each line once, in order. While red-box is away the job's end cannot
+end the follow (its last lines are yet to come); after ``RESUME_LIMIT`` seconds without
+red-box the follow ends with the error.
+
 Slurm output carries no per-line times: a line's time is when the kubelet
 first saw it (job start for what was already written). ``sinceTime`` and
 ``sinceSeconds`` compare against that, and ``timestamps`` prints it.
@@ -30,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import InvalidInput
+from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.kubelet.loglines import MAX_LINE, LineCutter, stamp_pieces
 
 
@@ -102,6 +109,11 @@ class LogSource:
 
 # Chunks (256 KiB each from red-box) read ahead of a slow reader while following.
 FOLLOW_QUEUE = 4
+# Reconnecting a follow after red-box went away: first delay, longest delay, and how long
+# red-box may stay away before the follow ends with the error.
+RESUME_FIRST = 0.2
+RESUME_MAX = 5.0
+RESUME_LIMIT = 300.0
 # A tail of up to this many bytes of pieces is kept in one pass; a longer one is
 # found by counting the pieces first, then reading again past those not wanted.
 TAIL_RING_BYTES = 8 * 1024 * 1024
@@ -251,25 +263,51 @@ async def _follow(
     timestamps stay per line; the queue between red-box's stream and the reader
     is bounded, so a slow reader slows the stream instead of filling memory.
     """
-    stream = backend.tail_file(source.path)
     queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=FOLLOW_QUEUE)
+    # Set while red-box is known to answer: only then may the job's end and a quiet drain end this.
+    connected = asyncio.Event()
+    connected.set()
 
     async def pump() -> None:
-        async for chunk in stream:
-            await queue.put(chunk)
+        # red-box's TailFile streams the file from its start: each stream's first
+        # ``received`` bytes were handed on already (or were the head), only what follows is new.
+        received, delay, away_since = skip, RESUME_FIRST, 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                if not connected.is_set():
+                    # A stream says nothing until the file grows: ask red-box something it answers.
+                    await backend.partitions()
+                    connected.set()
+                stream = backend.tail_file(source.path)
+                position = 0
+                try:
+                    async for chunk in stream:
+                        delay, away_since = RESUME_FIRST, 0.0
+                        new = chunk[max(0, received - position) :]
+                        position += len(chunk)
+                        if new:
+                            received += len(new)
+                            await queue.put(new)
+                finally:
+                    await _close(stream)
+                return
+            except Unavailable:
+                connected.clear()
+                away_since = away_since or loop.time()
+                if loop.time() - away_since > RESUME_LIMIT:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RESUME_MAX)
 
     pumping = asyncio.create_task(pump(), name=f"tail {source.path}")
     ending: asyncio.Future[object] = asyncio.ensure_future(source.wait_ended())
     cutter = LineCutter()
     try:
         while True:
-            chunk = await _next_chunk(queue, pumping, ending, drain)
+            chunk = await _next_chunk(queue, pumping, ending, drain, connected)
             if chunk is None:
                 break
-            if skip:
-                cut = min(skip, len(chunk))
-                skip -= cut
-                chunk = chunk[cut:]
             pieces = cutter.feed(chunk)
             if pieces:
                 yield pieces
@@ -281,13 +319,17 @@ async def _follow(
         pumping.cancel()
         with contextlib.suppress(BaseException):
             await pumping
-        await _close(stream)
 
 
 async def _next_chunk(
-    queue: asyncio.Queue[bytes], pumping: asyncio.Task[None], ending: asyncio.Future[object], drain: float
+    queue: asyncio.Queue[bytes],
+    pumping: asyncio.Task[None],
+    ending: asyncio.Future[object],
+    drain: float,
+    connected: asyncio.Event,
 ) -> bytes | None:
-    """The next chunk; None when the stream ended, or the job ended and ``drain`` seconds were quiet."""
+    """The next chunk; None when the stream ended, or the job ended and ``drain`` seconds were quiet
+    with red-box connected (while it is away, the job's last lines may still be to come)."""
     while True:
         if not queue.empty():
             return queue.get_nowait()
@@ -299,13 +341,19 @@ async def _next_chunk(
         waiters: set[asyncio.Future[Any]] = {getter, pumping}
         if not ending.done():
             waiters.add(ending)
+        reconnecting: asyncio.Future[Any] | None = None
+        quiet = ending.done() and connected.is_set()
+        if ending.done() and not connected.is_set():
+            reconnecting = asyncio.ensure_future(connected.wait())
+            waiters.add(reconnecting)
         try:
             done, _ = await asyncio.wait(
-                waiters, timeout=drain if ending.done() else None, return_when=asyncio.FIRST_COMPLETED
+                waiters, timeout=drain if quiet else None, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
-            if not getter.done():
-                getter.cancel()
+            for waiter in (getter, reconnecting):
+                if waiter is not None and not waiter.done():
+                    waiter.cancel()
         if getter in done:
             return getter.result()
         if not done:

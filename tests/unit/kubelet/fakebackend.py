@@ -155,6 +155,8 @@ class FakeBackend:
         self._enter("tail_file")
         sent = 0
         while True:
+            if self.down:  # red-box went away mid-stream
+                raise Unavailable("red-box: connection lost")
             data = self.files.get(path, bytearray())
             if len(data) > sent:
                 yield bytes(data[sent:])

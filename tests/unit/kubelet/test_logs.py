@@ -117,6 +117,27 @@ async def test_follow_streams_new_lines_and_ends_after_the_job() -> None:
     assert b"".join(rest) == b"no newline at the end"
 
 
+async def test_follow_resumes_after_red_box_went_away_with_each_line_once() -> None:
+    """red-box gone mid-follow (killed, its forward cut), the job ending meanwhile: the follow
+    waits for red-box, resumes at the byte it reached, and ends after the last line."""
+    backend = FakeBackend()
+    path, ended = await run_job(backend, b"first\n")
+    job_id = next(iter(backend.jobs))
+    source = LogSource(path, NOW, ended.wait)
+    stream = stream_logs(backend, source, LogOptions(follow=True), drain=0.2)
+    assert await anext(stream) == b"first\n"
+    backend.write(job_id, b"second\n")
+    assert await asyncio.wait_for(anext(stream), 2) == b"second\n"
+    backend.down = True
+    backend.write(job_id, b"third\n")
+    ended.set()
+    await asyncio.sleep(1.0)  # well past the drain: the job's end alone must not end the follow
+    backend.down = False
+    rest = [chunk async for chunk in stream]
+    assert b"".join(rest) == b"third\n"
+    assert backend.calls["tail_file"] >= 2
+
+
 async def test_follow_with_limit_stops_at_the_limit() -> None:
     backend = FakeBackend()
     path, ended = await run_job(backend, b"12345\n")
