@@ -17,6 +17,9 @@ Slurm command it runs.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import os
 import pwd
 import re
@@ -26,8 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kubelet_stack import counting_shims
 
@@ -180,6 +185,17 @@ def process_cpu(pid: int) -> float:
         return 0.0
     ticks = sum(int(x) for x in fields[11:15])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def main_with_json(
+    parser: argparse.ArgumentParser, measure: Callable[[Any], Awaitable[dict[str, Any]]]
+) -> None:
+    """Parse ``parser``'s arguments (plus ``--json FILE``), run ``measure``, write its figures."""
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    figures = json.dumps(asyncio.run(measure(args)), indent=1)
+    if args.json is not None:
+        args.json.write_text(figures)
 
 
 def cancel_bench_jobs() -> None:

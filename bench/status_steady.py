@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
 import random
 import statistics
 import subprocess
@@ -40,6 +40,7 @@ from slurm_side import (
     USER,
     BenchRedBox,
     cancel_bench_jobs,
+    main_with_json,
     process_cpu,
     pythonpath,
     slurmctld_counters,
@@ -54,6 +55,24 @@ from wlmvk.kube.watching import Listed, WatchOptions, watch
 TICK = 5.0  # the kubelet's default --status-interval
 PY_SPY = "/var/tmp/pyspy/bin/py-spy"
 WLMVK = "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory (VmRSS) or its high-water mark (VmHWM), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        pass
+    return 0.0
+
+
+async def sample_rss(pid: int, peak: list[float]) -> None:
+    """Every 0.2 s, the largest RSS seen so far into ``peak[0]`` (sampled, not after a GC)."""
+    while True:
+        peak[0] = max(peak[0], rss_mb(pid))
+        await asyncio.sleep(0.2)
 
 
 class Processes:
@@ -119,13 +138,16 @@ async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[st
     await wait_until(lambda: asyncio.sleep(0, kubeconfig.exists()), timeout=30, every=0.1)
     await asyncio.sleep(0.5)
     cluster = f"st{uuid.uuid4().hex[:5]}"
-    env = {**__import__("os").environ, "PYTHONPATH": pythonpath(source)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(source)}
     kubelet = procs.spawn(
         [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
          "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
-         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning"],
+         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
+         "--max-pods", str(max(1000, args.pods))],
         "kubelet.log", env=env,
     )  # fmt: skip
+    peak = [0.0]
+    sampler = asyncio.create_task(sample_rss(kubelet.pid, peak))
     kube = await KubeClient.connect(str(kubeconfig))
     node = names.node_name(cluster, "debug")
     try:
@@ -191,7 +213,11 @@ async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[st
             ran[name] = ran.get(name, 0) + 1
         ctld_user = ctld.by_user.get(USER, 0) * per_min
         dbd_user = dbd.by_user.get(USER, 0) * per_min
+        ticks = ran.get("squeue", 0)  # one squeue per kubelet tick (the recorder has nothing due)
         result: dict[str, Any] = {
+            "kubelet_cpu_s_per_tick": cpu["kubelet"] / ticks if ticks else None,
+            "kubelet_rss_peak_sampled_mb": peak[0],
+            "kubelet_rss_hwm_mb": rss_mb(kubelet.pid, "VmHWM"),
             "pods": args.pods,
             "window_s": elapsed,
             "restarted": ctld.restarted or dbd.restarted,
@@ -239,12 +265,18 @@ async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[st
         p95 = waits[min(len(waits) - 1, round(0.95 * (len(waits) - 1)))]
         result |= {"change_p50_s": p50, "change_p95_s": p95, "change_max_s": waits[-1], "changes": len(waits)}
         print(
+            f"[{label}] kubelet: CPU per tick {result['kubelet_cpu_s_per_tick'] or 0:.3f} s,"
+            f" peak RSS sampled every 0.2 s {peak[0]:.0f} MB, VmHWM {result['kubelet_rss_hwm_mb']:.0f} MB"
+        )
+        print(
             f"[{label}] scancel -> pod status written, {len(waits)} changes: p50 {p50:.2f} s,"
             f" p95 {p95:.2f} s, max {waits[-1]:.2f} s  (goal p95 <= {TICK + 1:.0f} s)"
         )
         watching.cancel()
+        result |= {"kubelet_rss_peak_sampled_mb": peak[0], "kubelet_rss_hwm_mb": rss_mb(kubelet.pid, "VmHWM")}
         return result
     finally:
+        sampler.cancel()
         await kube.close()
         procs.close()
         red_box.stop()
@@ -269,11 +301,7 @@ def main() -> None:
     parser.add_argument(
         "--profile", default="", help="py-spy red-box and the kubelet during the window, to DIR"
     )
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    args = parser.parse_args()
-    figures = json.dumps(asyncio.run(main_async(args)), indent=1)
-    if args.json is not None:
-        args.json.write_text(figures)
+    main_with_json(parser, main_async)
 
 
 if __name__ == "__main__":

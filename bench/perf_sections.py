@@ -1,0 +1,129 @@
+"""The steady-state benchmarks bench/run-all runs, and the sections of docs/performance.md they fill.
+
+``status_steady.py`` runs twice: with 1000 pods (what status costs Slurm per minute, and how
+soon a change in Slurm reaches the pod; with ``--before REV`` that revision's red-box and
+kubelet in the same run) and with 10,000 pods (the kubelet's memory, sampled throughout, and
+its CPU per tick). Tables come from the scripts' JSON, never typed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STATUS = "status-steady"
+SCALE = "kubelet-scale"
+LOGS = "logs-follow"
+SLURMJOBS = "slurmjobs-e2e"
+SCALE_PODS = 10_000
+LOGS_ARGV = ["logs_follow.py", "--pods", "2", "--followers", "20"]
+SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200"]
+
+
+def status_argv(pods: int, source: str) -> list[str]:
+    argv = ["status_steady.py", "--pods", str(pods), "--window", "60", "--changes", "40"]
+    return argv + (["--source", source] if source else [])
+
+
+def scale_argv() -> list[str]:
+    return ["status_steady.py", "--pods", str(SCALE_PODS), "--window", "60", "--changes", "20"]
+
+
+def _arm(name: str, before: str) -> str:
+    return f"before (git {before})" if name == "before" else "now"
+
+
+def status_section(result: dict[str, Any], before: str = "") -> list[str]:
+    m = result["machine"]
+    rows = [
+        "| arm | slurmctld RPCs/min | slurmdbd RPCs/min | per 5 s interval (goal <= 2) | squeue/min "
+        "| scontrol/min | red-box CPU s/min | kubelet CPU s/min | change -> pod status p50 / p95 / max (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, arm in result["arms"].items():
+        ran = arm["commands_per_min"]
+        cpu = arm["cpu_s_per_min"]
+        void = " (a daemon restarted: void)" if arm["restarted"] else ""
+        rows.append(
+            f"| {_arm(name, before)}{void} | {arm['slurmctld_per_min']:.1f} | {arm['slurmdbd_per_min']:.1f} "
+            f"| {arm['per_tick']:.2f} | {ran.get('squeue', 0):.1f} | {ran.get('scontrol', 0):.1f} "
+            f"| {cpu['red-box']:.2f} | {cpu['kubelet']:.2f} "
+            f"| {arm['change_p50_s']:.2f} / {arm['change_p95_s']:.2f} / {arm['change_max_s']:.2f} |"
+        )
+    return [
+        f"`bench/status_steady.py --pods {result['pods']}`, {m['date']} (load {m['load']}): {result['pods']}"
+        " pods on one virtual node run held jobs through the whole system at its default intervals"
+        " (in-memory API server, `wlmvk kubelet`, red-box, each a process; red-box as the benchmarks'"
+        " own Slurm user `wlmvk-bench`, so that slurmctld's and slurmdbd's per-user counters, read before"
+        f" and after a {result['window_s']:.0f} s window, count only its calls). Then 40 jobs are"
+        " `scancel`led one at a time at random moments and the time to the pod's status written (seen"
+        " on a watch) is taken; the goal is p95 <= the 5 s interval + 1 s. Raw output:"
+        f" `docs/raw/{STATUS}.txt`.",
+        "",
+        *rows,
+        "",
+        "One `squeue` costs slurmctld two RPCs in Slurm 22.05 (REQUEST_JOB_USER_INFO, and"
+        " REQUEST_PARTITION_INFO, which squeue always loads: src/squeue/print.c), three without"
+        " `--local` (REQUEST_FED_INFO first); `scontrol show partition` one, `scontrol show node` two."
+        " A kubelet ticking every 5 s therefore costs 2 per interval by itself, and the goal leaves"
+        " room for nothing else only when ticks are exactly 5 s apart.",
+    ]
+
+
+def scale_section(result: dict[str, Any]) -> list[str]:
+    m = result["machine"]
+    arm = result["arms"]["now"]
+    per_tick = arm["kubelet_cpu_s_per_tick"]
+    rows = [
+        "| pods | kubelet peak RSS, sampled every 0.2 s (MB) | kubelet VmHWM (MB) | kubelet CPU per tick (s) "
+        "| Slurm RPCs per 5 s interval | change -> pod status p95 (s) |",
+        "|---|---|---|---|---|---|",
+        f"| {result['pods']} | {arm['kubelet_rss_peak_sampled_mb']:.0f} | {arm['kubelet_rss_hwm_mb']:.0f} "
+        f"| {per_tick if per_tick is not None else float('nan'):.3f} | {arm['per_tick']:.2f} "
+        f"| {arm['change_p95_s']:.2f} |",
+    ]
+    return [
+        f"`bench/status_steady.py --pods {result['pods']}`, {m['date']} (load {m['load']}): the same"
+        " system with held jobs on real red-box and Slurm (MaxJobCount here is 50,000); the kubelet's"
+        " resident memory is sampled every 0.2 s from its start to its end (not read once after a"
+        " garbage collection), and VmHWM is the kernel's own high-water mark of it; CPU per tick is the"
+        " kubelet's CPU time in the window over the ticks in it (one `squeue` each). Goals: <= 250 MB,"
+        f" <= 0.5 s. Raw output: `docs/raw/{SCALE}.txt`.",
+        "",
+        *rows,
+    ]
+
+
+def logs_section(result: dict[str, Any]) -> list[str]:
+    m = result["machine"]
+    return [
+        f"`bench/logs_follow.py --pods {result['pods']} --followers {result['followers']}`, {m['date']}"
+        f" (load {m['load']}): {result['followers']} real `kubectl logs -f` processes (`{result['kubectl']}`)"
+        f" at once on {result['pods']} running Slurm jobs (the node has 2 cores: two jobs run at once),"
+        " through the in-memory API server's pods/log proxy to the kubelet and red-box; each job prints"
+        " its clock every 0.25 s and each line's latency is the time kubectl printed it minus the time"
+        f" in it (backlog left out). Raw output: `docs/raw/{LOGS}.txt`.",
+        "",
+        "| followers | lines | p50 (ms) | p95 (ms, goal < 1000) | max (ms) |",
+        "|---|---|---|---|---|",
+        f"| {result['followers']} | {result['lines']} | {result['p50_s'] * 1000:.0f} "
+        f"| {result['p95_s'] * 1000:.0f} | {result['max_s'] * 1000:.0f} |",
+    ]
+
+
+def slurmjobs_section(result: dict[str, Any]) -> list[str]:
+    m = result["machine"]
+    return [
+        f"`bench/slurmjobs_e2e.py --count {result['count']}`, {m['date']} (load {m['load']}): one"
+        f" `kubectl apply` of {result['count']} SlurmJobs (no staging, each a one-line batch script)"
+        " through the whole system as processes (in-memory API server with its scheduler, operator,"
+        " kubelet, red-box, real Slurm), until every one has Succeeded; latency from the apply to each"
+        f" one Succeeded. Raw output: `docs/raw/{SLURMJOBS}.txt`.",
+        "",
+        "| SlurmJobs | Succeeded | Failed | all settled (s) | SlurmJobs/s | p50 (s) | p95 (s) "
+        "| operator CPU (s) | operator peak RSS sampled / VmHWM (MB) |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {result['count']} | {result['succeeded']} | {result['failed']} | {result['total_s']:.0f} "
+        f"| {result['per_s']:.2f} | {result['p50_s']:.1f} | {result['p95_s']:.1f} "
+        f"| {result['operator_cpu_s']:.1f} | {result['operator_rss_peak_sampled_mb']:.0f}"
+        f" / {result['operator_rss_hwm_mb']:.0f} |",
+    ]
