@@ -1,0 +1,80 @@
+"""Which protocol kube-apiserver v1.36 speaks to our kubelet for exec, seen on the real binary.
+
+Its counter ``apiserver_websocket_streaming_requests_total{subresource="exec"}`` names the way
+each WebSocket exec went: ``translated_at_apiserver`` (the apiserver ends kubectl's WebSocket
+and dials the kubelet with SPDY/3.1, since our Nodes declare nothing) or ``proxied_to_kubelet``
+(once the Node lists ``ExtendWebSocketsToKubelet`` in ``status.declaredFeatures``, as a real
+v1.36 kubelet does, the WebSocket goes through as it came). The kubelet serves both: its SPDY
+transport (``spdy_exec``) and its WebSocket one (``websocket_exec``). See ``kubelet/spdy.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from tests.e2e.kubelet.conftest import Stack
+from tests.e2e.kubelet.test_kubectl_exec import kubectl_with, running_pod
+from tests.fixtures.apiserver import RealApiServer
+from wlmvk.kube.bodies import PODS
+
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_real]
+
+COUNTER = re.compile(
+    r'^apiserver_websocket_streaming_requests_total\{proxy_type="(\w+)",subresource="exec"\} (\d+)$', re.M
+)
+
+
+@pytest.fixture
+def kube_plane() -> str:
+    """Only the real kube-apiserver chooses between translating and passing through."""
+    return "real"
+
+
+async def exec_routes(api: RealApiServer) -> dict[str, int]:
+    metrics = await asyncio.to_thread(api.real.must, "get", "--raw", "/metrics")
+    return {route: int(count) for route, count in COUNTER.findall(metrics)}
+
+
+async def routes_taken(stack: Stack, pod: str) -> dict[str, int]:
+    """Run a command in ``pod`` with kubectl's WebSocket; the routes the apiserver counted for it."""
+    assert isinstance(stack.apiserver, RealApiServer)
+    before = await exec_routes(stack.apiserver)
+    done = await kubectl_with(
+        stack, "websocket", "exec", pod, "--", "sh", "-c", "echo out; echo err >&2; exit 3"
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        3,
+        "out\n",
+        "err\ncommand terminated with exit code 3\n",
+    )
+    after = await exec_routes(stack.apiserver)
+    return {
+        route: count - before.get(route, 0) for route, count in after.items() if count != before.get(route, 0)
+    }
+
+
+async def test_translated_to_spdy_unless_the_node_declares_websockets(stack: Stack) -> None:
+    assert isinstance(stack.apiserver, RealApiServer)
+    name = await running_pod(stack)
+    pod = await stack.kube.get(PODS, name, namespace="default")
+    node = pod["spec"]["nodeName"]
+    try:
+        assert await routes_taken(stack, name) == {"translated_at_apiserver": 1}
+
+        declare = {"status": {"declaredFeatures": ["ExtendWebSocketsToKubelet"]}}
+        await asyncio.to_thread(
+            stack.apiserver.real.must,
+            *("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(declare)),
+        )
+        assert await routes_taken(stack, name) == {"proxied_to_kubelet": 1}
+    finally:
+        undeclare = json.dumps([{"op": "remove", "path": "/status/declaredFeatures"}])
+        await asyncio.to_thread(
+            stack.apiserver.real.run_kubectl,
+            *("patch", "node", node, "--subresource=status", "--type=json", "-p", undeclare),
+        )
+        await stack.kubectl("delete", "pod", name, "--wait=false")
