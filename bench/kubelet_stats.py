@@ -1,4 +1,5 @@
-"""The Summary API's cost per interval: one JobUsage call (one ``sstat -a``) for every running job.
+"""The cost of ``kubectl top`` per interval: one JobUsage call (one ``sstat -a``) for every running
+job, shared by /stats/summary and every node's /metrics/resource.
 
 Slurm here has 2 CPUs (CR_CORE, no oversubscription), so at most 2 jobs run
 at once: 1,000 running *jobs* cannot be had. What sstat pays per running job
@@ -9,28 +10,39 @@ pods it last saw running; held ids stand in for jobs that stopped since, and
 cost slurmctld one lookup each). Measured in one run, median of ROUNDS:
 
 - one JobUsage through red-box (what the kubelet pays once per --stats-interval),
+- one interval as metrics-server and the Summary API ask it: the kubelet's usage source
+  (``kubelet.stats``) over that red-box, asked for /metrics/resource of NODES nodes and for
+  /stats/summary at once: its JobUsage calls, Slurm commands and wall time,
 - one ``sstat -a`` per id, as a per-pod poller would (the loop / batch ratio),
-- building the /stats/summary body for IDS pods (the kubelet's CPU per scrape).
+- building the /stats/summary body and the /metrics/resource text for IDS pods (the
+  kubelet's CPU per scrape).
 
-    .venv/bin/python bench/kubelet_stats.py [--ids 1000] [--steps 200] [--rounds 3]
+    .venv/bin/python bench/kubelet_stats.py [--ids 1000] [--steps 200] [--rounds 3] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
 
 from redbox_common import red_box, sbatch_held, scancel
 
 from wlmvk.core import logging as wlog
+from wlmvk.core.backend import Backend
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet import summary
+from wlmvk.kubelet import resource_metrics, stats, summary
+from wlmvk.kubelet.ledger import CpuLedger
+
+NODES = [f"slurm-c-n{i}" for i in range(5)]
 
 
 def steps_job(steps: int) -> int:
@@ -67,7 +79,15 @@ def sstat_each(job_ids: list[int]) -> float:
     return time.perf_counter() - started
 
 
-async def batched(job_ids: list[int], rounds: int) -> tuple[list[float], int, int]:
+def pod_jobs(job_ids: list[int], started: datetime) -> list[summary.PodJob]:
+    """The kubelet's view: one running pod per job id, spread over the NODES."""
+    return [
+        summary.PodJob("default", f"p{j}", f"uid-{j}", NODES[i % len(NODES)], "job", JobId(j), started)
+        for i, j in enumerate(job_ids)
+    ]
+
+
+async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
     async with red_box() as (parts, client):
         await client.info()
         times: list[float] = []
@@ -78,20 +98,57 @@ async def batched(job_ids: list[int], rounds: int) -> tuple[list[float], int, in
             usage = await client.usage([JobId(j) for j in job_ids])
             times.append(time.perf_counter() - started)
             answered = len(usage)
-        return times, (parts.runner.spawned - before) // rounds, answered
+        per_call = (parts.runner.spawned - before) // rounds
+        # One interval as it comes: every node's /metrics/resource and /stats/summary at once.
+        source = stats.StatsSource(
+            backend=cast(Backend, client),
+            pods=lambda: pod_jobs(job_ids, datetime.now(UTC) - timedelta(minutes=1)),
+            nodes=lambda: NODES,
+            interval=3600,
+        )
+        spawned, started = parts.runner.spawned, time.perf_counter()
+        await asyncio.gather(*(source.resource_metrics(node) for node in NODES), source.summary())
+        interval = {
+            "scrapes": len(NODES) + 1,
+            "jobusage_calls": source.calls,
+            "slurm_commands": parts.runner.spawned - spawned,
+            "wall_ms": (time.perf_counter() - started) * 1000,
+        }
+        return {
+            "times": times,
+            "slurm_commands_per_call": per_call,
+            "answered": answered,
+            "interval": interval,
+        }
+
+
+def usage_of(count: int, now: datetime) -> dict[JobId, JobUsage]:
+    return {JobId(i): JobUsage(JobId(i), timedelta(seconds=i), i * 4096, now) for i in range(count)}
 
 
 def build_summary(count: int, rounds: int) -> list[float]:
     now = datetime.now(UTC)
-    pods = [
-        summary.PodJob("default", f"p{i}", f"uid-{i}", "slurm-c-debug", "job", JobId(i), now - timedelta(60))
-        for i in range(count)
-    ]
-    usage = {JobId(i): JobUsage(JobId(i), timedelta(seconds=i), i * 4096, now) for i in range(count)}
+    pods = pod_jobs(list(range(count)), now - timedelta(60))
+    usage = usage_of(count, now)
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
-        summary.summary(nodes=["slurm-c-debug"], started=now, pods=pods, usage=usage, previous={}, now=now)
+        summary.summary(nodes=NODES, started=now, pods=pods, usage=usage, previous={}, now=now)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def render_metrics(count: int, rounds: int) -> list[float]:
+    """The /metrics/resource text of every node for ``count`` pods (what one interval's scrapes cost)."""
+    now = datetime.now(UTC)
+    pods = pod_jobs(list(range(count)), now - timedelta(60))
+    usage = usage_of(count, now)
+    ledger = CpuLedger().advance(pods, usage)
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for node in NODES:
+            resource_metrics.render(nodes=[node], pods=pods, usage=usage, ledger=ledger, sampled=now)
         times.append(time.perf_counter() - started)
     return times
 
@@ -101,6 +158,7 @@ def main() -> int:
     parser.add_argument("--ids", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default="", help="also write the figures here")
     args = parser.parse_args()
     wlog.configure("warning")
     job = steps_job(args.steps)
@@ -114,21 +172,50 @@ def main() -> int:
                 return 1
             time.sleep(2)
         ids = [job, *held]
-        times, spawned, answered = asyncio.run(batched(ids, args.rounds))
+        result = asyncio.run(batched(ids, args.rounds))
         loop = sstat_each(ids)
         build = build_summary(args.ids, args.rounds)
+        render = render_metrics(args.ids, args.rounds)
     finally:
         scancel([job, *held])
+    times, interval = result["times"], result["interval"]
     batch = statistics.median(times)
     print(f"ids asked: {len(ids)} (1 running job with {seen} running steps incl. batch, {len(held)} held)")
     print(
         f"one JobUsage via red-box: {batch * 1000:8.1f} ms median of {args.rounds} "
-        f"({' '.join(f'{t * 1000:.0f}' for t in times)} ms); {answered} job answered; "
-        f"{spawned} Slurm command per call"
+        f"({' '.join(f'{t * 1000:.0f}' for t in times)} ms); {result['answered']} job answered; "
+        f"{result['slurm_commands_per_call']} Slurm command per call"
+    )
+    print(
+        f"one interval, {interval['scrapes']} scrapes at once ({len(NODES)} x /metrics/resource/<node>,"
+        f" /stats/summary): {interval['jobusage_calls']} JobUsage call, {interval['slurm_commands']}"
+        f" Slurm command, {interval['wall_ms']:.1f} ms"
     )
     print(f"{len(ids)} x sstat -a -j ID:  {loop * 1000:8.1f} ms")
     print(f"ratio (sstat per id / one JobUsage): {loop / batch:6.1f}x")
     print(f"building /stats/summary for {args.ids} pods: {statistics.median(build) * 1000:6.1f} ms median")
+    print(
+        f"/metrics/resource of {len(NODES)} nodes for {args.ids} pods:"
+        f" {statistics.median(render) * 1000:6.1f} ms median"
+    )
+    if args.json:
+        figures = {
+            "ids": len(ids),
+            "running_steps": seen,
+            "held": len(held),
+            "nodes": len(NODES),
+            "rounds": args.rounds,
+            "jobusage_ms": batch * 1000,
+            "jobusage_rounds_ms": [t * 1000 for t in times],
+            "answered": result["answered"],
+            "slurm_commands_per_call": result["slurm_commands_per_call"],
+            "interval": interval,
+            "sstat_each_ms": loop * 1000,
+            "x_sstat_each": loop / batch,
+            "summary_build_ms": statistics.median(build) * 1000,
+            "metrics_render_ms": statistics.median(render) * 1000,
+        }
+        Path(args.json).write_text(json.dumps(figures, indent=1))
     return 0
 
 

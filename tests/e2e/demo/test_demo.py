@@ -22,12 +22,12 @@ WLMVK = str(Path(sys.executable).parent / "wlmvk")
 
 
 def _free_port() -> int:
-    """A port free with the four after it (the demo's own control plane uses them)."""
+    """A port free with the five after it (the demo's own control plane uses them)."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port: int = s.getsockname()[1]
-        if port < 60000 and all(_free(port + n) for n in range(1, 5)):
+        if port < 60000 and all(_free(port + n) for n in range(1, 6)):
             return port
 
 

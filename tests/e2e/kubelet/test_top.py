@@ -1,15 +1,21 @@
-"""``kubectl top`` of a running Slurm job, on the in-memory API server's metrics stand-in.
+"""``kubectl top`` of a running Slurm job, on both control planes.
 
 A pod whose job spins in its script (no srun) shows CPU in ``kubectl top pod``
 and on its node in ``kubectl top node``, from Slurm's own accounting (sstat
-through red-box's JobUsage, the kubelet's /stats/summary). A finished job uses
-nothing and has no metrics. The real control plane has no metrics-server
-here, so this runs on the in-memory plane only (README, kubectl top).
+through red-box's JobUsage). On the real plane metrics-server v0.8.0
+(scripts/kube-local) scrapes the kubelet's /metrics/resource/<node>; on the
+in-memory plane its stand-in reads /stats/summary. A finished job uses
+nothing and has no metrics.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +24,7 @@ from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.e2e.kubelet.test_kubelet import wait_phase
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
 
 SPIN = "while :; do :; done"
 
@@ -65,7 +71,82 @@ async def test_kubectl_top_shows_a_spinning_jobs_cpu(stack: Stack) -> None:
         assert done not in listing.stdout, "a finished job uses nothing and has no metrics"
         missing = await stack.kubectl("top", "pod", done)
         assert missing.returncode != 0
-        assert f'pods.metrics.k8s.io "{done}" not found' in missing.stderr
+        # metrics-server watches running pods only: a finished one is not known to it at all.
+        assert missing.stderr == f'Error from server (NotFound): pods "{done}" not found\n'
+        running = await stack.kubectl("top", "node", "slurm-test-cpu")
+        assert running.returncode != 0
+        assert (
+            running.stderr
+            == 'Error from server (NotFound): nodemetrics.metrics.k8s.io "slurm-test-cpu" not found\n'
+        )
+
     finally:
         for pod in (name, done):
             await stack.kubectl("delete", "pod", pod, "--wait=false")
+
+
+async def top_pod(stack: Stack, name: str) -> int | None:
+    """The pod's CPU in millicores, None while metrics-server has none for it yet."""
+    top = await stack.kubectl("top", "pod", name, "--no-headers")
+    if top.returncode != 0:
+        assert "not found" in top.stderr or "not available" in top.stderr, top.stderr
+        return None
+    pod, cpu, memory = top.stdout.split()
+    assert pod == name
+    assert re.fullmatch(r"\d+Mi", memory), memory
+    return millicores(cpu)
+
+
+@pytest.fixture
+def signals() -> Iterator[Path]:
+    """A directory the job (run as the job owner) can look into for the test's signal."""
+    path = Path(tempfile.mkdtemp(prefix="wlmvk-top-", dir="/var/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_kubectl_top_pod_follows_a_job_that_spins_harder(stack: Stack, signals: Path) -> None:
+    """A job idles in short bursts, then spins without pause once the test says so: two readings
+    of ``kubectl top pod``, both above zero, the second higher; its node in ``kubectl top node``."""
+    go = signals / "spin"
+    # The bursts run in the script's own shell: Slurm's jobacct_gather adds up the processes it
+    # sees alive, so CPU spent in short-lived children is not counted.
+    burst = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"
+    script = f"while [ ! -e {go} ]; do {burst}; sleep 1; done; while :; do :; done"
+    name = unique("rise")
+    await stack.kube.create(PODS, job_pod(name, script), namespace="default")
+    try:
+        await wait_phase(stack, name, "Running")
+        readings: list[int] = []
+
+        async def measured() -> bool:
+            cpu = await top_pod(stack, name)
+            if cpu:
+                readings.append(cpu)
+            return bool(readings)
+
+        measured.__name__ = f"kubectl top pod {name} > 0 while it idles"
+        await eventually(measured, timeout=120, every=2)
+        await asyncio.to_thread(go.touch)
+
+        async def higher() -> bool:
+            cpu = await top_pod(stack, name)
+            if cpu:
+                readings.append(cpu)
+            return readings[-1] > readings[0]
+
+        higher.__name__ = f"kubectl top pod {name} above its first reading once it spins"
+        await eventually(higher, timeout=120, every=2)
+        assert readings[0] > 0
+        assert readings[-1] > readings[0]
+
+        async def node_listed() -> bool:
+            top = await stack.kubectl("top", "node", "--no-headers")
+            rows = {line.split()[0]: line.split() for line in top.stdout.splitlines()}
+            return "slurm-test-debug" in rows and millicores(rows["slurm-test-debug"][1]) > 0
+
+        node_listed.__name__ = "kubectl top node lists slurm-test-debug above 0"
+        await eventually(node_listed, timeout=60, every=2)
+    finally:
+        await stack.kubectl("delete", "pod", name, "--wait=false")

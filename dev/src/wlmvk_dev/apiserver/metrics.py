@@ -19,13 +19,13 @@ import asyncio
 import json
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import structlog
 from aiohttp import web
 
+from wlmvk.kube.times import rfc3339
 from wlmvk_dev.apiserver.errors import ApiNotFound
 from wlmvk_dev.apiserver.resources import GVR, NODES, PODS, ResourceInfo
 from wlmvk_dev.apiserver.store import Store
@@ -111,8 +111,28 @@ def node_metrics(node: dict[str, Any], pods: Iterable[dict[str, Any]]) -> dict[s
     }
 
 
+def not_found(store: Store, kind: str, namespace: str | None, name: str) -> ApiNotFound:
+    """metrics-server v0.8.0's answer for an object without metrics (pkg/api/pod.go, node.go).
+
+    It knows pods only while they run (its informer selects status.phase=Running): any other
+    pod is the lister's "pods" not found; a known one without metrics is "podmetrics" (its
+    resource's internal name), named namespace/name; a node without metrics "nodemetrics".
+    """
+    try:
+        found = store.get(PODS if kind == "pods" else NODES, name, namespace=namespace)
+    except ApiNotFound:
+        found = None
+    if kind == "pods":
+        if found is None or (found.get("status") or {}).get("phase") != "Running":
+            return ApiNotFound(404, "NotFound", f'pods "{name}" not found')
+        return ApiNotFound(404, "NotFound", f'podmetrics.{GROUP} "{namespace}/{name}" not found')
+    if found is None:
+        return ApiNotFound(404, "NotFound", f'nodes "{name}" not found')
+    return ApiNotFound(404, "NotFound", f'nodemetrics.{GROUP} "{name}" not found')
+
+
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339()
 
 
 def make_handler(*, client_cert: str | None = None, client_key: str | None = None) -> MetricsHandler:
@@ -169,13 +189,15 @@ def make_handler(*, client_cert: str | None = None, client_key: str | None = Non
             items = [
                 node_metrics(node, by_node.get(node["metadata"]["name"], []))
                 for node in nodes.items
-                if endpoint(node) in answered and (name is None or node["metadata"]["name"] == name)
+                # metrics-server keeps no point for a node without a working set (no running job).
+                if endpoint(node) in answered
+                and by_node.get(node["metadata"]["name"])
+                and (name is None or node["metadata"]["name"] == name)
             ]
             list_kind = "NodeMetricsList"
         if name is not None:
             if not items:
-                resource = "pods" if kind == "pods" else "nodes"
-                raise ApiNotFound(404, "NotFound", f'{resource}.{GROUP} "{name}" not found')
+                raise not_found(store, kind, namespace, name)
             return web.json_response(items[0])
         return web.json_response(
             {"kind": list_kind, "apiVersion": f"{GROUP}/{VERSION}", "metadata": {}, "items": items}
