@@ -150,6 +150,10 @@ class _Session:
             except WlmvkError as exc:
                 log.info("exec failed", error=exc.message)
                 await channel.finish(exit_status(None, exc.message))
+            except Exception as exc:
+                # One session's bug ends that session with the kubelet's words for it, not silently.
+                log.exception("exec handler crashed")
+                await channel.finish(exit_status(None, f"error executing command in container: {exc}"))
             if not self.finished:
                 await channel.finish(exit_status(None, "the exec session ended without an exit status"))
             with contextlib.suppress(TimeoutError):

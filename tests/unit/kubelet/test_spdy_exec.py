@@ -66,6 +66,9 @@ class Stub:
                 raise NotFound("pod ns/p: its job 7 is not running (PENDING)")
             case "silent":
                 return
+            case "crash":
+                await channel.send_stdout(b"partial\n")
+                raise RuntimeError("the backend broke")
             case "count":  # reads nothing until released, then counts stdin to its end
                 await self.release.wait()
                 total = 0
@@ -341,4 +344,18 @@ async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(server: t
     await asyncio.wait_for(client.until_closed(), 60)
     assert bytes(client.received["stdout"]) == str(sent).encode()
     assert json.loads(client.received["error"])["status"] == "Success"
+    await client.close()
+
+
+async def test_a_crashing_handler_ends_its_session_with_a_failure(server: tuple[int, Stub]) -> None:
+    port, _ = server
+    client = await connect(port, "command=crash&output=1")
+    await client.open_all("error", "stdout")
+    await client.until_closed()
+    assert bytes(client.received["stdout"]) == b"partial\n"
+    status = json.loads(client.received["error"])
+    assert (status["status"], status["message"]) == (
+        "Failure",
+        "error executing command in container: the backend broke",
+    )
     await client.close()
