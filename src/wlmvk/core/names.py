@@ -6,6 +6,8 @@ WLM-operator's, so that its SlurmJob examples schedule unchanged.
 
 from __future__ import annotations
 
+import enum
+
 GROUP = "wlm.sylabs.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -48,6 +50,30 @@ ANNOTATION_WORKING_DIR_IGNORED = f"{GROUP}/working-dir-ignored"
 DEFAULT_RED_BOX_SOCKET = "/var/run/syslurm/red-box.sock"
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+
+class EventType(enum.StrEnum):
+    """An Event's ``type``: the only two Kubernetes knows."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class EndReason(enum.StrEnum):
+    """Why a job pod's container ended: the kubelet writes it (``terminated.reason``), the operator
+    reads it. Typed, so that the two sides agree on the exact word (the operator once looked for
+    "cancel" anywhere in the reason)."""
+
+    JOB_FINISHED = "Job finished"  # the original's reason for a completed job, kept for kubectl
+    ERROR = "Error"
+    CANCELLED = "Cancelled"
+    TIMEOUT = "Timeout"
+    OUT_OF_MEMORY = "OutOfMemory"
+    NODE_FAIL = "NodeFail"
+    PREEMPTED = "Preempted"
+    BOOT_FAIL = "BootFail"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    JOB_LOST = "JobLost"
 
 
 def feature_label(name: str, version: str = "") -> str:

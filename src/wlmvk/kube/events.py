@@ -24,14 +24,15 @@ from typing import NamedTuple
 import structlog
 
 from wlmvk.core.errors import NotFound, WlmvkError
+from wlmvk.core.names import EventType
 from wlmvk.kube.bodies import EVENTS, Body, meta
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.times import micro_time, rfc3339
 
 _log = structlog.get_logger(__name__)
 
-NORMAL = "Normal"
-WARNING = "Warning"
+NORMAL = EventType.NORMAL
+WARNING = EventType.WARNING
 
 
 @dataclass

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import structlog
 
 from wlmvk.core.errors import Conflict, NotFound, WlmvkError
-from wlmvk.kube.bodies import LEASES, Body, resource_version_of
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import LEASES, Body
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.leases import lease_body
@@ -83,7 +84,7 @@ class Elector:
         if holder and holder != config.identity and not self._expired(lease):
             self._lease = None  # someone else leads
             return False
-        spec = dict(lease.get("spec") or {})
+        spec = dict(objects.spec(lease))
         now = micro_time()
         if holder != config.identity:
             spec["acquireTime"] = now
@@ -113,7 +114,7 @@ class Elector:
         """Give the Lease up (holder cleared, 1 s duration) so that a successor takes it at once."""
         if not self.leading or self._lease is None:
             return
-        spec = dict(self._lease.get("spec") or {})
+        spec = dict(objects.spec(self._lease))
         spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
         try:
             await self._put(self._lease, spec)
@@ -128,8 +129,8 @@ class Elector:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {
-                **(lease.get("metadata") or {}),
-                "resourceVersion": resource_version_of(lease),
+                **objects.meta(lease),
+                "resourceVersion": objects.resource_version(lease),
             },
             "spec": spec,
         }
@@ -144,16 +145,16 @@ class Elector:
         return self.leading
 
     def _observe(self, lease: Body) -> None:
-        spec = lease.get("spec") or {}
+        spec = objects.spec(lease)
         record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
         if record != self._observed:
             self._observed = record
             self._observed_at = time.monotonic()
 
     def _expired(self, lease: Body) -> bool:
-        duration = int((lease.get("spec") or {}).get("leaseDurationSeconds") or self._config.duration)
+        duration = int(objects.spec(lease).get("leaseDurationSeconds") or self._config.duration)
         return time.monotonic() - self._observed_at > duration
 
     @staticmethod
     def _holder(lease: Body) -> str:
-        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+        return str(objects.spec(lease).get("holderIdentity") or "")

@@ -1,4 +1,9 @@
-"""Kubernetes time formats: RFC 3339 seconds (Time) and microseconds (MicroTime)."""
+"""Kubernetes time formats, the only implementation: RFC 3339 seconds (Time) and microseconds (MicroTime).
+
+Everything that writes or reads a Kubernetes timestamp goes through here (the kubelet's pod
+status and stats, Events, Leases, node heartbeats, the operator's conditions, the in-memory API
+server of ``wlmvk_dev``), so that they agree: always UTC, always ``Z``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ def now() -> datetime:
 
 
 def rfc3339(moment: datetime | None = None) -> str:
-    """A ``metav1.Time``: seconds precision, UTC, ``Z`` suffix."""
+    """A ``metav1.Time``: seconds precision, UTC, ``Z`` suffix (now, when no moment is given)."""
     value = (moment or now()).astimezone(UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -22,6 +27,19 @@ def micro_time(moment: datetime | None = None) -> str:
 
 
 def parse(text: str) -> datetime:
-    """Parse either format (and any RFC 3339 offset) into an aware datetime."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """Parse either format (and any RFC 3339 offset, ``Z`` or ``z``) into an aware datetime.
+
+    Raises ``ValueError`` when ``text`` is not a timestamp.
+    """
+    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_or_none(text: str | None) -> datetime | None:
+    """``parse``, tolerant: None when absent or unreadable (fields a client may leave out or garble)."""
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except ValueError:
+        return None

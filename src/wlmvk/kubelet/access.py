@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from wlmvk.kube import objects
+
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
 AUTHENTICATED = "system:authenticated"
@@ -146,7 +148,7 @@ def token_review(token: str) -> dict[str, Any]:
 
 def user_from_token_review(answer: dict[str, Any]) -> User | None:
     """The user a TokenReview answer names, None when the token was not authenticated."""
-    status = answer.get("status") or {}
+    status = objects.status(answer)
     if not status.get("authenticated"):
         return None
     info = status.get("user") or {}
@@ -179,7 +181,7 @@ def subject_access_review(attrs: Attributes) -> dict[str, Any]:
 
 
 def allowed_by(answer: dict[str, Any]) -> bool:
-    status = answer.get("status") or {}
+    status = objects.status(answer)
     return bool(status.get("allowed")) and not status.get("denied")
 
 

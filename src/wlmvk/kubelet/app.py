@@ -181,7 +181,7 @@ class Kubelet:
             return [node]
         pod = access.pod_of(path)
         record = self.pods.record(*pod) if pod and self.pods else None
-        node = str(record.pod.get("spec", {}).get("nodeName") or "") if record else ""
+        node = record.node if record else ""
         if node:
             return [node]
         return sorted(self.directory.owned) or [""]

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass
-from typing import Any
 
 from wlmvk import __version__
 from wlmvk.core import names
 from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
+from wlmvk.kube.bodies import Body
 from wlmvk.kubelet import resource_metrics
-
-Body = dict[str, Any]
 
 KUBELET_VERSION = f"v1.32.0-wlmvk-{__version__}"
 READY = "Ready"

@@ -121,10 +121,8 @@ _RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
 def running_pods(controller: PodController, host_ip: str) -> list[summary.PodJob]:
     """The pods of ``controller`` whose job Slurm last reported running."""
     running: list[summary.PodJob] = []
-    for pod in controller.pods():
-        metadata = pod.get("metadata") or {}
-        record = controller.record(str(metadata.get("namespace", "")), str(metadata.get("name", "")))
-        if record is None or record.job_id is None or record.state is None:
+    for record in controller.records():
+        if record.job_id is None or record.state is None:
             continue
         if record.state.status not in _RUNNING:
             continue

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-
-Body = dict[str, Any]
+from wlmvk.core.names import EndReason, EventType
+from wlmvk.kube import times
+from wlmvk.kube.bodies import Body
 
 PENDING = "Pending"
 RUNNING = "Running"
@@ -23,21 +23,21 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
 
-FINISHED_REASON = "Job finished"
+FINISHED_REASON = EndReason.JOB_FINISHED
 
 # Slurm's terminal states -> the container's terminated reason, and the exit code
 # to report when Slurm gives none (128 + signal, as a shell would).
-_TERMINATED: dict[JobStatus, tuple[str, int]] = {
-    JobStatus.COMPLETED: (FINISHED_REASON, 0),
-    JobStatus.FAILED: ("Error", 1),
-    JobStatus.CANCELLED: ("Cancelled", 143),
-    JobStatus.TIMEOUT: ("Timeout", 143),
-    JobStatus.OUT_OF_MEMORY: ("OutOfMemory", 137),
-    JobStatus.NODE_FAIL: ("NodeFail", 1),
-    JobStatus.PREEMPTED: ("Preempted", 143),
-    JobStatus.BOOT_FAIL: ("BootFail", 1),
-    JobStatus.DEADLINE: ("DeadlineExceeded", 1),
-    JobStatus.NOT_FOUND: ("JobLost", 1),
+_TERMINATED: dict[JobStatus, tuple[EndReason, int]] = {
+    JobStatus.COMPLETED: (EndReason.JOB_FINISHED, 0),
+    JobStatus.FAILED: (EndReason.ERROR, 1),
+    JobStatus.CANCELLED: (EndReason.CANCELLED, 143),
+    JobStatus.TIMEOUT: (EndReason.TIMEOUT, 143),
+    JobStatus.OUT_OF_MEMORY: (EndReason.OUT_OF_MEMORY, 137),
+    JobStatus.NODE_FAIL: (EndReason.NODE_FAIL, 1),
+    JobStatus.PREEMPTED: (EndReason.PREEMPTED, 143),
+    JobStatus.BOOT_FAIL: (EndReason.BOOT_FAIL, 1),
+    JobStatus.DEADLINE: (EndReason.DEADLINE_EXCEEDED, 1),
+    JobStatus.NOT_FOUND: (EndReason.JOB_LOST, 1),
 }
 _PENDING_STATES = frozenset({JobStatus.PENDING, JobStatus.REQUEUED, JobStatus.CONFIGURING})
 _RUNNING_STATES = frozenset({JobStatus.RUNNING, JobStatus.COMPLETING, JobStatus.SUSPENDED})
@@ -53,8 +53,8 @@ class PodFacts:
     created: str = ""
 
 
-def rfc3339(moment: datetime | None) -> str | None:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+def _time(moment: datetime | None) -> str | None:
+    return times.rfc3339(moment) if moment else None
 
 
 def phase_of(status: JobStatus) -> str | None:
@@ -92,9 +92,9 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
     phase = phase_of(state.status)
     if phase is None:
         return None
-    submitted = rfc3339(state.submit_time) or facts.created or None
-    started = rfc3339(state.start_time)
-    finished = rfc3339(state.end_time) or started or submitted
+    submitted = _time(state.submit_time) or facts.created or None
+    started = _time(state.start_time)
+    finished = _time(state.end_time) or started or submitted
     job = f"Slurm job {state.job_id}"
     ready = phase == RUNNING and state.status is not JobStatus.SUSPENDED
     container: Body = {
@@ -146,7 +146,7 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
 
 def rejected_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
     """A pod that could not become a job: Failed, with the reason on the pod and its container."""
-    at = rfc3339(now)
+    at = times.rfc3339(now)
     return {
         "phase": FAILED,
         "reason": reason,
@@ -188,7 +188,7 @@ def deleted_status(job_id: JobId | None, facts: PodFacts, *, now: datetime, stat
         result = pod_status(state, facts)
         if result is not None:
             return result
-    at = rfc3339(now)
+    at = times.rfc3339(now)
     what = f"Slurm job {job_id} cancelled" if job_id else "no Slurm job was submitted"
     return {
         "phase": FAILED,
@@ -203,7 +203,12 @@ def deleted_status(job_id: JobId | None, facts: PodFacts, *, now: datetime, stat
                 "ready": False,
                 "started": False,
                 "state": {
-                    "terminated": {"exitCode": 143, "reason": "Cancelled", "startedAt": at, "finishedAt": at}
+                    "terminated": {
+                        "exitCode": 143,
+                        "reason": EndReason.CANCELLED.value,
+                        "startedAt": at,
+                        "finishedAt": at,
+                    }
                 },
             }
         ],
@@ -214,7 +219,7 @@ def deleted_status(job_id: JobId | None, facts: PodFacts, *, now: datetime, stat
 class Transition:
     """An Event to post: ``type`` Normal/Warning, CamelCase ``reason``, and a message."""
 
-    type: str
+    type: EventType
     reason: str
     message: str
 
@@ -230,13 +235,13 @@ def transitions(before: JobState | None, after: JobState) -> list[Transition]:
         if before is None:
             return []  # the "Submitted" (or "Adopted") Event already said so
         reason = after.reason if after.reason and after.reason != "None" else "queued"
-        return [Transition("Normal", "Pending", f"{job} is pending ({reason})")]
+        return [Transition(EventType.NORMAL, "Pending", f"{job} is pending ({reason})")]
     if new == RUNNING:
         where = f" on {after.node_list}" if after.node_list else ""
-        return [Transition("Normal", "Started", f"{job} started{where}")]
+        return [Transition(EventType.NORMAL, "Started", f"{job} started{where}")]
     if new == SUCCEEDED:
-        return [Transition("Normal", "Completed", f"{job} completed (exit code 0)")]
-    return [Transition("Warning", _TERMINATED[after.status][0].replace(" ", ""), _ending(after))]
+        return [Transition(EventType.NORMAL, "Completed", f"{job} completed (exit code 0)")]
+    return [Transition(EventType.WARNING, _TERMINATED[after.status][0].replace(" ", ""), _ending(after))]
 
 
 def _ending(state: JobState) -> str:

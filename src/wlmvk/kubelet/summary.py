@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
+from wlmvk.kube.times import rfc3339
 
 _NANO = 1_000_000_000
 
@@ -42,10 +43,6 @@ class PodJob:
     container: str
     job_id: JobId
     started: datetime | None
-
-
-def rfc3339(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def nano_cores(now: JobUsage, before: JobUsage | None, started: datetime | None) -> int | None:

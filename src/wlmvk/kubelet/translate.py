@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
-
-Body = dict[str, Any]
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import Body
 
 # Volumes a job pod may carry: the API server adds the service-account token volume
 # (projected) to every pod; emptyDir and downwardAPI are harmless to ignore.
@@ -70,9 +69,8 @@ class Target:
 
 def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Rejection:
     """The job that runs ``pod`` on ``target``, or why it cannot run."""
-    metadata: Body = pod.get("metadata") or {}
-    spec: Body = pod.get("spec") or {}
-    annotations: Mapping[str, str] = metadata.get("annotations") or {}
+    spec = objects.spec(pod)
+    annotations = objects.annotations(pod)
     problem = _unsupported(spec)
     if problem is not None:
         return problem
@@ -103,7 +101,7 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
     return JobSpec(
         script=script,
         partition=target.partition,
-        idempotency_key=str(metadata.get("uid", "")),
+        idempotency_key=objects.uid(pod),
         name=job_name(pod),
         working_dir=working_dir,
     )
@@ -115,12 +113,11 @@ def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec 
         decoded = containerjob.decode(request)
     except InvalidInput as exc:
         return Rejection("InvalidContainerJob", exc.message)
-    metadata: Body = pod.get("metadata") or {}
-    annotations: Mapping[str, str] = metadata.get("annotations") or {}
+    annotations = objects.annotations(pod)
     return replace(
         decoded,
         partition=target.partition,
-        idempotency_key=str(metadata.get("uid", "")),
+        idempotency_key=objects.uid(pod),
         name=job_name(pod),
         working_dir=annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target),
     )
@@ -128,20 +125,16 @@ def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec 
 
 def job_name(pod: Body) -> str:
     """The Slurm job name of a pod: its batch script's own ``--job-name``, else the pod's name."""
-    metadata: Body = pod.get("metadata") or {}
-    name = str(metadata.get("name", "pod"))
-    batch = (metadata.get("annotations") or {}).get(names.ANNOTATION_BATCH)
+    name = objects.name(pod) or "pod"
+    batch = objects.annotations(pod).get(names.ANNOTATION_BATCH)
     return sbatch.job_name(batch, name) if isinstance(batch, str) else name
 
 
 def _default_dir(pod: Body, target: Target) -> str:
     if not target.jobs_root:
         return ""
-    metadata: Body = pod.get("metadata") or {}
-    uid = str(metadata.get("uid", ""))[:8]
-    return (
-        f"{target.jobs_root.rstrip('/')}/{metadata.get('namespace', 'default')}/{metadata.get('name')}-{uid}"
-    )
+    where = f"{objects.namespace(pod) or 'default'}/{objects.name(pod)}-{objects.uid(pod)[:8]}"
+    return f"{target.jobs_root.rstrip('/')}/{where}"
 
 
 def _unsupported(spec: Body) -> Rejection | None:
@@ -235,10 +228,9 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
     command = [str(part) for part in container.get("command") or []]
     args = [str(part) for part in container.get("args") or []]
     image = str(container.get("image", ""))
-    metadata: Body = pod.get("metadata") or {}
     lines = [
         "#!/bin/sh",
-        f"# wlmvk: pod {metadata.get('namespace')}/{metadata.get('name')},"
+        f"# wlmvk: pod {objects.namespace(pod)}/{objects.name(pod)},"
         f" container {container.get('name')}, image {image or '-'}",
     ]
     lines += [f"export {key}={shlex.quote(value)}" for key, value in env]
@@ -282,8 +274,7 @@ def _environment(pod: Body, container: Body) -> list[tuple[str, str]] | Rejectio
 
 
 def _field_value(pod: Body, path: str) -> str | None:
-    metadata: Body = pod.get("metadata") or {}
-    spec: Body = pod.get("spec") or {}
+    metadata, spec = objects.meta(pod), objects.spec(pod)
     simple = {
         "metadata.name": metadata.get("name"),
         "metadata.namespace": metadata.get("namespace"),

@@ -26,9 +26,9 @@ import structlog
 
 from wlmvk.core import names, tasks
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkError
-from wlmvk.kube import times
+from wlmvk.kube import objects, times
 from wlmvk.kube.backoff import Backoff
-from wlmvk.kube.bodies import NODES, PODS, Body, Resource, meta
+from wlmvk.kube.bodies import NODES, PODS, Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.events import EventPoster
@@ -53,19 +53,11 @@ class Mirror:
     nodes: dict[str, Body] = field(default_factory=dict)
 
     def owned(self, uid: str) -> list[Body]:
-        return [pod for pod in self.pods.values() if _controller_uid(pod) == uid]
-
-
-def _controller_uid(pod: Body) -> str:
-    for ref in meta(pod).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid", ""))
-    return ""
+        return [pod for pod in self.pods.values() if objects.controller_uid(pod) == uid]
 
 
 def _key(body: Body, kind: str) -> Key:
-    md = meta(body)
-    return (kind, str(md.get("namespace", "")), str(md.get("name", "")))
+    return (kind, objects.namespace(body), objects.name(body))
 
 
 class Controller:
@@ -151,14 +143,13 @@ class Controller:
                 self.mirror.jobs[_key(item, kind)] = item
                 self._enqueue(_key(item, kind))
         elif kind == "Pod":
-            self.mirror.pods = {(meta(p).get("namespace", ""), meta(p).get("name", "")): p for p in items}
+            self.mirror.pods = {(objects.namespace(p), objects.name(p)): p for p in items}
             self._enqueue_all()
         else:
-            self.mirror.nodes = {str(meta(n).get("name", "")): n for n in items}
+            self.mirror.nodes = {objects.name(n): n for n in items}
             self._enqueue_all()
 
     def _apply(self, kind: str, type_: str, body: Body) -> None:
-        md = meta(body)
         if kind in RESOURCES:
             body.setdefault("kind", kind)
             key = _key(body, kind)
@@ -170,16 +161,16 @@ class Controller:
             self.mirror.jobs[key] = body
             self._enqueue(key)
         elif kind == "Pod":
-            where = (str(md.get("namespace", "")), str(md.get("name", "")))
+            where = (objects.namespace(body), objects.name(body))
             if type_ == "DELETED":
                 self.mirror.pods.pop(where, None)
             elif not _older(body, self.mirror.pods.get(where)):
                 self.mirror.pods[where] = body
-            for ref in md.get("ownerReferences") or []:
+            for ref in objects.owner_references(body):
                 if ref.get("controller") and ref.get("kind") in RESOURCES:
                     self._enqueue((str(ref["kind"]), where[0], str(ref.get("name", ""))))
         else:
-            name = str(md.get("name", ""))
+            name = objects.name(body)
             if type_ == "DELETED":
                 self.mirror.nodes.pop(name, None)
             else:
@@ -197,7 +188,7 @@ class Controller:
 
     def _enqueue_unfinished(self) -> None:
         for key, body in list(self.mirror.jobs.items()):
-            if (body.get("status") or {}).get("status") not in reconcile.TERMINAL:
+            if objects.status(body).get("status") not in reconcile.TERMINAL:
                 self._enqueue(key)
 
     async def _resync(self) -> None:
@@ -228,7 +219,7 @@ class Controller:
         body = self.mirror.jobs.get(key)
         if body is None:
             return
-        uid = str(meta(body).get("uid", ""))
+        uid = objects.uid(body)
         actions = reconcile.decide(
             body,
             owned=self.mirror.owned(uid),
@@ -258,8 +249,7 @@ class Controller:
 
     async def _create(self, key: Key, owner: Body, action: reconcile.CreatePod, log: Any) -> bool:
         """Create a pod; False when the API server refused it (reported, and retried if it may pass)."""
-        md = action.body["metadata"]
-        where = (str(md["namespace"]), str(md["name"]))
+        where = (objects.namespace(action.body), objects.name(action.body))
         try:
             created = await self.client.create(PODS, action.body, namespace=where[0])
         except AlreadyExists:
@@ -278,7 +268,9 @@ class Controller:
         if not _older(created, self.mirror.pods.get(where)):
             self.mirror.pods[where] = created  # unless the watch already brought a newer version
         log.info("created pod", pod=where[1])
-        await self.events.post(_reference(owner), type="Normal", reason=action.reason, message=action.message)
+        await self.events.post(
+            _reference(owner), type=names.EventType.NORMAL, reason=action.reason, message=action.message
+        )
         return True
 
     async def _apply_report(self, key: Key, owner: Body, action: reconcile.Action, log: Any) -> None:
@@ -297,7 +289,7 @@ class Controller:
         loop.call_later(delay, self._enqueue, key)
 
     async def _patch_status(self, key: Key, body: Body, status: Body, log: Any) -> None:
-        old = body.get("status") or {}
+        old = objects.status(body)
         patch: Body = dict(status)
         for gone in set(old) - set(status):
             patch[gone] = None  # merge patch removes keys set to null
@@ -333,9 +325,9 @@ RETRY_MAX = 60.0
 
 def _older(body: Body, known: Body | None) -> bool:
     """True when ``body`` is an older version of the same object than ``known``."""
-    if known is None or meta(known).get("uid") != meta(body).get("uid"):
+    if known is None or objects.uid(known) != objects.uid(body):
         return False
-    new, old = str(meta(body).get("resourceVersion", "")), str(meta(known).get("resourceVersion", ""))
+    new, old = objects.resource_version(body), objects.resource_version(known)
     return new.isdigit() and old.isdigit() and int(new) < int(old)
 
 
@@ -343,5 +335,5 @@ def _reference(body: Body) -> Body:
     return {
         "apiVersion": body.get("apiVersion") or names.API_VERSION,
         "kind": body.get("kind", ""),
-        "metadata": {k: meta(body).get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
+        "metadata": {k: objects.meta(body).get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
     }

@@ -8,11 +8,10 @@ needs from it, tolerating every absent field.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from wlmvk.core import names
-
-Body = dict[str, Any]
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import Body
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,8 @@ class PodView:
 
 
 def view(pod: Body) -> PodView:
-    metadata = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    annotations = metadata.get("annotations") or {}
+    status = objects.status(pod)
+    annotations = objects.annotations(pod)
     unschedulable = ""
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
@@ -79,9 +77,9 @@ def view(pod: Body) -> PodView:
             reason = str(terminated.get("reason") or reason)
             message = str(terminated.get("message") or message).strip()
     return PodView(
-        name=str(metadata.get("name", "")),
+        name=objects.name(pod),
         phase=str(status.get("phase") or "Pending"),
-        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        node=objects.node_name(pod),
         job_id=str(annotations.get(names.ANNOTATION_JOB_ID, "")),
         unschedulable=unschedulable,
         started_at=started,
@@ -89,11 +87,11 @@ def view(pod: Body) -> PodView:
         exit_code=exit_code,
         reason=reason,
         message=message,
-        deleting=bool(metadata.get("deletionTimestamp")),
+        deleting=objects.deleting(pod),
         annotations=tuple(sorted((str(k), str(v)) for k, v in annotations.items())),
     )
 
 
 def cancelled(pod: PodView) -> bool:
     """The WLM job was cancelled (scancel), as the kubelet reports it."""
-    return "cancel" in pod.reason.lower()
+    return pod.reason == names.EndReason.CANCELLED

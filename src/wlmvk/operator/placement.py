@@ -22,12 +22,11 @@ more CPUs per node than any partition has...).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from wlmvk.core import names, scheduling
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import Body
 from wlmvk.operator.directives import Requirements
-
-Body = dict[str, Any]
 
 
 def job_tolerations() -> list[Body]:
@@ -77,7 +76,7 @@ def affinity(request: Requirements) -> Body | None:
 def pin(node: Body) -> dict[str, str]:
     """Labels that select exactly this virtual node."""
     labels = _labels(node)
-    name = str((node.get("metadata") or {}).get("name", ""))
+    name = objects.name(node)
     if labels.get(names.LABEL_HOSTNAME) == name:
         return {names.LABEL_HOSTNAME: name}
     keep = (names.LABEL_PARTITION, names.LABEL_AGENT_HOST, names.LABEL_CLUSTER)
@@ -91,8 +90,7 @@ def agent_host(node: Body) -> str:
 
 def socket_path(node: Body, default: str) -> str:
     """Host path of the red-box socket on the agent host."""
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(names.ANNOTATION_RED_BOX_SOCKET) or default)
+    return str(objects.annotations(node).get(names.ANNOTATION_RED_BOX_SOCKET) or default)
 
 
 def candidates(pod_spec: Body, nodes: Iterable[Body]) -> list[Body]:
@@ -158,9 +156,9 @@ def _number(value: str | None) -> int:
 
 
 def _labels(node: Body) -> dict[str, str]:
-    return dict((node.get("metadata") or {}).get("labels") or {})
+    return objects.labels(node)
 
 
 def _ready(node: Body) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
+    conditions = objects.status(node).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from typing import Any
 
 from wlmvk.core import containerjob, names
 from wlmvk.core.jobs import ContainerJobSpec
+from wlmvk.kube.bodies import Body
 from wlmvk.operator import placement
 from wlmvk.operator.directives import Requirements
 from wlmvk.operator.resources import Job, Staging
 from wlmvk.operator.settings import START_GRACE, StagingSettings
-
-Body = dict[str, Any]
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "wlmvk-operator"

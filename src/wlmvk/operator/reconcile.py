@@ -28,18 +28,18 @@ from typing import Any
 
 from wlmvk.core import names, scheduling
 from wlmvk.core.errors import InvalidInput
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import Body
 from wlmvk.operator import directives, placement, pods
 from wlmvk.operator.observed import PodView, cancelled, view
 from wlmvk.operator.resources import Job, parse
 from wlmvk.operator.settings import OperatorSettings
 
-Body = dict[str, Any]
-
 TERMINAL = frozenset({"Succeeded", "Failed", "Cancelled"})
 ADMITTED = "Admitted"
 """The condition of a resource whose pod the API server refused (False) and then let in (True)."""
-NORMAL = "Normal"
-WARNING = "Warning"
+NORMAL = names.EventType.NORMAL
+WARNING = names.EventType.WARNING
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,10 @@ def decide(
     now: str,
 ) -> list[Action]:
     """The actions that bring the pods and the status of ``body`` in line (see module docstring)."""
-    old = dict(body.get("status") or {})
-    if old.get("status") in TERMINAL or (body.get("metadata") or {}).get("deletionTimestamp"):
+    old = dict(objects.status(body))
+    if old.get("status") in TERMINAL or objects.deleting(body):
         return []
-    by_name = {str((pod.get("metadata") or {}).get("name", "")): pod for pod in owned}
+    by_name = {objects.name(pod): pod for pod in owned}
     try:
         job = parse(body)
         if job.kind == "SlurmJob" and not job.batch.strip():
@@ -109,7 +109,7 @@ def decide(
         outcome = _steps(job, pods.requirements_of(job, request), by_name, nodes, settings)
         if _ignores_working_dir(_node(nodes, str(outcome.fields.get("node") or old.get("node") or ""))):
             outcome.fields["workingDir"] = None  # an original red-box ran the job elsewhere
-    return _report(old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0))
+    return _report(old, outcome, now=now, generation=objects.generation(body))
 
 
 def refused(body: Body, pod: str, message: str, *, final: bool, now: str) -> list[Action]:
@@ -121,7 +121,7 @@ def refused(body: Body, pod: str, message: str, *, final: bool, now: str) -> lis
     (condition Admitted=False, reason PodRefused) and the controller retries with a backoff. One
     Warning Event per distinct refusal, not one per retry.
     """
-    old = dict(body.get("status") or {})
+    old = dict(objects.status(body))
     text = f"pod {pod} was refused: {message}"
     outcome = _Outcome(fields={})
     for kind, before in _conditions(old).items():
@@ -135,9 +135,7 @@ def refused(body: Body, pod: str, message: str, *, final: bool, now: str) -> lis
     else:
         outcome.condition(ADMITTED, False, "PodRefused", text)
         outcome.end(str(old.get("status") or "Pending"), "PodRefused", text)
-    status = _status(
-        old, outcome, now=now, generation=int((body.get("metadata") or {}).get("generation") or 0)
-    )
+    status = _status(old, outcome, now=now, generation=objects.generation(body))
     actions: list[Action] = []
     if status != old:
         actions.append(PatchStatus(status))
@@ -354,20 +352,19 @@ def _waiting(step: PodView) -> str:
 
 def _node(nodes: Sequence[Body], name: str) -> Body | None:
     for node in nodes:
-        if (node.get("metadata") or {}).get("name") == name:
+        if objects.name(node) == name:
             return node
     return None
 
 
 def _ignores_working_dir(node: Body | None) -> bool:
-    annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
-    return annotations.get(names.ANNOTATION_WORKING_DIR_IGNORED) == "true"
+    return objects.annotations(node or {}).get(names.ANNOTATION_WORKING_DIR_IGNORED) == "true"
 
 
 def _partition(node: Body | None) -> str:
     if node is None:
         return ""
-    return str(((node.get("metadata") or {}).get("labels") or {}).get("wlm.sylabs.io/partition", ""))
+    return objects.labels(node).get(names.LABEL_PARTITION, "")
 
 
 # -- status and events --------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ from typing import Any, Literal
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerOptions
 from wlmvk.core.names import API_VERSION
+from wlmvk.kube import objects
+from wlmvk.kube.bodies import Body
 
-Body = dict[str, Any]
 Kind = Literal["SlurmJob", "WlmJob"]
 KINDS: tuple[Kind, ...] = ("SlurmJob", "WlmJob")
 
@@ -98,16 +99,15 @@ class Job:
 
 def parse(body: Body) -> Job:
     """The typed job, with its staging paths checked. Raises InvalidInput."""
-    metadata = body.get("metadata") or {}
-    spec = body.get("spec") or {}
+    metadata, spec = objects.meta(body), objects.spec(body)
     kind = body.get("kind")
     if kind not in KINDS:
         raise InvalidInput(f"not a SlurmJob or WlmJob: {kind!r}")
     return Job(
         kind=kind,
-        namespace=str(metadata.get("namespace", "default")),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
+        namespace=objects.namespace(body) or "default",
+        name=objects.name(body),
+        uid=objects.uid(body),
         generation=int(metadata.get("generation") or 0),
         batch=str(spec.get("batch") or ""),
         image=str(spec.get("image") or ""),
@@ -116,8 +116,8 @@ def parse(body: Body) -> Job:
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         prepare=_staging(spec.get("prepare"), "to") if kind == "SlurmJob" else None,
         results=_staging(spec.get("results"), "from"),
-        status=dict(body.get("status") or {}),
-        deleting=bool(metadata.get("deletionTimestamp")),
+        status=dict(objects.status(body)),
+        deleting=objects.deleting(body),
     )
 
 

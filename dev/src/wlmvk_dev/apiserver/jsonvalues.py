@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
+
+from wlmvk.kube.times import rfc3339
 
 _T = TypeVar("_T")
 
@@ -18,4 +20,4 @@ def clone(value: _T) -> _T:
 
 
 def timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)

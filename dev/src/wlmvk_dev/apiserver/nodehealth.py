@@ -26,8 +26,6 @@ from typing import Any
 from wlmvk.core import scheduling
 from wlmvk_dev.apiserver import taints, timestamps
 
-Body = dict[str, Any]
-
 DEFAULT_GRACE = timedelta(seconds=40)
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")

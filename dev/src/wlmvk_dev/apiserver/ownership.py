@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Body = dict[str, Any]
+from wlmvk.kube.bodies import Body
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"

@@ -26,9 +26,8 @@ from typing import Any
 
 from wlmvk.core import scheduling
 from wlmvk.core.errors import InvalidInput
+from wlmvk.kube.bodies import Body
 from wlmvk_dev.apiserver import podresources, taints
-
-Body = dict[str, Any]
 
 NO_NODES = "no nodes available to schedule pods"
 NOT_MATCHING = "node(s) didn't match Pod's node affinity/selector"

@@ -21,8 +21,8 @@ from typing import Any
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.quantities import scaled
+from wlmvk.kube.bodies import Body
 
-Body = dict[str, Any]
 Resources = Counter[str]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")

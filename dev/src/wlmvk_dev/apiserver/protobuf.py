@@ -13,6 +13,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
+from wlmvk.kube.times import rfc3339
 from wlmvk_dev.apiserver.errors import ApiError, bad_request
 
 MAGIC = b"k8s\x00"
@@ -156,7 +157,7 @@ def _message(data: bytes, schema: Schema) -> dict[str, Any]:
         elif kind == "t":
             seconds = dict(_fields(raw)).get(1, 0)
             if seconds:
-                out[name] = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                out[name] = rfc3339(datetime.fromtimestamp(seconds, UTC))
         elif kind == "m":
             sub = _message(raw, spec[2])
             if sub or name != "metadata":

@@ -27,8 +27,8 @@ from typing import Any
 
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.core.quantities import parse_quantity
+from wlmvk.kube.bodies import Body
 
-Body = dict[str, Any]
 Lookup = Callable[[str, str], Body | None]
 """(kind "configmaps"|"secrets", name) -> the object in the pod's namespace, or None."""
 

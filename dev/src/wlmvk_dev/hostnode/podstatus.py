@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from wlmvk.kube.bodies import Body
 from wlmvk_dev.apiserver import timestamps
-
-Body = dict[str, Any]
 
 COMPLETED = "Completed"
 ERROR = "Error"

@@ -30,7 +30,6 @@ from typing import Any
 from wlmvk.core.errors import FailedPrecondition, WlmvkError
 from wlmvk_dev.hostnode import env as podenv
 
-Body = dict[str, Any]
 Lookup = podenv.Lookup
 Tokens = Mapping[tuple[str, int], str]
 """(audience, expirationSeconds) -> a token of the pod's ServiceAccount bound to the pod."""
