@@ -37,6 +37,7 @@ from redbox_common import red_box, sbatch_held, scancel
 
 from wlmvk.core import logging as wlog
 from wlmvk.core.backend import Backend
+from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.kubelet import resource_metrics, stats, summary
@@ -92,12 +93,16 @@ async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
         await client.info()
         times: list[float] = []
         before = parts.runner.spawned
-        answered = 0
+        answered, failures = 0, []
         for _ in range(rounds):
             started = time.perf_counter()
-            usage = await client.usage([JobId(j) for j in job_ids])
+            try:
+                usage = await client.usage([JobId(j) for j in job_ids])
+            except Unavailable as exc:  # red-box's --slurm-timeout: a result, not a crash
+                failures.append(exc.message)
+                usage = {}
             times.append(time.perf_counter() - started)
-            answered = len(usage)
+            answered = max(answered, len(usage))
         per_call = (parts.runner.spawned - before) // rounds
         # One interval as it comes: every node's /metrics/resource and /stats/summary at once.
         source = stats.StatsSource(
@@ -107,15 +112,20 @@ async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
             interval=3600,
         )
         spawned, started = parts.runner.spawned, time.perf_counter()
-        await asyncio.gather(*(source.resource_metrics(node) for node in NODES), source.summary())
+        texts = await asyncio.gather(
+            *(source.resource_metrics(node) for node in NODES), source.summary(), return_exceptions=True
+        )
         interval = {
             "scrapes": len(NODES) + 1,
             "jobusage_calls": source.calls,
             "slurm_commands": parts.runner.spawned - spawned,
             "wall_ms": (time.perf_counter() - started) * 1000,
+            # Each /metrics/resource says whether its figures could be had, as the kubelet does.
+            "scrape_errors": sum(1 for t in texts if isinstance(t, str) and "resource_scrape_error 1" in t),
         }
         return {
             "times": times,
+            "failures": failures,
             "slurm_commands_per_call": per_call,
             "answered": answered,
             "interval": interval,
@@ -186,10 +196,12 @@ def main() -> int:
         f"({' '.join(f'{t * 1000:.0f}' for t in times)} ms); {result['answered']} job answered; "
         f"{result['slurm_commands_per_call']} Slurm command per call"
     )
+    for failure in result["failures"]:
+        print(f"  a JobUsage call failed: {failure}")
     print(
         f"one interval, {interval['scrapes']} scrapes at once ({len(NODES)} x /metrics/resource/<node>,"
         f" /stats/summary): {interval['jobusage_calls']} JobUsage call, {interval['slurm_commands']}"
-        f" Slurm command, {interval['wall_ms']:.1f} ms"
+        f" Slurm command, {interval['wall_ms']:.1f} ms, {interval['scrape_errors']} scrape errors"
     )
     print(f"{len(ids)} x sstat -a -j ID:  {loop * 1000:8.1f} ms")
     print(f"ratio (sstat per id / one JobUsage): {loop / batch:6.1f}x")
@@ -208,6 +220,7 @@ def main() -> int:
             "jobusage_ms": batch * 1000,
             "jobusage_rounds_ms": [t * 1000 for t in times],
             "answered": result["answered"],
+            "failures": result["failures"],
             "slurm_commands_per_call": result["slurm_commands_per_call"],
             "interval": interval,
             "sstat_each_ms": loop * 1000,

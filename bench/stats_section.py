@@ -17,15 +17,17 @@ def stats_argv() -> list[str]:
 def stats_section(result: dict[str, Any]) -> list[str]:
     m, interval = result["machine"], result["interval"]
     rounds = " ".join(f"{t:.0f}" for t in result["jobusage_rounds_ms"])
+    failed = result.get("failures", [])
     rows = [
         "| per interval (`--stats-interval`, 10 s) | figure |",
         "|---|---|",
         f"| one JobUsage through red-box for {result['ids']} ids, median of {result['rounds']} (ms) "
-        f"| {result['jobusage_ms']:.0f} (rounds: {rounds}) |",
+        f"| {result['jobusage_ms']:.0f} (rounds: {rounds}; failed: {len(failed)}) |",
         f"| Slurm commands per JobUsage call | {result['slurm_commands_per_call']} |",
         f"| one interval's {interval['scrapes']} scrapes at once ({result['nodes']} x"
         f" `/metrics/resource/<node>`, `/stats/summary`): JobUsage calls / Slurm commands / ms "
-        f"| {interval['jobusage_calls']} / {interval['slurm_commands']} / {interval['wall_ms']:.0f} |",
+        f"| {interval['jobusage_calls']} / {interval['slurm_commands']} / {interval['wall_ms']:.0f}"
+        f" ({interval.get('scrape_errors', 0)} with resource_scrape_error 1) |",
         f"| {result['ids']} x `sstat -a -j ID`, as a per-pod poller (ms; x one JobUsage) "
         f"| {result['sstat_each_ms']:.0f} ({result['x_sstat_each']:.1f}x) |",
         f"| building `/stats/summary` for {IDS} pods (ms) | {result['summary_build_ms']:.1f} |",
@@ -40,4 +42,5 @@ def stats_section(result: dict[str, Any]) -> list[str]:
         " for the pods it last saw running). Raw output: `docs/raw/kubelet-stats.txt`.",
         "",
         *rows,
+        *(["", "Failed calls:", "", *(f"- {f}" for f in failed)] if failed else []),
     ]
