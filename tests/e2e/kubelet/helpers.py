@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tests.fixtures import polling
 from wlmvk.core import names
-from wlmvk.core.errors import WlmvkError
 
 Body = dict[str, Any]
 
@@ -21,18 +20,7 @@ def unique(prefix: str) -> str:
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 90.0, every: float = 0.25) -> Any:
     """Poll ``check`` until it returns something truthy; generous timeouts (Slurm is shared)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: BaseException | None = None
-    while loop.time() < deadline:
-        try:
-            result = await check()
-            if result:
-                return result
-        except (AssertionError, WlmvkError, KeyError, IndexError) as exc:
-            last = exc
-        await asyncio.sleep(every)
-    raise AssertionError(f"not true within {timeout}s: {check.__name__}: {last!r}")
+    return await polling.eventually(check, timeout=timeout, every=every)
 
 
 def job_pod(

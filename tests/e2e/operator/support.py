@@ -8,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from tests.fixtures import polling
 
 ROOT = Path(__file__).resolve().parents[3]
 WLMVK = str(Path(sys.executable).parent / "wlmvk")
@@ -38,14 +39,7 @@ async def status_of(apiserver: Any, name: str, kind: str = "slurmjob") -> dict[s
 
 async def eventually(probe: Callable[[], Awaitable[Any]], *, timeout: float = 60, what: str = "") -> Any:
     """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+    return await polling.eventually(probe, timeout=timeout, every=0.3, what=what, tolerate=())
 
 
 async def wait_status(

@@ -8,22 +8,15 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import polling
 from wlmvk_dev.apiserver.store import Store
 
 Condition = Callable[[], Any]
 
 
 async def eventually(check: Condition, *, timeout: float = 10.0, interval: float = 0.02) -> Any:
-    """Poll ``check`` until it returns a truthy value; fail with its last value after ``timeout``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met in {timeout}s: {check}")
-        await asyncio.sleep(interval)
+    """Poll ``check`` (on the store: no I/O) until it returns a truthy value; no exception is "not yet"."""
+    return await polling.eventually(check, timeout=timeout, every=interval, tolerate=())
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from tests.fixtures.polling import eventually
 from wlmvk.core.errors import NotFound
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import EVENTS, LEASES, PODS, owner_reference
@@ -90,10 +91,10 @@ async def test_event_queue_sends_in_the_background_and_drops_when_full(kube: Kub
             items = (await kube.list(EVENTS, namespace="default"))["items"]
             return sorted(e["reason"] for e in items if e["involvedObject"]["name"] == "q")
 
-        for _ in range(100):
-            if len(await reasons()) == 3:
-                break
-            await asyncio.sleep(0.05)
+        async def all_three() -> bool:
+            return len(await reasons()) == 3
+
+        await eventually(all_three, timeout=5, every=0.05)
         assert await reasons() == ["Step0", "Step1", "Step2"]
     finally:
         sender.cancel()

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.polling import eventually
 from wlmvk.kube.backoff import Backoff
 from wlmvk.kube.bodies import Resource, name_of
 from wlmvk.kube.client import KubeClient
@@ -128,10 +129,7 @@ async def test_relist_after_410_and_resume_after_a_drop() -> None:
             seen.append(event)
 
     task = asyncio.create_task(run())
-    for _ in range(200):
-        if len(seen) >= 4:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(seen) >= 4, timeout=2, every=0.01)
     task.cancel()
     kinds = [type(e).__name__ + (f":{e.type}" if isinstance(e, Changed) else "") for e in seen]
     assert kinds == ["Listed", "Changed:ADDED", "Listed", "Changed:MODIFIED"]

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.fixtures import polling
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.unit.kubelet.fakebackend import FakeBackend
@@ -28,19 +29,7 @@ NODE = "slurm-test-debug"
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10.0) -> Any:
-    """Poll ``check`` until it returns a truthy value (or raise its last AssertionError)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            result = await check()
-            if result:
-                return result
-        except (AssertionError, WlmvkError):
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not true within {timeout}s: {check}")
-        await asyncio.sleep(0.1)
+    return await polling.eventually(check, timeout=timeout, every=0.1, tolerate=(AssertionError, WlmvkError))
 
 
 def pod_body(name: str, *, node: str = NODE, command: list[str] | None = None, **spec: Any) -> Body:
