@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
+from tests.e2e.kubelet.test_api_access import client_context, get, sign
 from tests.e2e.kubelet.test_kubelet import wait_phase
 from wlmvk.kube.bodies import PODS
 
@@ -150,3 +151,22 @@ async def test_kubectl_top_pod_follows_a_job_that_spins_harder(stack: Stack, sig
         await eventually(node_listed, timeout=60, every=2)
     finally:
         await stack.kubectl("delete", "pod", name, "--wait=false")
+
+
+async def test_resource_metrics_are_authorized_as_nodes_metrics(stack: Stack, tmp_path: Path) -> None:
+    """The kubelet asks kube-apiserver (SubjectAccessReview) whether the caller may get
+    nodes/metrics of the node in the path: metrics-server's identity may, another user may not."""
+    if stack.apiserver.plane != "real":
+        pytest.skip("the in-memory API server allows every review")
+    pki = stack.apiserver.real.ca.parent
+    path = "/metrics/resource/slurm-test-debug"
+    cert, key = await asyncio.to_thread(sign, pki, tmp_path, "nosy-user")
+    assert await get(stack, path, client_context(cert, key)) == (
+        403,
+        "Forbidden (user=nosy-user, verb=get, resource=nodes, subresource(s)=[metrics])\n",
+    )
+    scraper = client_context(pki / "metrics-server.crt", pki / "metrics-server.key")
+    status, text = await get(stack, path, scraper)
+    assert status == 200
+    assert text.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
+    assert "node_cpu_usage_seconds_total " in text
