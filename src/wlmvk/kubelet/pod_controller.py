@@ -43,13 +43,13 @@ from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.podrecords import PodRecord, job_id_of, slim
 from wlmvk.kubelet.podstates import Happening, Presence, Stage, initial, urgent
-from wlmvk.kubelet.provider import Adopted, Later, Logger, Refused, SlurmProvider, Submitted
+from wlmvk.kubelet.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.status_poller import StatusPoller
+from wlmvk.kubelet.translate import Rejection
 
 _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
-
 
 
 @dataclass(frozen=True)
@@ -271,21 +271,13 @@ class PodController:
         outcome = await self.provider.create(record, log)
         if isinstance(outcome, Later):
             self._retry(record.uid, outcome.delay)
-        elif isinstance(outcome, Refused):
+        elif isinstance(outcome, Rejection):
             await self._reject(record, outcome.reason, outcome.message)
-        elif isinstance(outcome, Adopted):
+        elif isinstance(outcome, Started):
             await self._annotate(record)
-            message = f"Adopted Slurm job {outcome.job_id}"
-            self._post(record.pod, type=NORMAL, reason="Adopted", message=message)
-            self._wake(record)
-        elif isinstance(outcome, Submitted):
-            await self._annotate(record)
-            self._post(
-                record.pod,
-                type=NORMAL,
-                reason="Submitted",
-                message=f"Submitted Slurm job {outcome.job_id} to partition {outcome.partition}",
-            )
+            self._post(record.pod, type=NORMAL, reason=outcome.reason, message=outcome.message)
+            if record.state is not None:
+                self._wake(record)  # adopted: its state is known, its status can be written
 
     def _post(self, pod: Body, *, type: str, reason: str, message: str) -> None:
         """Queue an Event off the worker's path: Events are best effort and must not slow submission."""

@@ -16,7 +16,7 @@ which is said once in the log at start.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -36,22 +36,11 @@ Logger = structlog.typing.FilteringBoundLogger
 
 
 @dataclass(frozen=True)
-class Submitted:
-    job_id: JobId
-    partition: str
-
-
-@dataclass(frozen=True)
-class Adopted:
-    """A job submitted for the pod before a restart, found by its key."""
+class Started:
+    """The pod has its job: ``reason`` (Submitted, or Adopted when found by its key after a
+    restart) and ``message`` say how, for the Normal Event."""
 
     job_id: JobId
-
-
-@dataclass(frozen=True)
-class Refused:
-    """The pod cannot run: it fails with this reason (a condition and a Warning Event)."""
-
     reason: str
     message: str
 
@@ -63,7 +52,8 @@ class Later:
     delay: float | None = None
 
 
-Created = Submitted | Adopted | Refused | Later
+Created = Started | Rejection | Later
+"""What ``create`` did; a ``Rejection`` fails the pod with its reason (a condition and a Warning Event)."""
 
 
 def belongs(state: JobState, uid: str) -> bool:
@@ -88,32 +78,29 @@ def not_the_pods(found: JobState, record: PodRecord) -> str:
     return ""
 
 
+@dataclass(kw_only=True)
 class SlurmProvider:
-    def __init__(
-        self,
-        *,
-        backend: Backend,
-        directory: NodeDirectory,
-        metrics: KubeletMetrics,
-        jobs_root: str,
-        submissions: int,
-        lookup_grace: float,
-    ) -> None:
-        self._backend = backend
-        self._directory = directory
-        self._metrics = metrics
-        self._jobs_root = jobs_root
-        self._submitting = asyncio.Semaphore(max(1, submissions))
-        self._lookup_grace = lookup_grace
-        self._lookups_from = 0.0
-        self.lookups = True
-        """Whether red-box can find a job by key (an original red-box cannot)."""
+    backend: Backend
+    directory: NodeDirectory
+    metrics: KubeletMetrics
+    jobs_root: str
+    submissions: int
+    """Submissions in flight at once (red-box's concurrency)."""
+    lookup_grace: float
+    """Seconds after start before pods found without a job id are looked up by key."""
+    lookups: bool = field(default=True, init=False)
+    """Whether red-box can find a job by key (an original red-box cannot)."""
+    _submitting: asyncio.Semaphore = field(init=False)
+    _lookups_from: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self._submitting = asyncio.Semaphore(max(1, self.submissions))
 
     async def probe(self) -> None:
         """Learn whether red-box can look jobs up by key; start the lookup grace."""
-        self._lookups_from = asyncio.get_running_loop().time() + self._lookup_grace
+        self._lookups_from = asyncio.get_running_loop().time() + self.lookup_grace
         try:
-            await self._backend.find("wlmvk-startup-probe")
+            await self.backend.find("wlmvk-startup-probe")
         except Unsupported:
             self.lookups = False
             _log.warning(
@@ -137,7 +124,7 @@ class SlurmProvider:
             log.debug("looking up the job by key before submitting")
             found = await self._find(record)
             if found is not None and (why := not_the_pods(found, record)):
-                return Refused(
+                return Rejection(
                     "ForeignJob",
                     f"red-box found Slurm job {found.job_id} by this pod's key, but {why}; it is not adopted",
                 )
@@ -145,45 +132,45 @@ class SlurmProvider:
                 record.job_id, record.state = found.job_id, found
                 record.advance(Happening.ADOPTED)
                 log.info("adopted job submitted before a restart", job_id=found.job_id)
-                return Adopted(found.job_id)
+                return Started(found.job_id, "Adopted", f"Adopted Slurm job {found.job_id}")
             record.advance(Happening.NOTHING_FOUND)
-        resources = self._directory.partition_of(record.node)
+        resources = self.directory.partition_of(record.node)
         if resources is None:
-            if self._directory.partitions:
-                return Refused("PartitionGone", f"node {record.node} has no Slurm partition any more")
+            if self.directory.partitions:
+                return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
-        target = Target(resources.name, resources.container_runtime, self._jobs_root)
+        target = Target(resources.name, resources.container_runtime, self.jobs_root)
         spec = pod_to_job(record.pod, target)
         if isinstance(spec, Rejection):
-            return Refused(spec.reason, spec.message)
+            return spec
         log.debug("submitting")
         try:
             async with self._submitting:
                 if isinstance(spec, ContainerJobSpec):
-                    job_id = await self._backend.submit_container(spec)
+                    job_id = await self.backend.submit_container(spec)
                 else:
-                    job_id = await self._backend.submit(spec)
+                    job_id = await self.backend.submit(spec)
         except Unavailable:
-            self._metrics.submissions.inc(result="unavailable")
+            self.metrics.submissions.inc(result="unavailable")
             # The reply may be what was lost (red-box ran sbatch, then the connection dropped):
             # look the key up again before submitting again or letting a deleted pod go.
             record.advance(Happening.REPLY_LOST)
             raise
         except WlmvkError as exc:
-            self._metrics.submissions.inc(result="rejected")
-            return Refused("SubmitFailed", f"Slurm refused the job: {exc.message}")
-        self._metrics.submissions.inc(result="submitted")
+            self.metrics.submissions.inc(result="rejected")
+            return Rejection("SubmitFailed", f"Slurm refused the job: {exc.message}")
+        self.metrics.submissions.inc(result="submitted")
         record.job_id = job_id
         record.advance(Happening.SUBMITTED)
         log.info("submitted", job_id=job_id, partition=spec.partition)
-        return Submitted(job_id, spec.partition)
+        return Started(job_id, "Submitted", f"Submitted Slurm job {job_id} to partition {spec.partition}")
 
     async def _find(self, record: PodRecord) -> JobState | None:
         """The job red-box knows under the pod's key (None when none, or when it cannot look up)."""
         if not self.lookups:
             return None
         try:
-            return await self._backend.find(record.uid)
+            return await self.backend.find(record.uid)
         except Unsupported:
             self.lookups = False
             return None
@@ -210,7 +197,7 @@ class SlurmProvider:
             return True
         if record.stage is Stage.TRACKING:
             try:
-                await self._backend.cancel(record.job_id)
+                await self.backend.cancel(record.job_id)
             except NotFound:
                 return True
             except Unavailable:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import structlog
 
@@ -40,23 +41,17 @@ def pause(started: float, ended: float, interval: float) -> float:
     return max(interval / 5, started + interval - ended)
 
 
+@dataclass(frozen=True, kw_only=True)
 class StatusPoller:
-    def __init__(
-        self,
-        *,
-        backend: Backend,
-        metrics: KubeletMetrics,
-        records: Callable[[], Iterable[PodRecord]],
-        notify: Callable[[PodRecord], None],
-        busy: Callable[[], bool],
-        interval: float,
-    ) -> None:
-        self._backend = backend
-        self._metrics = metrics
-        self._records = records
-        self._notify = notify
-        self._busy = busy
-        self._interval = interval
+    backend: Backend
+    metrics: KubeletMetrics
+    records: Callable[[], Iterable[PodRecord]]
+    """The pods served (the controller's records)."""
+    notify: Callable[[PodRecord], None]
+    """Queue a pod whose job changed."""
+    busy: Callable[[], bool]
+    """Whether pods wait to be submitted or cancelled (a tick then waits, at most one interval)."""
+    interval: float
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -64,7 +59,7 @@ class StatusPoller:
             await self._yield_to_submissions()
             started = loop.time()
             await self.tick()
-            await asyncio.sleep(pause(started, loop.time(), self._interval))
+            await asyncio.sleep(pause(started, loop.time(), self.interval))
 
     async def _yield_to_submissions(self) -> None:
         """While a burst of pods is being submitted, hold the tick back (at most one interval).
@@ -74,28 +69,28 @@ class StatusPoller:
         pod's phase is Pending before and after its first status write either way.
         """
         loop = asyncio.get_running_loop()
-        until = loop.time() + self._interval
-        while self._busy() and loop.time() < until:
-            await asyncio.sleep(min(0.1, self._interval))
+        until = loop.time() + self.interval
+        while self.busy() and loop.time() < until:
+            await asyncio.sleep(min(0.1, self.interval))
 
     async def tick(self) -> None:
         """One batched state query for every job followed; changed states queue their pods."""
         live: dict[JobId, PodRecord] = {}
         claims: list[tuple[JobId, PodRecord]] = []
-        for record in self._records():
+        for record in self.records():
             if record.stage in FOLLOWED and record.job_id is not None and not record.ended.is_set():
                 live[record.job_id] = record
             elif record.stage is Stage.CLAIMED and record.claimed is not None:
                 claims.append((record.claimed, record))
         if not live and not claims:
             try:
-                await self._backend.info()  # keeps reachability (and the node conditions) current
+                await self.backend.info()  # keeps reachability (and the node conditions) current
             except WlmvkError:
                 pass
             return
-        self._metrics.status_ticks.inc()
+        self.metrics.status_ticks.inc()
         try:
-            states = await self._backend.states(list(dict.fromkeys([*live, *(job for job, _ in claims)])))
+            states = await self.backend.states(list(dict.fromkeys([*live, *(job for job, _ in claims)])))
         except WlmvkError as exc:
             _log.warning("job states unavailable", error=exc.message, jobs=len(live))
             return
@@ -109,7 +104,7 @@ class StatusPoller:
                 live[job_id] = record
             else:
                 record.advance(Happening.CLAIM_FOREIGN)
-                self._notify(record)
+                self.notify(record)
         for job_id, record in live.items():
             state = states.get(job_id)
             if state is None or state == record.state:
@@ -117,4 +112,4 @@ class StatusPoller:
             record.state = state
             if pod_status.over(state.status):
                 record.ended.set()
-            self._notify(record)
+            self.notify(record)
