@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.processes import children
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 
 pytestmark = [pytest.mark.slurm]
@@ -56,12 +57,15 @@ def _stalled_upload(box: RedBox, local: Path) -> None:
         text=True,
     )
     assert box.proc is not None
+    # red-box itself, under runuser: stopping runuser alone would leave red-box serving.
+    server = children(box.proc.pid)
+    assert len(server) == 1, server
     time.sleep(0.5)  # the upload is under way
-    os.kill(box.proc.pid, signal.SIGSTOP)
+    os.kill(server[0], signal.SIGSTOP)
     try:
         _, stderr = proc.communicate(timeout=120)
     finally:
-        os.kill(box.proc.pid, signal.SIGCONT)
+        os.kill(server[0], signal.SIGCONT)
     lines = stderr.strip().splitlines()
     assert proc.returncode == 3, stderr
     assert (

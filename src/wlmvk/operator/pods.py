@@ -33,7 +33,10 @@ LABEL_ROLE = f"{names.GROUP}/role"
 # goes where the data went (also after an operator restart).
 ANNOTATION_TARGET_NODE = f"{names.GROUP}/target-node"
 
-SOCKET_MOUNT = "/red-box.sock"
+# The DIRECTORY of red-box's socket on the agent host is mounted here, not the socket file: a
+# bind mount pins the file it was made of, and red-box restarting or its SSH forward coming back
+# (StreamLocalBindUnlink) puts a new socket at the path, which a pinned mount never sees.
+SOCKET_DIR_MOUNT = "/var/run/wlmvk-red-box"
 SOCKET_VOLUME = "wlmvk-red-box-socket"
 COLLECT_MOUNT = "/collect"
 
@@ -114,7 +117,7 @@ def prepare_pod(
     """``wlmvk stage in``: the volume's contents into ``<working_dir>/<to>/<volume name>/``."""
     mount = f"/mnt/{staging.volume_name}"
     target = posixpath.normpath(posixpath.join(working_dir, staging.path))
-    argv = ["stage", "in", "--socket", SOCKET_MOUNT, "--from", mount, "--to", target]
+    argv = ["stage", "in", "--socket", _socket(node, settings), "--from", mount, "--to", target]
     annotations = {
         ANNOTATION_TARGET_NODE: str(node["metadata"]["name"]),
         names.ANNOTATION_WORKING_DIR: working_dir,
@@ -129,11 +132,17 @@ def collect_pod(
 ) -> Body:
     """``wlmvk stage out``: ``<working_dir>/<from>`` into the volume, under its base name."""
     source = posixpath.normpath(posixpath.join(working_dir, staging.path))
-    argv = ["stage", "out", "--socket", SOCKET_MOUNT, "--from", source, "--to", COLLECT_MOUNT]
+    argv = ["stage", "out", "--socket", _socket(node, settings), "--from", source, "--to", COLLECT_MOUNT]
     annotations = {names.ANNOTATION_WORKING_DIR: working_dir}
     return _staging_pod(
         job, job.collect_pod_name, "collect", "cr1", argv, staging, COLLECT_MOUNT, node, settings, annotations
     )
+
+
+def _socket(node: Body, settings: StagingSettings) -> str:
+    """Where the staging command finds red-box's socket: in the mounted directory, by its name."""
+    host = placement.socket_path(node, settings.socket_host_path)
+    return posixpath.join(SOCKET_DIR_MOUNT, posixpath.basename(host))
 
 
 def _staging_pod(
@@ -184,7 +193,7 @@ def _staging_pod(
                     "terminationMessagePolicy": "FallbackToLogsOnError",
                     "volumeMounts": [
                         {"name": volume["name"], "mountPath": mount_path},
-                        {"name": SOCKET_VOLUME, "mountPath": SOCKET_MOUNT},
+                        {"name": SOCKET_VOLUME, "mountPath": SOCKET_DIR_MOUNT},
                     ],
                 }
             ],
@@ -193,8 +202,8 @@ def _staging_pod(
                 {
                     "name": SOCKET_VOLUME,
                     "hostPath": {
-                        "path": placement.socket_path(node, settings.socket_host_path),
-                        "type": "Socket",
+                        "path": posixpath.dirname(placement.socket_path(node, settings.socket_host_path)),
+                        "type": "Directory",
                     },
                 },
             ],

@@ -11,6 +11,12 @@ the red-box socket and the user's volume mounted:
 Exit codes: 0 done, 1 the transfer failed (the reason is the last line on
 stderr and in the pod's termination message), 2 usage, 3 red-box is
 unreachable.
+
+red-box going away mid-transfer (killed and restarted, its SSH forward cut) is
+not the end: the transfer starts again from the beginning, with a line on
+stderr, until ``--timeout``; both directions overwrite what an interrupted
+attempt left, so the result is whole. A download that still fails says that
+the copy it leaves in the volume is incomplete.
 """
 
 from __future__ import annotations
@@ -78,24 +84,60 @@ def main(argv: list[str], *, backend: BackendFactory = _client) -> int:
     return 0
 
 
+# Waits between attempts after red-box went away: first, longest.
+RETRY_FIRST = 1.0
+RETRY_MAX = 10.0
+
+
 async def _run(args: argparse.Namespace, backend: BackendFactory) -> Totals:
     client = backend(args.socket, args.timeout)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + args.timeout
+    delay = RETRY_FIRST
     try:
-        async with asyncio.timeout(args.timeout):
-            if args.direction == "in":
-                source = _readable(Path(args.source))
-                files, size = await client.stage_in(args.target, pack(source))
-                return Totals(files, size)
-            target = _writable(Path(args.target))
-            return await unpack(client.stage_out(args.source), target)
+        async with asyncio.timeout_at(deadline):
+            while True:
+                try:
+                    return await _once(args, client)
+                except Unavailable as exc:
+                    if loop.time() + delay >= deadline:
+                        raise _incomplete(args, exc) from exc
+                    print(
+                        f"wlmvk stage: {exc.message}; starting the transfer again in {delay:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
     except TimeoutError as exc:
-        raise Unavailable(f"the transfer took longer than {args.timeout:.0f} s") from exc
+        late = Unavailable(f"the transfer took longer than {args.timeout:.0f} s")
+        raise _incomplete(args, late) from exc
     finally:
         close = getattr(client, "close", None)
         if close is not None:
             result = close()
             if asyncio.iscoroutine(result):
                 await result
+
+
+async def _once(args: argparse.Namespace, client: Backend) -> Totals:
+    """One whole transfer."""
+    if args.direction == "in":
+        source = _readable(Path(args.source))
+        files, size = await client.stage_in(args.target, pack(source))
+        return Totals(files, size)
+    target = _writable(Path(args.target))
+    return await unpack(client.stage_out(args.source), target)
+
+
+def _incomplete(args: argparse.Namespace, error: Unavailable) -> Unavailable:
+    """The error, saying what a failed download leaves behind: an incomplete copy in the volume."""
+    if args.direction == "in":
+        return error
+    left = Path(args.target) / Path(args.source).name
+    if not left.exists():
+        return error
+    return Unavailable(f"{error.message}; the copy left in {left} is incomplete")
 
 
 def _readable(source: Path) -> Path:

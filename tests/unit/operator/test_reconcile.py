@@ -231,7 +231,7 @@ def test_prepare_pod_runs_stage_in_on_the_agent_host() -> None:
         "stage",
         "in",
         "--socket",
-        "/red-box.sock",
+        "/var/run/wlmvk-red-box/c1.sock",
         "--from",
         "/mnt/inputs",
         "--to",
@@ -241,9 +241,10 @@ def test_prepare_pod_runs_stage_in_on_the_agent_host() -> None:
     ]
     # A stalled transfer ends: the command at its timeout, the pod at its deadline (the start added).
     assert spec["activeDeadlineSeconds"] == 3600 + 300
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/mnt/inputs", "/red-box.sock"}
-    socket = next(v for v in spec["volumes"] if "hostPath" in v and v["hostPath"]["type"] == "Socket")
-    assert socket["hostPath"]["path"] == "/run/rb/c1.sock"
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/mnt/inputs", "/var/run/wlmvk-red-box"}
+    # The socket's directory, not the socket: a mount of the file would pin the red-box it was made by.
+    socket = next(v for v in spec["volumes"] if v["name"] == "wlmvk-red-box-socket")
+    assert socket["hostPath"] == {"path": "/run/rb", "type": "Directory"}
     assert hostpath("inputs", "/home/docker/inputs") in spec["volumes"]
     assert pod["metadata"]["ownerReferences"][0]["controller"] is True
     assert world.status["status"] == "Preparing"

@@ -23,23 +23,36 @@ def exists(path: str) -> bool:
 
 
 class Remote:
-    """The WLM side's filesystem: what red-box's stage_in/stage_out would do."""
+    """The WLM side's filesystem: what red-box's stage_in/stage_out would do. ``down``: every
+    call is refused; ``drops``: that many transfers break midway (red-box killed), then all work."""
 
-    def __init__(self, *, down: bool = False) -> None:
+    def __init__(self, *, down: bool = False, drops: int = 0) -> None:
         self.down = down
+        self.drops = drops
         self.closed = False
 
     async def stage_in(self, directory: str, tar_stream: AsyncIterable[bytes]) -> tuple[int, int]:
         if self.down:
             raise Unavailable("connection refused")
         make_dir(directory)
+        if self.drops:
+            self.drops -= 1
+            async for _ in tar_stream:
+                break  # a first chunk went up, then the connection was gone
+            raise Unavailable("connection lost")
         totals = await unpack(tar_stream, Path(directory))
         return totals.files, totals.bytes
 
     async def stage_out(self, path: str) -> AsyncIterator[bytes]:
         if not exists(path):
             raise InvalidInput(f"{path}: no such file or directory")
+        dropping = self.drops > 0 or self.down
+        self.drops = max(0, self.drops - 1)
+        sent = 0
         async for chunk in pack(Path(path)):
+            if dropping and sent >= 1024:
+                raise Unavailable("connection lost")
+            sent += len(chunk)
             yield chunk
 
     async def close(self) -> None:
@@ -98,10 +111,61 @@ def test_missing_local_volume(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_unreachable_red_box(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tried again until the timeout (1 s, then 2 s would pass it), then exit 3."""
     (tmp_path / "in").mkdir()
-    code = run(["in", "--socket", "/s.sock", "--from", str(tmp_path / "in"), "--to", "/w"], Remote(down=True))
+    argv = ["in", "--socket", "/s.sock", "--from", str(tmp_path / "in"), "--to", "/w", "--timeout", "2.5"]
+    code = run(argv, Remote(down=True))
     assert code == 3
-    assert "red-box at /s.sock is unreachable" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [
+        "wlmvk stage: connection refused; starting the transfer again in 1 s",
+        "wlmvk stage: red-box at /s.sock is unreachable: connection refused",
+    ]
+
+
+def test_upload_broken_midway_starts_again_and_ends_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "big.bin").write_bytes(bytes(range(256)) * 4096)
+    remote = Remote(drops=1)
+    code = run(["in", "--from", str(tmp_path / "inputs"), "--to", str(tmp_path / "job")], remote)
+    assert code == 0
+    assert (tmp_path / "job" / "inputs" / "big.bin").read_bytes() == bytes(range(256)) * 4096
+    out, err = capsys.readouterr()
+    assert err.splitlines() == ["wlmvk stage: connection lost; starting the transfer again in 1 s"]
+    assert out.startswith("uploaded 1 files (1048576 bytes)")
+
+
+def test_download_broken_midway_starts_again_and_ends_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "job" / "bar").mkdir(parents=True)
+    (tmp_path / "job" / "bar" / "a.bin").write_bytes(b"a" * 300_000)
+    (tmp_path / "job" / "bar" / "b.bin").write_bytes(b"b" * 300_000)
+    outputs = tmp_path / "outputs"
+    code = run(["out", "--from", str(tmp_path / "job" / "bar"), "--to", str(outputs)], Remote(drops=1))
+    assert code == 0
+    assert sorted(p.name for p in (outputs / "bar").iterdir()) == ["a.bin", "b.bin"]
+    assert (outputs / "bar" / "a.bin").read_bytes() == b"a" * 300_000
+    assert (outputs / "bar" / "b.bin").read_bytes() == b"b" * 300_000
+    assert capsys.readouterr().err.splitlines() == [
+        "wlmvk stage: connection lost; starting the transfer again in 1 s"
+    ]
+
+
+def test_download_that_cannot_finish_says_its_copy_is_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "job" / "bar").mkdir(parents=True)
+    (tmp_path / "job" / "bar" / "a.bin").write_bytes(b"a" * 300_000)
+    outputs = tmp_path / "outputs"
+    argv = ["out", "--socket", "/s.sock", "--from", str(tmp_path / "job" / "bar"), "--to", str(outputs)]
+    code = run([*argv, "--timeout", "0.5"], Remote(down=True))
+    assert code == 3
+    assert capsys.readouterr().err.splitlines() == [
+        f"wlmvk stage: red-box at /s.sock is unreachable: connection lost; the copy left in {outputs / 'bar'}"
+        " is incomplete"
+    ]
 
 
 @pytest.mark.parametrize("argv", [[], ["sideways"], ["in", "--from", "x"], ["out", "--to", "y"]])
