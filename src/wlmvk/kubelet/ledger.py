@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet.summary import PodJob
+
+if TYPE_CHECKING:  # the Summary is built on the ledger; the ledger reads two fields of a PodJob
+    from wlmvk.kubelet.summary import PodJob
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ class StatsSource:
             usage=self._current,
             previous=self._previous,
             now=datetime.now(UTC),
+            ledger=self._ledger,
         )
 
     async def resource_metrics(self, node: str | None) -> str:

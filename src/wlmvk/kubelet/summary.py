@@ -28,6 +28,7 @@ from typing import Any
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.kube.times import rfc3339
+from wlmvk.kubelet.ledger import CpuLedger
 
 _NANO = 1_000_000_000
 
@@ -75,8 +76,15 @@ def summary(
     usage: Mapping[JobId, JobUsage],
     previous: Mapping[JobId, JobUsage],
     now: datetime,
+    ledger: CpuLedger | None = None,
 ) -> dict[str, Any]:
-    """The Summary of the pods whose job ``usage`` reports; ``started`` is the kubelet's start."""
+    """The Summary of the pods whose job ``usage`` reports; ``started`` is the kubelet's start.
+
+    With a ``ledger``, the cumulative CPU figures (``usageCoreNanoSeconds``) are its counters,
+    which never fall, as a kubelet's do: the node's includes its jobs that ended. Without one,
+    the samples' own CPU times.
+    """
+    nodes = sorted(nodes)
     pod_stats: list[dict[str, Any]] = []
     total_cpu, total_memory, total_rate, rated = 0.0, 0, 0, False
     for pod in pods:
@@ -84,7 +92,9 @@ def summary(
         if sample is None:
             continue
         rate = nano_cores(sample, previous.get(pod.job_id), pod.started)
-        cpu = _cpu(sample.sampled, sample.cpu_time.total_seconds(), rate)
+        counted = ledger.job_seconds(pod.job_id) if ledger is not None else None
+        seconds = sample.cpu_time.total_seconds() if counted is None else counted
+        cpu = _cpu(sample.sampled, seconds, rate)
         memory = _memory(sample.sampled, sample.memory_bytes)
         start = rfc3339(pod.started or sample.sampled)
         pod_stats.append(
@@ -96,12 +106,14 @@ def summary(
                 "memory": memory,
             }
         )
-        total_cpu += sample.cpu_time.total_seconds()
+        total_cpu += seconds
         total_memory += sample.memory_bytes
         if rate is not None:
             total_rate, rated = total_rate + rate, True
+    if ledger is not None:
+        total_cpu = ledger.node_seconds(nodes)
     node = {
-        "nodeName": ",".join(sorted(nodes)),
+        "nodeName": ",".join(nodes),
         "startTime": rfc3339(started),
         "cpu": _cpu(now, total_cpu, total_rate if rated or not pod_stats else None),
         "memory": _memory(now, total_memory),

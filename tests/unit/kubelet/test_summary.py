@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.kubelet import summary
+from wlmvk.kubelet.ledger import CpuLedger
 
 T0 = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 
@@ -81,3 +82,29 @@ def test_no_pods_is_an_idle_node() -> None:
         "usageCoreNanoSeconds": 0,
         "usageNanoCores": 0,
     }
+
+
+def test_with_a_ledger_the_cpu_counters_never_fall() -> None:
+    """A job whose srun step ended reports less CPU time, and a job that ended leaves the node's
+    sum: with the ledger, the pod keeps its highest figure and the node keeps the ended job's."""
+    at = T0 + timedelta(seconds=20)
+    ledger = CpuLedger().advance(
+        [pod("a", 1), pod("gone", 2)], {JobId(1): usage(1, 30, 1, T0), JobId(2): usage(2, 8, 1, T0)}
+    )
+    later = {JobId(1): usage(1, 12, 1, at)}  # a's step ended: sstat now sums less
+    ledger = ledger.advance([pod("a", 1)], later)
+    body = summary.summary(
+        nodes=["slurm-c-debug"],
+        started=T0,
+        pods=[pod("a", 1)],
+        usage=later,
+        previous={},
+        now=at,
+        ledger=ledger,
+    )
+    assert body["pods"][0]["cpu"]["usageCoreNanoSeconds"] == 30_000_000_000
+    assert body["node"]["cpu"]["usageCoreNanoSeconds"] == 38_000_000_000
+    without = summary.summary(
+        nodes=["slurm-c-debug"], started=T0, pods=[pod("a", 1)], usage=later, previous={}, now=at
+    )
+    assert without["node"]["cpu"]["usageCoreNanoSeconds"] == 12_000_000_000
