@@ -29,8 +29,8 @@ from typing import Any
 
 from kubelet_stack import free_port, wait_for_node, wait_until
 from kubelet_submit import pod
-from slurm_side import ROOT, BenchRedBox, cancel_bench_jobs, main_with_json, pythonpath
-from status_steady import WLMVK, Processes
+from slurm_side import ROOT, BenchRedBox, Processes, bench_system, main_with_json, pythonpath
+from status_steady import WLMVK
 
 from wlmvk.core import names
 from wlmvk.kube.bodies import NAMESPACES, PODS
@@ -80,8 +80,11 @@ async def follow(argv: list[str], started: float, until: float, latencies: list[
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    red_box = BenchRedBox().start()
-    procs = Processes(red_box.base)
+    async with bench_system() as (red_box, procs):
+        return await measured(args, red_box, procs)
+
+
+async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Processes) -> dict[str, Any]:
     kubeconfig = red_box.base / "kubeconfig"
     procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
                  "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
@@ -139,9 +142,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         counts = await asyncio.gather(*followers)
     finally:
         await kube.close()
-        procs.close()
-        red_box.stop()
-        cancel_bench_jobs()
     latencies.sort()
     p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
     figures = {

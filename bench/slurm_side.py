@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import pwd
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,7 @@ class BenchRedBox:
     args: list[str] = field(default_factory=list)
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rbs-", dir="/tmp")))
     proc: subprocess.Popen[bytes] | None = None
+    _child: int = 0
 
     @property
     def socket(self) -> str:
@@ -151,6 +153,7 @@ class BenchRedBox:
                 raise RuntimeError(f"red-box exited: {(self.base / 'red-box.log').read_text()}")
             if Path(self.socket).exists():
                 time.sleep(0.3)
+                self._child = self.pid()
                 return self
             time.sleep(0.1)
         raise RuntimeError(f"red-box did not start; see {self.base}")
@@ -168,6 +171,7 @@ class BenchRedBox:
         return process_cpu(self.pid()) if self.proc else 0.0
 
     def stop(self) -> None:
+        """SIGTERM to runuser's group, SIGKILL after 15 s; red-box itself too should it outlive runuser."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -175,6 +179,34 @@ class BenchRedBox:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self._child and Path(f"/proc/{self._child}").exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._child, signal.SIGKILL)
+
+
+class Processes:
+    """The API server and the kubelet (as root), stopped by ``close``."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, argv: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        with (self.base / log).open("wb") as sink:
+            proc = subprocess.Popen(argv, stdout=sink, stderr=sink, cwd=ROOT, env=env, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def process_cpu(pid: int) -> float:
@@ -196,6 +228,19 @@ def main_with_json(
     figures = json.dumps(asyncio.run(measure(args)), indent=1)
     if args.json is not None:
         args.json.write_text(figures)
+
+
+@contextlib.asynccontextmanager
+async def bench_system(source: Path = ROOT / "src") -> AsyncIterator[tuple[BenchRedBox, Processes]]:
+    """red-box as the bench user and a ``Processes`` beside it; all stopped, every bench job cancelled."""
+    red_box = BenchRedBox(source=source).start()
+    procs = Processes(red_box.base)
+    try:
+        yield red_box, procs
+    finally:
+        procs.close()
+        red_box.stop()
+        cancel_bench_jobs()
 
 
 def cancel_bench_jobs() -> None:

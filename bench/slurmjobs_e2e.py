@@ -27,8 +27,8 @@ from typing import Any
 
 from kubelet_stack import free_port, wait_for_node, wait_until
 from logs_follow import kubectl
-from slurm_side import ROOT, BenchRedBox, cancel_bench_jobs, main_with_json, process_cpu, pythonpath
-from status_steady import WLMVK, Processes, rss_mb, sample_rss
+from slurm_side import ROOT, BenchRedBox, Processes, bench_system, main_with_json, process_cpu, pythonpath
+from status_steady import WLMVK, rss_mb, sample_rss
 
 from wlmvk.core import names
 from wlmvk.kube.client import KubeClient
@@ -61,8 +61,11 @@ async def run_kubectl(binary: str, kubeconfig: Path, *args: str, stdin: str = ""
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    red_box = BenchRedBox().start()
-    procs = Processes(red_box.base)
+    async with bench_system() as (red_box, procs):
+        return await measured(args, red_box, procs)
+
+
+async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Processes) -> dict[str, Any]:
     kubeconfig = red_box.base / "kubeconfig"
     procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
                  "--kubeconfig", str(kubeconfig), "--log-level", "warning"], "apiserver.log")  # fmt: skip
@@ -122,9 +125,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         sampler.cancel()
         hwm = rss_mb(operator.pid, "VmHWM")
         await kube.close()
-        procs.close()
-        red_box.stop()
-        cancel_bench_jobs()
     latencies = sorted(t - start for t in done.values())
     figures = {
         "count": args.count,

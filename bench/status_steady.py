@@ -39,7 +39,8 @@ from slurm_side import (
     ROOT,
     USER,
     BenchRedBox,
-    cancel_bench_jobs,
+    Processes,
+    bench_system,
     main_with_json,
     process_cpu,
     pythonpath,
@@ -75,31 +76,6 @@ async def sample_rss(pid: int, peak: list[float]) -> None:
         await asyncio.sleep(0.2)
 
 
-class Processes:
-    """The API server and the kubelet (as root), stopped by ``close``."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(self, argv: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        with (self.base / log).open("wb") as sink:
-            proc = subprocess.Popen(argv, stdout=sink, stderr=sink, cwd=ROOT, env=env, start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def profile(
     directory: str, pids: dict[str, int], seconds: float, label: str
 ) -> list[subprocess.Popen[bytes]]:
@@ -129,8 +105,14 @@ def profile(
 
 
 async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[str, Any]:
-    red_box = BenchRedBox(source=source).start()
-    procs = Processes(red_box.base)
+    async with bench_system(source) as (red_box, procs):
+        return await measured(args, red_box, procs, label)
+
+
+async def measured(
+    args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, label: str
+) -> dict[str, Any]:
+    source = red_box.source
     kubeconfig = red_box.base / "kubeconfig"
     procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
                  "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
@@ -278,9 +260,6 @@ async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[st
     finally:
         sampler.cancel()
         await kube.close()
-        procs.close()
-        red_box.stop()
-        cancel_bench_jobs()
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
