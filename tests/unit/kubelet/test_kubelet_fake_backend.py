@@ -379,6 +379,11 @@ async def test_logs_follow_over_https(
         async with session.get(f"{base}/containerLogs/default/talker/main?previous=true", ssl=context) as r:
             assert r.status == 400
         async with session.get(f"{base}/exec/default/talker/main", ssl=context) as r:
+            assert (r.status, await r.text()) == (
+                400,
+                "exec needs a command: no 'command' query parameter was given\n",
+            )
+        async with session.get(f"{base}/attach/default/talker/main", ssl=context) as r:
             assert r.status == 501
         async with session.get(f"{base}/containerLogs/default/nobody/main", ssl=context) as r:
             assert r.status == 404
