@@ -1,4 +1,5 @@
-"""Run the benchmarks and write docs/performance.md and the README's table from their output.
+"""Run the benchmarks and the long fault suite; write docs/performance.md, the README's table and
+docs/reliability.md's fault table from their output.
 
 Each benchmark's whole output is kept in docs/raw/ (``<name>.txt``, and its
 figures as ``<name>.json``); the tables are generated from the JSON, never
@@ -17,8 +18,13 @@ Benchmarks run: ``redbox_submit.py`` (submission) and ``kubelet_submit.py``
 (pods to jobs). The others in bench/ are listed in the docs with what they
 measure, without figures, until this script runs them.
 
-    bench/run-all                 # run everything, rewrite the docs
-    bench/run-all --docs-only     # rewrite the docs from docs/raw as it is
+The reliability part (bench/faults_section.py) runs ``faults_run.py --only
+FAULT`` once per fault (``docs/raw/faults-<fault>.txt`` and ``.json``) and
+writes docs/reliability.md's table from them.
+
+    bench/run-all                         # run everything, rewrite the docs
+    bench/run-all --only reliability      # only the fault suite and its table
+    bench/run-all --docs-only             # rewrite the docs from docs/raw as it is
 """
 
 from __future__ import annotations
@@ -34,11 +40,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import faults_section
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RAW = ROOT / "docs" / "raw"
 DOC = ROOT / "docs" / "performance.md"
 README = ROOT / "README.md"
+RELIABILITY = ROOT / "docs" / "reliability.md"
 BEGIN, END = "<!-- performance:begin -->", "<!-- performance:end -->"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
@@ -76,7 +85,11 @@ def machine() -> dict[str, str]:
         if "=" in line and not line.startswith("#")
     )
     slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True, check=False)
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     return {
+        "revision": revision.stdout.strip(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": str(os.cpu_count()),
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
@@ -86,8 +99,9 @@ def machine() -> dict[str, str]:
     }
 
 
-def run(name: str, argv: list[str]) -> dict[str, Any]:
-    """Run one benchmark, keep its whole output, return its figures."""
+def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """Run one benchmark, keep its whole output, return its figures (``results``: exits that are
+    results, not failures)."""
     figures = RAW / f"{name}.json"
     print(f"$ {' '.join(argv)}", flush=True)
     done = subprocess.run(
@@ -99,7 +113,7 @@ def run(name: str, argv: list[str]) -> dict[str, Any]:
     )
     (RAW / f"{name}.txt").write_text(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
     print(done.stdout[-2000:], flush=True)
-    if done.returncode != 0:
+    if done.returncode not in results:
         raise SystemExit(f"{name} failed (exit {done.returncode}); output in {RAW / (name + '.txt')}")
     result: dict[str, Any] = json.loads(figures.read_text())
     result["machine"] = machine()
@@ -231,8 +245,17 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--pods", type=int, default=1000, help="pods per round of kubelet_submit.py")
     p.add_argument("--before", default="", help="also red-box as of this git revision (submission)")
+    p.add_argument(
+        "--only", action="append", choices=("performance", "reliability"), help="run only this part"
+    )
+    faults_section.add_arguments(p)
     args = p.parse_args()
     RAW.mkdir(parents=True, exist_ok=True)
+    parts = args.only or ["performance", "reliability"]
+    if "reliability" in parts:
+        faults_section.reliability(run, RAW, RELIABILITY, args)
+    if "performance" not in parts:
+        return 0
     pods_file = RAW / f"{PODS}.json"
     if args.docs_only:
         submit = json.loads((RAW / f"{SUBMIT}.json").read_text())
