@@ -39,6 +39,11 @@ STREAM_CREATION_TIMEOUT = 30.0
 CLOSE_GRACE = 2.0
 """After GOAWAY, how long the client has to close the connection before it is closed under it."""
 
+IDLE_TIMEOUT = 4 * 3600.0
+"""A connection with no frame either way this long is closed and the command told its client left
+(the kubelet's ``--streaming-connection-idle-timeout`` default; spdystream counts frames both ways).
+The apiserver's translator pings every 5 s, so only a client gone without a word reaches it."""
+
 MAX_DATA_FRAME = 32 * 1024
 STDIN_HIGH_WATER = 1 << 20
 """Stdin bytes received and not yet read by the command beyond which reading pauses."""
@@ -112,10 +117,12 @@ class _Session:
         self._response: web.StreamResponse | None = None
         self._request: web.Request | None = None
         self._resize = remotecommand.ResizeDecoder()
+        self._last_frame = asyncio.get_running_loop().time()
 
     # aiohttp's payload parser interface (what ``RequestHandler.set_parser`` feeds).
 
     def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        self._last_frame = asyncio.get_running_loop().time()
         try:
             self._inbound.extend(self.decoder.feed(data))
         except spdy.SpdyError as exc:
@@ -134,6 +141,7 @@ class _Session:
 
     async def run(self, exec_request: ExecRequest, handler: ExecHandler, log: Any) -> None:
         reader = asyncio.create_task(self._read(log))
+        watchdog = asyncio.create_task(self._watch_idle(log))
         try:
             try:
                 await asyncio.wait_for(self._ready.wait(), STREAM_CREATION_TIMEOUT)
@@ -159,9 +167,19 @@ class _Session:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._eof.wait(), CLOSE_GRACE)
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+            for task in (reader, watchdog):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _watch_idle(self, log: Any) -> None:
+        loop = asyncio.get_running_loop()
+        while (left := self._last_frame + IDLE_TIMEOUT - loop.time()) > 0:
+            await asyncio.sleep(left)
+        log.info("exec connection idle, closing it", idle_seconds=IDLE_TIMEOUT)
+        await self._send(spdy.GoAway(self.last_stream_id, spdy.GoAwayStatus.OK))
+        self._client_gone()
+        self.close()
 
     def close(self) -> None:
         transport = self._request.transport if self._request is not None else None
@@ -285,6 +303,7 @@ class _Session:
         async with self._write_lock:
             with contextlib.suppress(ConnectionError):
                 await self._response.write(self.encoder.encode(frame))
+                self._last_frame = asyncio.get_running_loop().time()
 
     async def end(self, status: dict[str, Any]) -> None:
         if self.finished:

@@ -359,3 +359,18 @@ async def test_a_crashing_handler_ends_its_session_with_a_failure(server: tuple[
         "error executing command in container: the backend broke",
     )
     await client.close()
+
+
+async def test_a_connection_idle_past_the_timeout_is_closed(
+    server: tuple[int, Stub], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client gone without a word (no FIN, no ping) must not keep its command running for ever.
+    monkeypatch.setattr(spdy_exec, "IDLE_TIMEOUT", 1.0)
+    port, stub = server
+    client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
+    await client.open_all("error", "stdin", "stdout")
+    await asyncio.wait_for(client.until_closed(), 30)
+    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.OK)
+    await asyncio.wait_for(stub.gone.wait(), 10)
+    assert stub.events == [None]
+    await client.close()
