@@ -38,6 +38,7 @@ from typing import Any
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, Unavailable
+from wlmvk.kube import times
 from wlmvk.kubelet.loglines import MAX_LINE, LineCutter, stamp_pieces
 
 
@@ -83,11 +84,9 @@ def parse_options(query: Mapping[str, str], *, now: datetime) -> LogOptions:
         if since is not None:
             raise InvalidInput("at most one of sinceTime or sinceSeconds may be set")
         try:
-            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00"))
+            since = times.parse(query["sinceTime"])
         except ValueError as exc:
             raise InvalidInput(f"sinceTime: not an RFC 3339 time: {query['sinceTime']!r}") from exc
-        if since.tzinfo is None:
-            since = since.replace(tzinfo=UTC)
     return LogOptions(
         follow=_flag(query, "follow"),
         tail_lines=_count(query, "tailLines", minimum=0),

@@ -40,6 +40,16 @@ def test_parse_options_all() -> None:
 
 
 @pytest.mark.parametrize(
+    "text", ["2026-12-02T14:00:00z", "2026-12-02T15:00:00+01:00", "2026-12-02t14:00:00.5Z"]
+)
+def test_since_time_is_any_rfc3339_time(text: str) -> None:
+    """RFC 3339 allows a lowercase z (section 5.6); the one parser (kube.times) reads every form."""
+    since = parse_options({"sinceTime": text}, now=NOW).since
+    assert since is not None
+    assert since.replace(microsecond=0) == NOW - timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
     "query",
     [
         {"previous": "true"},
