@@ -180,9 +180,11 @@ def terminal(argv: list[str], env: dict[str, str], rows: int = 30, cols: int = 1
         term.close()
 
 
-async def test_an_interactive_shell_on_a_terminal(stack: Stack) -> None:
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+async def test_an_interactive_shell_on_a_terminal(stack: Stack, client: str) -> None:
     name = await running_pod(stack)
     argv, env = kubectl_command(stack)
+    env.update(CLIENTS[client])
 
     def session() -> tuple[int, bytes]:
         command = [*argv, "exec", "-it", name, "--", "env", "PS1=job$ ", "sh"]
