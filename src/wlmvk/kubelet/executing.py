@@ -100,10 +100,7 @@ class Executor:
         try:
             first = await anext(outputs)
         except Unsupported as exc:
-            raise Unsupported(
-                f"exec is not possible on this node: its red-box cannot run a command in a job"
-                f" ({exc.message})"
-            ) from exc
+            raise Unsupported(f'cannot exec into pod "{request.pod}": {exc.message}') from exc
         if not isinstance(first, Started):
             raise FailedPrecondition(f"exec: red-box answered {first!r} before the command started")
         started.set()
