@@ -52,6 +52,7 @@ async def serve(request: web.Request, exec_request: ExecRequest, handler: ExecHa
     await socket.prepare(request)
     channel = WebSocketExecChannel(socket, protocol)
     log = _log.bind(pod=f"{exec_request.namespace}/{exec_request.pod}", protocol=protocol)
+    log.info("exec session over WebSocket")
     reader = asyncio.create_task(channel.read(log))
     try:
         try:
