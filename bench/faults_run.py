@@ -97,17 +97,18 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         shutil.chown(path, JOB_OWNER, JOB_OWNER)
     box = RedBox(socket=str(state_home / "rb.sock"), work_dir=work_dir, state_dir=state_home / "state",
                  log_path=scratch / "red-box.log", user=JOB_OWNER)  # fmt: skip
-    await asyncio.to_thread(box.start)
     login = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
-    await asyncio.to_thread(login.start)
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
-    await asyncio.to_thread(forward.start)
     kube = await KubeClient.connect(str(kubeconfig))
     kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
-    await kubelet.start()
     rng = random.Random(args.seed)
     tallies: list[churn.Tally] = []
     try:
+        # Started inside the try: whatever fails to start, what did start is stopped.
+        await asyncio.to_thread(box.start)
+        await asyncio.to_thread(login.start)
+        await asyncio.to_thread(forward.start)
+        await kubelet.start()
         if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
             raise RuntimeError(f"the node never became Ready; see {scratch}")
         plans: dict[str, tuple[str, Callable[[churn.Tally], churn.Fault]]] = {

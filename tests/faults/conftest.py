@@ -58,14 +58,17 @@ async def rig(
     kube = await KubeClient.connect(str(apiserver.kubeconfig))
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
     # The kubelet reaches red-box through ``ssh -L`` from the login node, logged in as the job owner.
-    server = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER).start()
-    forward = sshd.SshForward(server, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log").start()
+    server = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
+    forward = sshd.SshForward(server, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
     kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
     kubelet = churn.KubeletRunner(
         kubeconfig, forward.local, scratch / "kubelet.log", client_ca=apiserver.kubelet_client_ca
     )
-    await kubelet.start()
     try:
+        # Started inside the try: whatever fails to start, what did start is stopped.
+        server.start()
+        forward.start()
+        await kubelet.start()
         assert await churn.wait_for(lambda: churn.node_ready(kube), 60), kubelet.log.read_text()[-3000:]
         yield Rig(apiserver, box, forward, server, kube, kubelet)
     finally:
@@ -73,6 +76,7 @@ async def rig(
         forward.stop()
         server.stop()
         await kube.close()
-        shutil.copy(scratch / "kubelet.log", "/tmp/faults-last-kubelet.log")
+        if kubelet.log.exists():
+            shutil.copy(kubelet.log, "/tmp/faults-last-kubelet.log")
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(server.directory, ignore_errors=True)
