@@ -7,6 +7,8 @@ server of ``wlmvk_dev``), so that they agree: always UTC, always ``Z``.
 
 from __future__ import annotations
 
+import calendar
+import time
 from datetime import UTC, datetime
 
 
@@ -24,6 +26,19 @@ def micro_time(moment: datetime | None = None) -> str:
     """A ``metav1.MicroTime`` (Lease renewTime, Event eventTime)."""
     value = (moment or now()).astimezone(UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def nano_time(ns: int | None = None) -> str:
+    """The kubelet's log line timestamp: RFC 3339 with nine fraction digits, UTC (``ns`` since
+    the epoch; now when not given)."""
+    seconds, rest = divmod(time.time_ns() if ns is None else ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest:09d}Z"
+
+
+def nanoseconds(moment: datetime) -> int:
+    """``moment`` as nanoseconds since the epoch, exactly (no float on the way)."""
+    value = moment.astimezone(UTC)
+    return calendar.timegm(value.utctimetuple()) * 1_000_000_000 + value.microsecond * 1000
 
 
 def parse(text: str) -> datetime:

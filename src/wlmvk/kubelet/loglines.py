@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
+
+from wlmvk.kube import times
 
 MAX_LINE = 16 * 1024
 
@@ -62,7 +64,7 @@ def last_lines(data: bytes, count: int) -> bytes:
 
 def stamp_pieces(pieces: Iterable[bytes], moment: datetime) -> bytes:
     """Each piece prefixed with an RFC 3339 nano timestamp, as the kubelet does."""
-    prefix = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z ").encode()
+    prefix = (times.nano_time(times.nanoseconds(moment)) + " ").encode()
     return b"".join(prefix + piece for piece in pieces)
 
 

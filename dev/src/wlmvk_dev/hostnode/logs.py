@@ -10,7 +10,6 @@ and ``-f`` all work as they would against a real kubelet.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,16 +17,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from wlmvk.core.errors import InvalidInput
+from wlmvk.kube.times import nano_time
 from wlmvk_dev.apiserver import timestamps
 
 MAX_RECORD = 16 * 1024
 FOLLOW_POLL = 0.1
-
-
-def rfc3339_nano(ns: int | None = None) -> str:
-    ns = time.time_ns() if ns is None else ns
-    seconds, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest:09d}Z"
 
 
 class LogWriter:
@@ -40,7 +34,7 @@ class LogWriter:
 
     def record(self, stream: str, text: bytes, *, partial: bool = False) -> None:
         tag = b"P" if partial else b"F"
-        self._file.write(rfc3339_nano().encode() + b" " + stream.encode() + b" " + tag + b" " + text + b"\n")
+        self._file.write(nano_time().encode() + b" " + stream.encode() + b" " + tag + b" " + text + b"\n")
         self._file.flush()
 
     def close(self) -> None:
