@@ -14,9 +14,12 @@ the reference's figures with the reference's date. ``--before REV`` also
 runs red-box as it was at git revision REV, in the same run (how a change
 is shown against its predecessor).
 
-Benchmarks run: ``redbox_submit.py`` (submission) and ``kubelet_submit.py``
-(pods to jobs). The others in bench/ are listed in the docs with what they
-measure, without figures, until this script runs them.
+Benchmarks run: ``redbox_submit.py`` (submission), ``kubelet_submit.py``
+(pods to jobs) and ``status_steady.py`` twice (status at steady state with
+1000 pods, with the ``--before`` revision's red-box and kubelet beside; the
+kubelet at 10,000 pods: bench/perf_sections.py). The others in bench/ are
+listed in the docs with what they measure, without figures, until this
+script runs them.
 
 The reliability part (bench/faults_section.py) runs ``faults_run.py --only
 FAULT`` once per fault (``docs/raw/faults-<fault>.txt`` and ``.json``) and
@@ -41,24 +44,39 @@ from pathlib import Path
 from typing import Any
 
 import faults_section
+from exec_section import EXEC, EXEC_ARGV, exec_section
+from perf_sections import (
+    LOGS,
+    LOGS_ARGV,
+    SCALE,
+    SLURMJOBS,
+    SLURMJOBS_ARGV,
+    STATUS,
+    logs_section,
+    scale_argv,
+    scale_section,
+    slurmjobs_section,
+    status_argv,
+    status_section,
+)
+from stats_section import RUNS, stats_argv, stats_section
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RAW = ROOT / "docs" / "raw"
 DOC = ROOT / "docs" / "performance.md"
 README = ROOT / "README.md"
-RELIABILITY = ROOT / "docs" / "reliability.md"
 BEGIN, END = "<!-- performance:begin -->", "<!-- performance:end -->"
+RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
-        "Slurm commands red-box runs per kubelet status tick, 1000 held jobs, counted by shims on"
-        " red-box's PATH with ticks back to back: not what Slurm sees per minute at steady state"
-        " (red-box's own recorder also polls the same jobs; partition and node discovery are not"
-        " counted); slurmctld's own counters (`sdiag`) over a minute are the measure to take",
+        "Slurm commands per kubelet status tick counted by shims with ticks back to back; superseded"
+        " by `bench/status_steady.py` above, which counts slurmctld's and slurmdbd's RPCs per minute"
+        " at steady state",
     ),
     (
         "bench/kubelet_logs_latency.py",
@@ -68,7 +86,8 @@ NOT_RUN = [
     (
         "bench/kubelet_rss.py",
         "kubelet resident memory with 10,000 pods on a stub backend, read once after a garbage"
-        " collection: not the peak, and neither red-box nor Slurm is in the loop",
+        " collection; superseded by the 10,000-pod run of `bench/status_steady.py` above (real red-box"
+        " and Slurm, memory sampled throughout)",
     ),
     (
         "bench/redbox_states.py",
@@ -118,6 +137,12 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
     result: dict[str, Any] = json.loads(figures.read_text())
     result["machine"] = machine()
     figures.write_text(json.dumps(result, indent=1))
+    return result
+
+
+def kept(name: str) -> dict[str, Any]:
+    """A benchmark's figures as its last run kept them in docs/raw."""
+    result: dict[str, Any] = json.loads((RAW / f"{name}.json").read_text())
     return result
 
 
@@ -173,7 +198,15 @@ def describe(arm: str) -> str:
     return f"{text}, {concurrency} in flight" if concurrency else text
 
 
-def write_docs(submit: dict[str, Any], pods: dict[str, Any] | None) -> None:
+def write_docs(
+    submit: dict[str, Any],
+    pods: dict[str, Any] | None,
+    status: dict[str, Any] | None = None,
+    scale: dict[str, Any] | None = None,
+    logs: dict[str, Any] | None = None,
+    slurmjobs: dict[str, Any] | None = None,
+    stats: list[dict[str, Any]] | None = None,
+) -> None:
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else None
     m = submit["machine"]
     table = submit_table(submit, reference)
@@ -219,6 +252,30 @@ def write_docs(submit: dict[str, Any], pods: dict[str, Any] | None) -> None:
         "",
         *(pod_rows or ["Not run yet."]),
         "",
+        "## Status at steady state",
+        "",
+        *(status_section(status, status.get("before", "")) if status else ["Not run yet."]),
+        "",
+        "## The kubelet at 10,000 pods",
+        "",
+        *(scale_section(scale) if scale else ["Not run yet."]),
+        "",
+        "## `kubectl logs -f`",
+        "",
+        *(logs_section(logs) if logs else ["Not run yet."]),
+        "",
+        "## SlurmJobs end to end",
+        "",
+        *(slurmjobs_section(slurmjobs) if slurmjobs else ["Not run yet."]),
+        "",
+        "## `kubectl top`: usage per interval",
+        "",
+        *(stats_section(stats) if stats else ["Not run yet."]),
+        "",
+        "## `kubectl exec`: round trips",
+        "",
+        *(exec_section(kept(EXEC)) if (RAW / f"{EXEC}.json").exists() else ["Not run yet."]),
+        "",
         "## Not run by `bench/run-all` yet",
         "",
         "These scripts print their own figures; none is quoted here until this script runs it,",
@@ -244,7 +301,10 @@ def main() -> int:
     p.add_argument("--count", type=int, default=300, help="jobs per submission arm and round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--pods", type=int, default=1000, help="pods per round of kubelet_submit.py")
-    p.add_argument("--before", default="", help="also red-box as of this git revision (submission)")
+    p.add_argument(
+        "--before", default="", help="also red-box (and the kubelet, for status) as of this git revision"
+    )
+    p.add_argument("--status-pods", type=int, default=1000, help="held pods of status_steady.py")
     p.add_argument(
         "--only", action="append", choices=("performance", "reliability"), help="run only this part"
     )
@@ -254,12 +314,23 @@ def main() -> int:
     parts = args.only or ["performance", "reliability"]
     if "reliability" in parts:
         faults_section.reliability(run, RAW, RELIABILITY, args)
-    if "performance" not in parts:
-        return 0
+    if "performance" in parts:
+        performance(args)
+    return 0
+
+
+def performance(args: argparse.Namespace) -> None:
     pods_file = RAW / f"{PODS}.json"
+    status_file, scale_file = RAW / f"{STATUS}.json", RAW / f"{SCALE}.json"
+    logs_file, slurmjobs_file = RAW / f"{LOGS}.json", RAW / f"{SLURMJOBS}.json"
     if args.docs_only:
+        logs = json.loads(logs_file.read_text()) if logs_file.exists() else None
+        slurmjobs = json.loads(slurmjobs_file.read_text()) if slurmjobs_file.exists() else None
+        stats = [json.loads((RAW / f"{n}.json").read_text()) for n in RUNS if (RAW / f"{n}.json").exists()]
         submit = json.loads((RAW / f"{SUBMIT}.json").read_text())
         pods = json.loads(pods_file.read_text()) if pods_file.exists() else None
+        status = json.loads(status_file.read_text()) if status_file.exists() else None
+        scale = json.loads(scale_file.read_text()) if scale_file.exists() else None
     else:
         argv = ["redbox_submit.py", str(args.count), "--rounds", str(args.rounds)]
         if args.original:
@@ -277,16 +348,25 @@ def main() -> int:
                     # That revision decoded messages in Python: hide the codec installed since.
                     Path(tree, "src", "betterproto_rust_codec.py").write_text("raise ModuleNotFoundError\n")
                 argv += ["--before", f"{tree}/src"]
+                Path(tree).chmod(0o755)  # status_steady runs that red-box as the benchmarks' user
             submit = run(SUBMIT, argv)
+            status = run(STATUS, status_argv(args.status_pods, f"{tree}/src" if args.before else ""))
         if args.before:
             submit["before"] = args.before
             (RAW / f"{SUBMIT}.json").write_text(json.dumps(submit, indent=1))
         if args.original:
             REFERENCE.write_text(json.dumps(submit, indent=1))
+        if args.before:
+            status["before"] = args.before
+            status_file.write_text(json.dumps(status, indent=1))
         pods = run(PODS, ["kubelet_submit.py", "--pods", str(args.pods), "--rounds", str(args.rounds)])
-    write_docs(submit, pods)
+        logs = run(LOGS, LOGS_ARGV)
+        slurmjobs = run(SLURMJOBS, SLURMJOBS_ARGV)
+        stats = [run(name, stats_argv(steps)) for name, steps in RUNS.items()]
+        scale = run(SCALE, scale_argv())
+        run(EXEC, EXEC_ARGV)
+    write_docs(submit, pods, status, scale, logs, slurmjobs, stats)
     print(f"wrote {DOC.relative_to(ROOT)} and the README's table")
-    return 0
 
 
 if __name__ == "__main__":
