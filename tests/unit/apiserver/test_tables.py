@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from wlmvk_dev.apiserver.resources import BUILTINS, GVR, NODES, PODS, ResourceInfo
-from wlmvk_dev.apiserver.tables import human_duration, node_roles, node_status, pod_status, table
+from wlmvk_dev.apiserver.tables import human_duration, node_roles, node_status, parse_time, pod_status, table
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -222,3 +222,12 @@ def test_workloads_show_replica_counts_even_though_nothing_runs_them() -> None:
     assert t["rows"][0]["cells"] == ["op", "0/2", 0, 0, "60m"]
     ds = {"metadata": {"name": "cfg"}, "spec": {"template": {"spec": {"nodeSelector": {"b": "2", "a": "1"}}}}}
     assert table(info(DAEMONSETS), [ds], "1", now=NOW)["rows"][0]["cells"][-2] == "a=1,b=2"
+
+
+def test_a_time_in_any_rfc3339_form_gets_its_age() -> None:
+    """The AGE column reads times with the product's one parser: a lowercase z is RFC 3339 too."""
+    expected = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
+    assert parse_time("2026-12-03T10:00:00z") == expected
+    assert parse_time("2026-12-03T11:00:00+01:00") == expected
+    assert parse_time("not a time") is None
+    assert parse_time(None) is None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from wlmvk.kube import times
 from wlmvk_dev.apiserver import jsonpath
 from wlmvk_dev.apiserver.resources import (
     CONFIGMAPS,
@@ -109,12 +110,8 @@ def human_duration(seconds: float) -> str:
 
 
 def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    except ValueError:
-        return None
+    moment = times.parse_or_none(value) if isinstance(value, str) else None
+    return moment.astimezone(UTC) if moment else None
 
 
 def since(value: Any, now: datetime) -> str:
