@@ -24,6 +24,7 @@ from datetime import timedelta
 
 import structlog
 
+from wlmvk.core.names import EventType
 from wlmvk_dev.apiserver import nodehealth
 from wlmvk_dev.apiserver.errors import ApiError
 from wlmvk_dev.apiserver.eventrecorder import EventRecorder
@@ -100,7 +101,9 @@ class _NodeLifecycle:
                 node.setdefault("status", {})["conditions"] = conditions
                 node = self.store.update(NODES, node, subresource="status")
                 _log.info("node stopped reporting", node=name)
-                self.events.record(node, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady")
+                self.events.record(
+                    node, EventType.NORMAL, "NodeNotReady", f"Node {name} status is now: NodeNotReady"
+                )
         taints = nodehealth.desired_taints(node, now)
         if taints is not None:
             spec = node.setdefault("spec", {})
@@ -129,5 +132,5 @@ class _NodeLifecycle:
                 continue
             _log.info("evicting pod", node=name, pod=f"{meta['namespace']}/{meta['name']}")
             message = f"Marking for deletion Pod {meta['namespace']}/{meta['name']}"
-            self.events.record(pod, "Normal", "TaintManagerEviction", message)
+            self.events.record(pod, EventType.NORMAL, "TaintManagerEviction", message)
             self.store.delete(PODS, meta["name"], meta["namespace"], preconditions={"uid": meta["uid"]})

@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from wlmvk.core.names import EventType
 from wlmvk_dev.apiserver import placement, podresources, timestamps
 from wlmvk_dev.apiserver.errors import ApiError
 from wlmvk_dev.apiserver.eventrecorder import EventRecorder
@@ -132,7 +133,7 @@ class _Scheduler:
         usage.setdefault(node, podresources.Usage()).add(bound)
         self.events.record(
             bound,
-            "Normal",
+            EventType.NORMAL,
             "Scheduled",
             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}",
         )
@@ -158,7 +159,7 @@ class _Scheduler:
                 # Changed meanwhile: the change callback has queued it again.
                 _log.debug("status update failed", pod=key, error=exc.message)
                 return
-        self.events.record(pod, "Warning", "FailedScheduling", message)
+        self.events.record(pod, EventType.WARNING, "FailedScheduling", message)
 
 
 def is_pending_for_us(pod: Obj) -> bool:

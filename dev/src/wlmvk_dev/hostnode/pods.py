@@ -37,6 +37,7 @@ from typing import Any
 import structlog
 
 from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
+from wlmvk.core.names import EventType
 from wlmvk.kube.bodies import PODS, Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventQueue
@@ -199,7 +200,7 @@ class PodWorker:
             return
         message = "Pod was active on the node longer than the specified deadline"
         self.failure = ("DeadlineExceeded", message)
-        self.ctx.event(self.pod, "Normal", "DeadlineExceeded", message)
+        self.ctx.event(self.pod, EventType.NORMAL, "DeadlineExceeded", message)
         self.changed.set()
 
     @property
@@ -274,7 +275,7 @@ class PodWorker:
                 tokens = await self._fetch_tokens()
                 self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup, tokens=tokens)
             except hostvolumes.MountFailed as exc:
-                self.ctx.event(self.pod, "Warning", "FailedMount", exc.message)
+                self.ctx.event(self.pod, EventType.WARNING, "FailedMount", exc.message)
                 await self._wait_change(MOUNT_RETRY)
                 continue
             self.sandbox_ready = True
@@ -313,7 +314,7 @@ class PodWorker:
                 launch = exc
             except (InvalidInput, NotFound) as exc:
                 state.waiting_reason, state.waiting_message = "CreateContainerConfigError", exc.message
-                self.ctx.event(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                self.ctx.event(self.pod, EventType.WARNING, "Failed", f"Error: {exc.message}")
                 await self.report()
                 await self._wait_change(CONFIG_RETRY)
                 continue
@@ -332,7 +333,7 @@ class PodWorker:
             )
             self.ctx.event(
                 self.pod,
-                "Warning",
+                EventType.WARNING,
                 "BackOff",
                 f"Back-off restarting failed container {state.name} in pod {self.label}",
             )
@@ -369,7 +370,7 @@ class PodWorker:
                     "StartError",
                     exc.message,
                 )
-                self.ctx.event(self.pod, "Warning", "Failed", f"Error: {exc.message}")
+                self.ctx.event(self.pod, EventType.WARNING, "Failed", f"Error: {exc.message}")
                 await self.report()
                 return
             finally:
@@ -389,8 +390,8 @@ class PodWorker:
                 "",
                 "",
             )
-            self.ctx.event(self.pod, "Normal", "Created", f"Created container {state.name}")
-            self.ctx.event(self.pod, "Normal", "Started", f"Started container {state.name}")
+            self.ctx.event(self.pod, EventType.NORMAL, "Created", f"Created container {state.name}")
+            self.ctx.event(self.pod, EventType.NORMAL, "Started", f"Started container {state.name}")
             await self.report()
             try:
                 code = await process.wait()
@@ -439,7 +440,7 @@ class PodWorker:
             return
         for name, process in list(self.processes.items()):
             if grace > 0:
-                self.ctx.event(self.pod, "Normal", "Killing", f"Stopping container {name}")
+                self.ctx.event(self.pod, EventType.NORMAL, "Killing", f"Stopping container {name}")
             process.signal(signal.SIGTERM if grace > 0 else signal.SIGKILL)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
