@@ -80,3 +80,14 @@ async def test_squeue_skips_the_federation_lookup() -> None:
     runner = CountingRunner()
     await Slurm(runner, user="1000").queue()  # type: ignore[arg-type]
     assert runner.argvs[0][:2] == ("squeue", "--local")
+
+
+async def test_a_lookup_by_key_reads_only_our_users_jobs_of_the_last_three_days() -> None:
+    # The key index never reads another user's jobs nor a week of the cluster (issue 14).
+    runner = CountingRunner()
+    slurm = Slurm(runner, user="wlmvk")  # type: ignore[arg-type]
+    assert await slurm.accounting_recent() == []
+    (argv,) = runner.argvs
+    assert argv[0] == "sacct"
+    assert argv[argv.index("-u") + 1] == "wlmvk"
+    assert argv[argv.index("-S") + 1] == "now-3days"
