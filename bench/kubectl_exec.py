@@ -29,13 +29,11 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import free_port, wait_for_node, wait_until
-from slurm_side import ROOT, USER, BenchRedBox, pythonpath
-from status_steady import WLMVK, Processes
+from kubelet_stack import wait_for_node, wait_until
+from slurm_side import ROOT, USER, BenchRedBox, Processes, apiserver_and_kubelet
 
 from wlmvk.core import names
 from wlmvk.kube.bodies import NAMESPACES, PODS
@@ -107,24 +105,7 @@ async def echo_round_trips(argv: list[str], env: dict[str, str], lines: int) -> 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     red_box = BenchRedBox().start()
     procs = Processes(red_box.base)
-    kubeconfig = red_box.base / "kubeconfig"
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
-                 "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-                "apiserver.log")  # fmt: skip
-    client_ca = red_box.base / "kubelet-client-ca.crt"
-    await wait_until(
-        lambda: asyncio.sleep(0, client_ca.exists() and kubeconfig.exists()), timeout=30, every=0.1
-    )
-    await asyncio.sleep(0.5)
-    cluster = f"ex{uuid.uuid4().hex[:5]}"
-    env = {**os.environ, "PYTHONPATH": pythonpath(ROOT / "src")}
-    procs.spawn(
-        [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
-         "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
-         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
-         "--client-ca", str(client_ca)],
-        "kubelet.log", env=env,
-    )  # fmt: skip
+    kubeconfig, cluster, _ = await apiserver_and_kubelet(red_box, procs, "ex")
     kube = await KubeClient.connect(str(kubeconfig))
     binary = kubectl()
     kube_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}

@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import free_port, wait_for_node, wait_until
+from kubelet_stack import wait_for_node, wait_until
 from kubelet_submit import pod
-from slurm_side import ROOT, BenchRedBox, Processes, bench_system, main_with_json, pythonpath
-from status_steady import WLMVK
+from slurm_side import ROOT, BenchRedBox, Processes, apiserver_and_kubelet, bench_system, main_with_json
 
 from wlmvk.core import names
 from wlmvk.kube.bodies import NAMESPACES, PODS
@@ -85,24 +81,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Processes) -> dict[str, Any]:
-    kubeconfig = red_box.base / "kubeconfig"
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
-                 "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-                "apiserver.log")  # fmt: skip
-    client_ca = red_box.base / "kubelet-client-ca.crt"
-    await wait_until(
-        lambda: asyncio.sleep(0, client_ca.exists() and kubeconfig.exists()), timeout=30, every=0.1
-    )
-    await asyncio.sleep(0.5)
-    cluster = f"lf{uuid.uuid4().hex[:5]}"
-    env = {**os.environ, "PYTHONPATH": pythonpath(ROOT / "src")}
-    procs.spawn(
-        [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
-         "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
-         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
-         "--client-ca", str(client_ca)],
-        "kubelet.log", env=env,
-    )  # fmt: skip
+    kubeconfig, cluster, _ = await apiserver_and_kubelet(red_box, procs, "lf")
     kube = await KubeClient.connect(str(kubeconfig))
     try:
         node = names.node_name(cluster, "debug")

@@ -30,12 +30,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import counting_shims
+from kubelet_stack import counting_shims, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = Path("/var/tmp/wlmvk-slurm/jobs")
@@ -184,6 +185,9 @@ class BenchRedBox:
                 os.kill(self._child, signal.SIGKILL)
 
 
+WLMVK = "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
 class Processes:
     """The API server and the kubelet (as root), stopped by ``close``."""
 
@@ -207,6 +211,34 @@ class Processes:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+async def apiserver_and_kubelet(
+    red_box: BenchRedBox, procs: Processes, prefix: str, *kubelet_args: str, client_ca: bool = True
+) -> tuple[Path, str, subprocess.Popen[bytes]]:
+    """``wlmvk dev apiserver`` and ``wlmvk kubelet`` beside red-box, from red-box's source tree.
+
+    Returns the kubeconfig, the kubelet's cluster name (``prefix`` + 5 hex digits) and its
+    process. With ``client_ca`` the kubelet trusts the API server's kubelet-client CA, so
+    ``kubectl logs``/``exec`` through the API server are let in.
+    """
+    kubeconfig = red_box.base / "kubeconfig"
+    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
+                 "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
+                "apiserver.log")  # fmt: skip
+    ca = red_box.base / "kubelet-client-ca.crt"
+    written = [kubeconfig, ca] if client_ca else [kubeconfig]
+    await wait_until(lambda: asyncio.sleep(0, all(p.exists() for p in written)), timeout=30, every=0.1)
+    await asyncio.sleep(0.5)
+    cluster = f"{prefix}{uuid.uuid4().hex[:5]}"
+    env = {**os.environ, "PYTHONPATH": pythonpath(red_box.source)}
+    argv = [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
+            "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
+            "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
+            *kubelet_args]  # fmt: skip
+    if client_ca:
+        argv += ["--client-ca", str(ca)]
+    return kubeconfig, cluster, procs.spawn(argv, "kubelet.log", env=env)
 
 
 def process_cpu(pid: int) -> float:

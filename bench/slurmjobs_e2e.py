@@ -27,8 +27,17 @@ from typing import Any
 
 from kubelet_stack import free_port, wait_for_node, wait_until
 from logs_follow import kubectl
-from slurm_side import ROOT, BenchRedBox, Processes, bench_system, main_with_json, process_cpu, pythonpath
-from status_steady import WLMVK, rss_mb, sample_rss
+from slurm_side import (
+    ROOT,
+    WLMVK,
+    BenchRedBox,
+    Processes,
+    bench_system,
+    main_with_json,
+    process_cpu,
+    pythonpath,
+)
+from status_steady import rss_mb, sample_rss
 
 from wlmvk.core import names
 from wlmvk.kube.client import KubeClient

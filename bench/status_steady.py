@@ -23,27 +23,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import free_port, wait_for_node, wait_until
+from kubelet_stack import wait_for_node, wait_until
 from kubelet_submit import pod
 from slurm_side import (
     ROOT,
     USER,
     BenchRedBox,
     Processes,
+    apiserver_and_kubelet,
     bench_system,
     main_with_json,
     process_cpu,
-    pythonpath,
     slurmctld_counters,
     slurmdbd_counters,
 )
@@ -55,7 +52,6 @@ from wlmvk.kube.watching import Listed, WatchOptions, watch
 
 TICK = 5.0  # the kubelet's default --status-interval
 PY_SPY = "/var/tmp/pyspy/bin/py-spy"
-WLMVK = "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -112,22 +108,9 @@ async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[st
 async def measured(
     args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, label: str
 ) -> dict[str, Any]:
-    source = red_box.source
-    kubeconfig = red_box.base / "kubeconfig"
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
-                 "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-                "apiserver.log")  # fmt: skip
-    await wait_until(lambda: asyncio.sleep(0, kubeconfig.exists()), timeout=30, every=0.1)
-    await asyncio.sleep(0.5)
-    cluster = f"st{uuid.uuid4().hex[:5]}"
-    env = {**os.environ, "PYTHONPATH": pythonpath(source)}
-    kubelet = procs.spawn(
-        [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
-         "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
-         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
-         "--max-pods", str(max(1000, args.pods))],
-        "kubelet.log", env=env,
-    )  # fmt: skip
+    kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
+        red_box, procs, "st", "--max-pods", str(max(1000, args.pods)), client_ca=False
+    )
     peak = [0.0]
     sampler = asyncio.create_task(sample_rss(kubelet.pid, peak))
     kube = await KubeClient.connect(str(kubeconfig))
