@@ -214,17 +214,24 @@ class Processes:
 
 
 async def apiserver_and_kubelet(
-    red_box: BenchRedBox, procs: Processes, prefix: str, *kubelet_args: str, client_ca: bool = True
+    red_box: BenchRedBox,
+    procs: Processes,
+    prefix: str,
+    *kubelet_args: str,
+    client_ca: bool = True,
+    controllers: bool = False,
 ) -> tuple[Path, str, subprocess.Popen[bytes]]:
     """``wlmvk dev apiserver`` and ``wlmvk kubelet`` beside red-box, from red-box's source tree.
 
     Returns the kubeconfig, the kubelet's cluster name (``prefix`` + 5 hex digits) and its
     process. With ``client_ca`` the kubelet trusts the API server's kubelet-client CA, so
-    ``kubectl logs``/``exec`` through the API server are let in.
+    ``kubectl logs``/``exec`` through the API server are let in. With ``controllers`` the API
+    server runs its controllers (the scheduler binds pods nobody bound, as the operator's are).
     """
     kubeconfig = red_box.base / "kubeconfig"
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
-                 "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
+    quiet = [] if controllers else ["--no-controllers"]
+    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
+                 "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
                 "apiserver.log")  # fmt: skip
     ca = red_box.base / "kubelet-client-ca.crt"
     written = [kubeconfig, ca] if client_ca else [kubeconfig]

@@ -21,17 +21,17 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import free_port, wait_for_node, wait_until
+from kubelet_stack import wait_for_node
 from logs_follow import kubectl
 from slurm_side import (
     ROOT,
     WLMVK,
     BenchRedBox,
     Processes,
+    apiserver_and_kubelet,
     bench_system,
     main_with_json,
     process_cpu,
@@ -75,22 +75,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Processes) -> dict[str, Any]:
-    kubeconfig = red_box.base / "kubeconfig"
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
-                 "--kubeconfig", str(kubeconfig), "--log-level", "warning"], "apiserver.log")  # fmt: skip
-    await wait_until(lambda: asyncio.sleep(0, kubeconfig.exists()), timeout=30, every=0.1)
-    await asyncio.sleep(1.0)
+    kubeconfig, cluster, _ = await apiserver_and_kubelet(
+        red_box, procs, "sj", client_ca=False, controllers=True
+    )
     binary = kubectl()
     for crd in ("slurmjobs.yaml", "wlmjobs.yaml"):
         await run_kubectl(binary, kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / crd))
-    cluster = f"sj{uuid.uuid4().hex[:5]}"
-    env = {**os.environ, "PYTHONPATH": pythonpath(ROOT / "src")}
-    procs.spawn(
-        [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
-         "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
-         "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning"],
-        "kubelet.log", env=env,
-    )  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": pythonpath(red_box.source)}
     operator = procs.spawn(
         [sys.executable, "-c", WLMVK, "operator", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
          "--health-port", "0", "--log-level", "warning"],
