@@ -14,7 +14,7 @@ knows Kubernetes and nothing of Slurm; ``provider`` creates and deletes jobs ove
 A job id found in a pod's annotation is only a claim (anybody who may write the pod can write
 it): it becomes the pod's job once the job's key, read by the next status tick, is the pod's
 UID. Another pod's job is never adopted, read or cancelled: the pod fails with reason
-``ForeignJob``.
+``ForeignJob``, unless a job is found under its own key (that one is the pod's, and adopted).
 """
 
 from __future__ import annotations
@@ -255,14 +255,8 @@ class PodController:
             return
         if record.finished_before:
             record.advance(Happening.FINISHED)  # finished before this kubelet started
-        elif stage in (Stage.UNVERIFIED, Stage.NEW):
+        elif stage in (Stage.UNVERIFIED, Stage.NEW, Stage.FOREIGN):
             await self._create(record, log)
-        elif stage is Stage.FOREIGN:
-            message = (
-                f"annotation {names.ANNOTATION_JOB_ID}={record.claimed}: that Slurm job is not"
-                " this pod's (its key is not the pod's UID); it is not adopted"
-            )
-            await self._reject(record, "ForeignJob", message)
         elif stage in (Stage.TRACKING, Stage.CANCELLING):
             await self._write_status(record)
         # CLAIMED: the next status tick checks the claim

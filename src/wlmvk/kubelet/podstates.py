@@ -13,8 +13,13 @@ on the stage it was in.
     UNVERIFIED --NOTHING_FOUND--> NEW --SUBMITTED--> TRACKING --CANCELLED--> CANCELLING
     UNVERIFIED, NEW --ADOPTED--> TRACKING          NEW --REPLY_LOST--> UNVERIFIED
     UNVERIFIED, NEW --ANNOTATED--> CLAIMED --CLAIM_CONFIRMED (or ADOPTED)--> TRACKING
-                                   CLAIMED --CLAIM_FOREIGN--> FOREIGN
+                                   CLAIMED --CLAIM_FOREIGN--> FOREIGN --ADOPTED--> TRACKING
     every stage but FINAL --FINISHED--> FINAL
+
+A FOREIGN pod's claim is another's, but the pod's key still decides which job is its own: a job
+found under the pod's UID (a predecessor's submission the wrong annotation hid) is adopted, as it
+is from UNVERIFIED, rather than left running for a pod failed with ForeignJob, and then orphaned
+when the pod is deleted. The claimed job itself is never adopted.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ class Stage(enum.Enum):
     CLAIMED = "Claimed"
     """The job-id annotation names a job, not yet shown to be the pod's (the next status tick checks)."""
     FOREIGN = "Foreign"
-    """The claimed job is another's: the pod fails with reason ForeignJob, the job is left alone."""
+    """The claimed job is another's, left alone: the pod's key is looked up, else it fails ForeignJob."""
     TRACKING = "Tracking"
     """The job is the pod's: its states become the pod's status."""
     CANCELLING = "Cancelling"
@@ -87,6 +92,7 @@ TRANSITIONS: dict[tuple[Stage, Happening], Stage] = {
     (_S.CLAIMED, _H.CLAIM_CONFIRMED): _S.TRACKING,
     (_S.CLAIMED, _H.CLAIM_FOREIGN): _S.FOREIGN,
     (_S.CLAIMED, _H.ADOPTED): _S.TRACKING,
+    (_S.FOREIGN, _H.ADOPTED): _S.TRACKING,
     (_S.TRACKING, _H.CANCELLED): _S.CANCELLING,
     **{(stage, _H.FINISHED): _S.FINAL for stage in Stage if stage is not _S.FINAL},
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
@@ -112,16 +113,18 @@ class SlurmProvider:
             _log.info("idempotency lookup probe failed; will try per pod", error=exc.message)
 
     async def create(self, record: PodRecord, log: Logger) -> Created:
-        """Give a pod in stage UNVERIFIED or NEW its job: find the one submitted earlier, or submit.
+        """Give a pod in stage UNVERIFIED, NEW or FOREIGN its job: find the one submitted earlier,
+        or submit (not for FOREIGN: its annotation names another's job, it fails ForeignJob).
 
         Raises ``Unavailable`` when red-box cannot be reached (the pod is retried).
         """
-        if record.stage is Stage.UNVERIFIED:
-            # Before anything else: a job found under the pod's key is the pod's, whatever its spec now says.
+        if record.stage in (Stage.UNVERIFIED, Stage.FOREIGN):
+            # Before anything else: a job found under the pod's key is the pod's, whatever its spec
+            # (or its annotation, only a claim) now says.
             wait = self._lookups_from - asyncio.get_running_loop().time()
             if wait > 0 and self.lookups:
                 return Later(wait)
-            log.debug("looking up the job by key before submitting")
+            log.debug("looking up the job by key")
             found = await self._find(record)
             if found is not None and (why := not_the_pods(found, record)):
                 return Rejection(
@@ -129,10 +132,18 @@ class SlurmProvider:
                     f"red-box found Slurm job {found.job_id} by this pod's key, but {why}; it is not adopted",
                 )
             if found is not None:
-                record.job_id, record.state = found.job_id, found
-                record.advance(Happening.ADOPTED)
-                log.info("adopted job submitted before a restart", job_id=found.job_id)
-                return Started(found.job_id, "Adopted", f"Adopted Slurm job {found.job_id}")
+                claimed = record.claimed
+                self._adopt(record, found)
+                log.info("adopted job submitted before a restart", job_id=found.job_id, claimed=claimed)
+                besides = f" (found by this pod's key; the annotation named job {claimed}, another's)"
+                message = f"Adopted Slurm job {found.job_id}{besides if claimed else ''}"
+                return Started(found.job_id, "Adopted", message)
+            if record.stage is Stage.FOREIGN:
+                return Rejection(
+                    "ForeignJob",
+                    f"annotation {names.ANNOTATION_JOB_ID}={record.claimed}: that Slurm job is not"
+                    " this pod's (its key is not the pod's UID); it is not adopted",
+                )
             record.advance(Happening.NOTHING_FOUND)
         resources = self.directory.partition_of(record.node)
         if resources is None:
@@ -165,6 +176,12 @@ class SlurmProvider:
         log.info("submitted", job_id=job_id, partition=spec.partition)
         return Started(job_id, "Submitted", f"Submitted Slurm job {job_id} to partition {spec.partition}")
 
+    @staticmethod
+    def _adopt(record: PodRecord, found: JobState) -> None:
+        """Take on the job found under the pod's key; an annotation's claim says nothing any more."""
+        record.job_id, record.state, record.claimed = found.job_id, found, None
+        record.advance(Happening.ADOPTED)
+
     async def _find(self, record: PodRecord) -> JobState | None:
         """The job red-box knows under the pod's key (None when none, or when it cannot look up)."""
         if not self.lookups:
@@ -181,12 +198,11 @@ class SlurmProvider:
         False while a cancelled job has not ended yet: the status poller queues the pod
         again when Slurm reports the end. Raises ``Unavailable`` (the pod is retried).
         """
-        if record.stage in (Stage.UNVERIFIED, Stage.CLAIMED):
+        if record.stage in (Stage.UNVERIFIED, Stage.CLAIMED, Stage.FOREIGN):
             # A job may run under the pod's key that no annotation names: find it before letting go.
             found = await self._find(record)
             if found is not None and not not_the_pods(found, record):
-                record.job_id, record.state = found.job_id, found
-                record.advance(Happening.ADOPTED)
+                self._adopt(record, found)
             elif record.stage is Stage.UNVERIFIED:
                 record.advance(Happening.NOTHING_FOUND)
         if record.stage not in (Stage.TRACKING, Stage.CANCELLING) or record.job_id is None:

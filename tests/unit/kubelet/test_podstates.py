@@ -35,6 +35,7 @@ ALLOWED = {
     (S.CLAIMED, H.CLAIM_FOREIGN): S.FOREIGN,
     (S.CLAIMED, H.ADOPTED): S.TRACKING,
     (S.CLAIMED, H.FINISHED): S.FINAL,
+    (S.FOREIGN, H.ADOPTED): S.TRACKING,
     (S.FOREIGN, H.FINISHED): S.FINAL,
     (S.TRACKING, H.CANCELLED): S.CANCELLING,
     (S.TRACKING, H.FINISHED): S.FINAL,
@@ -71,7 +72,13 @@ def test_a_lost_reply_forces_a_lookup_before_anything_else() -> None:
 def test_a_claim_never_becomes_the_pods_job_without_being_checked() -> None:
     assert (S.CLAIMED, H.SUBMITTED) not in ALLOWED
     assert (S.FOREIGN, H.CLAIM_CONFIRMED) not in ALLOWED
-    assert (S.FOREIGN, H.ADOPTED) not in ALLOWED
+    assert (S.FOREIGN, H.SUBMITTED) not in ALLOWED
+
+
+def test_a_foreign_claim_still_lets_the_job_under_the_pods_key_be_adopted() -> None:
+    """The key decides which job is the pod's: one found under it (a predecessor's, hidden by a
+    wrong annotation) is followed, not left running for a pod failed ForeignJob and then gone."""
+    assert advance(S.FOREIGN, H.ADOPTED) is S.TRACKING
 
 
 def test_only_a_tracked_job_is_cancelled() -> None:
