@@ -6,8 +6,11 @@ N held jobs (``#SBATCH --hold``, so the shared Slurm does not run them) are subm
 virtual node: the time from creating the first pod to every pod carrying its job id
 annotation, end to end (API server, kubelet, red-box, Slurm). Each round runs (a), (b),
 (c), (b) again; prints each round's speedup over the loop (target >= 1.4x) and the kubelet's
-overhead over red-box alone (the mean of its two runs), and their medians. ``--json FILE``
-writes the figures for ``bench/run-all``. Cancels every job it made.
+overhead over red-box alone (the mean of its two runs), and their medians, with the CPU
+each part of the system spent per pod in (c) (``cpu_meter``). red-box runs the real Slurm
+commands, without the counting shims of the other kubelet benchmarks (a shell per command
+would weigh on it alone). ``--json FILE`` writes the figures for ``bench/run-all``. Cancels
+every job it made.
 
     .venv/bin/python bench/kubelet_submit.py --pods 1000
 """
@@ -24,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 from kubelet_stack import Stack, scancel_name_prefix, wait_for_node
 
 from wlmvk.core import names
@@ -84,7 +88,18 @@ async def red_box_only(stack: Stack, count: int, concurrency: int, prefix: str) 
     return elapsed
 
 
-async def through_kubelet(stack: Stack, count: int, workers: int, prefix: str) -> float:
+def cpu_reading(stack: Stack) -> dict[str, float]:
+    """CPU seconds so far by part: red-box and its reaped ``sbatch``, Slurm's daemons, the
+    API server, the kubelet, and this process (it creates and watches the pods)."""
+    reading = cpu_meter.reading(stack.processes[1].pid)
+    reading["red-box"] = reading.pop("server")
+    stack_cpu = stack.cpu_seconds()
+    return reading | {"apiserver": stack_cpu["apiserver"], "kubelet": stack_cpu.get("kubelet", 0.0)}
+
+
+async def through_kubelet(
+    stack: Stack, count: int, workers: int, prefix: str
+) -> tuple[float, dict[str, float]]:
     """The kubelet runs as its own process (as deployed); this one creates pods and watches them."""
     # Each round has its own node and namespace: the pods of earlier rounds stay out of the way.
     kubelet = stack.kubelet(cluster=prefix, submissions=workers)
@@ -118,26 +133,26 @@ async def through_kubelet(stack: Stack, count: int, workers: int, prefix: str) -
         async with gate:
             await kube.create(PODS, pod(prefix, index, node), namespace=prefix)
 
-    cpu_before = stack.cpu_seconds()
+    cpu_before = cpu_reading(stack)
     start = time.perf_counter()
     await asyncio.gather(*(create(i) for i in range(count)))
     created = time.perf_counter() - start
     await asyncio.wait_for(done.wait(), 900)
     elapsed = time.perf_counter() - start
-    cpu = {name: used - cpu_before.get(name, 0.0) for name, used in stack.cpu_seconds().items()}
+    cpu = cpu_meter.per_job(cpu_before, cpu_reading(stack), count)
     print(f"all {count} pods created after {created:.2f} s")
     marks = [moments[int(q * (len(moments) - 1))] - start for q in (0, 0.25, 0.5, 0.75, 1)]
     print("annotated at (first, 25%, 50%, 75%, last): " + ", ".join(f"{m:.2f}" for m in marks) + " s")
-    print("CPU seconds during the kubelet run: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
+    print("CPU per pod during the kubelet run (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
     watching.cancel()
     await kube.close()
     kubelet.terminate()
     kubelet.wait(15)
-    return elapsed
+    return elapsed, cpu
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    stack = Stack().start()
+    stack = Stack().start(count_commands=False)
     ratios: list[float] = []
     speedups: list[float] = []
     rounds: list[dict[str, float]] = []
@@ -151,7 +166,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 scancel_name_prefix(prefix)
                 before = await red_box_only(stack, args.pods, args.workers, prefix)
                 scancel_name_prefix(prefix)
-                kubelet = await through_kubelet(stack, args.pods, args.workers, prefix)
+                await cpu_meter.settled()  # the cancellations' accounting stays out of the kubelet's readings
+                kubelet, cpu = await through_kubelet(stack, args.pods, args.workers, prefix)
                 scancel_name_prefix(prefix)
                 after = await red_box_only(stack, args.pods, args.workers, prefix + "a")
             finally:
@@ -159,7 +175,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             baseline = (before + after) / 2
             ratios.append(kubelet / baseline)
             speedups.append(loop / kubelet)
-            rounds.append({"loop_s": loop, "redbox_s": baseline, "kubelet_s": kubelet})
+            rounds.append({"loop_s": loop, "redbox_s": baseline, "kubelet_s": kubelet, "cpu_ms_per_pod": cpu})
             print(
                 f"round {round_}: sbatch loop {loop:6.2f} s ({args.pods / loop:5.1f} jobs/s),"
                 f" red-box only {baseline:6.2f} s (before {before:.2f}, after {after:.2f}),"

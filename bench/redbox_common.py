@@ -92,14 +92,20 @@ async def wait_serving(client: RedBoxClient) -> None:
 
 
 @contextlib.asynccontextmanager
-async def red_box_process(work: Path | None = None) -> AsyncIterator[RedBoxClient]:
-    """A red-box in its own process, as deployed (working root ``work``); the client in this one."""
+async def red_box_process(
+    work: Path | None = None, pids: list[int] | None = None
+) -> AsyncIterator[RedBoxClient]:
+    """A red-box in its own process, as deployed (working root ``work``); the client in this one.
+
+    Its process id is appended to ``pids`` when given (for CPU readings)."""
     home = Path(tempfile.mkdtemp(prefix="rbbench", dir="/tmp"))
     work = work or Path(tempfile.mkdtemp(prefix="bench-", dir=JOBS_ROOT))
     socket = str(home / "rb.sock")
     argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", socket, "--work-dir", str(work)]
     argv += ["--state-dir", str(home / "state"), "--log-level", "warning", "--poll-interval", "0"]
     proc = _spawn(argv)
+    if pids is not None:
+        pids.append(proc.pid)
     client = RedBoxClient(socket, timeout=120)
     try:
         await wait_serving(client)

@@ -44,6 +44,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import cpu_meter
 from redbox_common import red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
@@ -91,13 +92,14 @@ async def through(client: RedBoxClient, count: int, *, concurrency: int, keyed: 
 
 
 @contextlib.asynccontextmanager
-async def original_process(binary: str) -> AsyncIterator[RedBoxClient]:
+async def original_process(binary: str, pids: list[int]) -> AsyncIterator[RedBoxClient]:
     """The original Go red-box on its own socket, in a scratch directory (its sbatch runs there)."""
     home = Path(tempfile.mkdtemp(prefix="rborig", dir="/tmp"))
     socket = str(home / "rb.sock")
     proc = await asyncio.create_subprocess_exec(
         binary, "-socket", socket, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    pids.append(proc.pid)
     client = RedBoxClient(socket, timeout=120)
     try:
         await wait_serving(client)
@@ -113,12 +115,12 @@ async def original_process(binary: str) -> AsyncIterator[RedBoxClient]:
 
 
 @contextlib.asynccontextmanager
-async def red_box_from(source: str) -> AsyncIterator[RedBoxClient]:
+async def red_box_from(source: str, pids: list[int]) -> AsyncIterator[RedBoxClient]:
     """red-box started from another source tree (its process imports ``wlmvk`` from ``source``)."""
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = source
     try:
-        async with red_box_process() as client:
+        async with red_box_process(pids=pids) as client:
             os.environ.pop("PYTHONPATH")
             if saved is not None:
                 os.environ["PYTHONPATH"] = saved
@@ -133,29 +135,54 @@ Arm = Callable[[int], Awaitable[list[int]]]
 
 async def measure(
     count: int, rounds: int, concurrency: list[int], original: str, before: str
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
+    """Each arm's jobs/s per round, and its CPU per job by part of the system per round."""
     rates: dict[str, list[float]] = {}
+    costs: dict[str, list[dict[str, float]]] = {}
+    ours_pid: list[int] = []
+    theirs_pid: list[int] = []
+    older_pid: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
-        ours = await stack.enter_async_context(red_box_process())
-        theirs = await stack.enter_async_context(original_process(original)) if original else None
-        older = await stack.enter_async_context(red_box_from(before)) if before else None
-        arms: dict[str, Arm] = {"loop": sbatch_loop, "parallel4": sbatch_parallel}
+        ours = await stack.enter_async_context(red_box_process(pids=ours_pid))
+        theirs = await stack.enter_async_context(original_process(original, theirs_pid)) if original else None
+        older = await stack.enter_async_context(red_box_from(before, older_pid)) if before else None
+        arms: dict[str, tuple[Arm, int | None]] = {
+            "loop": (sbatch_loop, None),
+            "parallel4": (sbatch_parallel, None),
+        }
         for c in concurrency:
-            arms[f"redbox-keys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=True)
-            arms[f"redbox-nokeys@{c}"] = lambda n, c=c: through(ours, n, concurrency=c, keyed=False)
+            arms[f"redbox-keys@{c}"] = (
+                lambda n, c=c: through(ours, n, concurrency=c, keyed=True),
+                ours_pid[0],
+            )
+            arms[f"redbox-nokeys@{c}"] = (
+                lambda n, c=c: through(ours, n, concurrency=c, keyed=False),
+                ours_pid[0],
+            )
             if theirs is not None:
-                arms[f"original@{c}"] = lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False)
+                arms[f"original@{c}"] = (
+                    lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False),
+                    theirs_pid[0],
+                )
             if older is not None:
-                arms[f"before-keys@{c}"] = lambda n, c=c, o=older: through(o, n, concurrency=c, keyed=True)
+                arms[f"before-keys@{c}"] = (
+                    lambda n, c=c, o=older: through(o, n, concurrency=c, keyed=True),
+                    older_pid[0],
+                )
         for number in range(rounds):
-            for name, arm in arms.items():
+            for name, (arm, server) in arms.items():
+                before_cpu = cpu_meter.reading(server)
                 started = time.perf_counter()
                 ids = await arm(count)
                 elapsed = time.perf_counter() - started
+                costs.setdefault(name, []).append(
+                    cpu_meter.per_job(before_cpu, cpu_meter.reading(server), count)
+                )
                 scancel(ids)
+                await cpu_meter.settled()
                 rates.setdefault(name, []).append(count / elapsed)
                 print(f"round {number + 1} {name:<18} {count / elapsed:7.1f} jobs/s", flush=True)
-    return rates
+    return rates, costs
 
 
 def _ratio(arm: list[float], base: list[float]) -> float:
@@ -173,12 +200,13 @@ def main() -> int:
     args = p.parse_args()
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
-    rates = asyncio.run(measure(args.count, args.rounds, concurrency, args.original, args.before))
+    rates, costs = asyncio.run(measure(args.count, args.rounds, concurrency, args.original, args.before))
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
     print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7}   rounds")
     figures = {}
     for name, values in rates.items():
-        figure = {"jobs_per_s": statistics.median(values), "rounds": values}
+        figure: dict[str, object] = {"jobs_per_s": statistics.median(values), "rounds": values}
+        figure["cpu_ms_per_job"] = costs[name]
         # Each ratio is taken within a round (arms of one round share its minute of the
         # machine), and the figure is the median of the rounds' ratios.
         figure["x_loop"] = _ratio(values, rates["loop"])
@@ -187,8 +215,12 @@ def main() -> int:
             figure["x_original"] = _ratio(values, original)
         spread = " ".join(f"{v:.0f}" for v in values)
         versus = f"{figure['x_original']:7.2f}" if "x_original" in figure else " " * 7
-        print(f"{name:<18} {figure['jobs_per_s']:7.1f} {figure['x_loop']:7.2f} {versus}   {spread}")
+        print(f"{name:<18} {statistics.median(values):7.1f} {figure['x_loop']:7.2f} {versus}   {spread}")
         figures[name] = figure
+    print("\nCPU per job (ms, median of the rounds), by part of the system; the server's reaped")
+    print("children are its sbatch; for the loops, sbatch is this process's children:")
+    for line in cpu_meter.table(costs):
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps({"count": args.count, "arms": figures}, indent=1))
     return 0

@@ -71,6 +71,7 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
+PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC)
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
@@ -184,6 +185,54 @@ def pods_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+CPU_PARTS = ("server", "sbatch", "slurmctld", "munged", "slurmdbd+db", "client", "total")
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def cpu_table(result: dict[str, Any]) -> list[str]:
+    """CPU per job by part of the system for each submission arm (median of the rounds)."""
+    arms = {name: arm for name, arm in result["arms"].items() if "cpu_ms_per_job" in arm}
+    if not arms:
+        return []
+    rows = [
+        "Where the CPU goes, per job (ms of CPU, median of the rounds, read from /proc by"
+        " `bench/cpu_meter.py`): the server itself; the `sbatch` it spawned (its reaped children;"
+        " for the loops, the benchmark's); Slurm's daemons (slurmdbd with its MariaDB); the client"
+        " driving the arm (the benchmark's process). Cores busy = jobs/s x total CPU per job: at 2,"
+        " the machine is the limit and every millisecond the server spends is a job not submitted.",
+        "",
+        "| arm | " + " | ".join(CPU_PARTS) + " | cores busy |",
+        "|---|" + "---|" * (len(CPU_PARTS) + 1),
+    ]
+    for name, arm in arms.items():
+        parts = {part: _median([r[part] for r in arm["cpu_ms_per_job"]]) for part in CPU_PARTS}
+        busy = arm["jobs_per_s"] * parts["total"] / 1000
+        rows.append(
+            f"| {describe(name)} | " + " | ".join(f"{parts[p]:.2f}" for p in CPU_PARTS) + f" | {busy:.2f} |"
+        )
+    return rows
+
+
+def pods_cpu(result: dict[str, Any]) -> list[str]:
+    """CPU per pod by part of the system through the kubelet (median of the rounds)."""
+    rounds = [r["cpu_ms_per_pod"] for r in result["rounds"] if "cpu_ms_per_pod" in r]
+    if not rounds:
+        return []
+    parts = list(rounds[0])
+    medians = {part: _median([r[part] for r in rounds]) for part in parts}
+    return [
+        "CPU per pod while the pods went through the kubelet (ms, median of the rounds; `sbatch` is"
+        " red-box's reaped children, client is the benchmark creating and watching the pods):",
+        "",
+        "| " + " | ".join(parts) + " |",
+        "|" + "---|" * len(parts),
+        "| " + " | ".join(f"{medians[p]:.2f}" for p in parts) + " |",
+    ]
+
+
 def describe(arm: str) -> str:
     name, _, concurrency = arm.partition("@")
     words = {
@@ -219,6 +268,8 @@ def write_docs(
             " annotated with its job id, end to end (in-memory API server, kubelet, red-box, Slurm):",
             "",
             *pods_table(pods),
+            "",
+            *pods_cpu(pods),
         ]
     not_run = [f"- `{script}`: {what}." for script, what in NOT_RUN]
     before = []
@@ -243,6 +294,8 @@ def write_docs(
         "cannot do: its figure is a recorded reference unless the run had it.",
         "",
         *table,
+        "",
+        *cpu_table(submit),
         "",
         *before,
         "## Pods to jobs",
@@ -308,6 +361,12 @@ def main() -> int:
     p.add_argument(
         "--only", action="append", choices=("performance", "reliability"), help="run only this part"
     )
+    p.add_argument(
+        "--rerun",
+        action="append",
+        choices=PERFORMANCE_BENCHES,
+        help="run only this benchmark of the performance part (the others' figures are read from docs/raw)",
+    )
     faults_section.add_arguments(p)
     args = p.parse_args()
     RAW.mkdir(parents=True, exist_ok=True)
@@ -320,53 +379,71 @@ def main() -> int:
 
 
 def performance(args: argparse.Namespace) -> None:
-    pods_file = RAW / f"{PODS}.json"
-    status_file, scale_file = RAW / f"{STATUS}.json", RAW / f"{SCALE}.json"
-    logs_file, slurmjobs_file = RAW / f"{LOGS}.json", RAW / f"{SLURMJOBS}.json"
-    if args.docs_only:
-        logs = json.loads(logs_file.read_text()) if logs_file.exists() else None
-        slurmjobs = json.loads(slurmjobs_file.read_text()) if slurmjobs_file.exists() else None
-        stats = [json.loads((RAW / f"{n}.json").read_text()) for n in RUNS if (RAW / f"{n}.json").exists()]
-        submit = json.loads((RAW / f"{SUBMIT}.json").read_text())
-        pods = json.loads(pods_file.read_text()) if pods_file.exists() else None
-        status = json.loads(status_file.read_text()) if status_file.exists() else None
-        scale = json.loads(scale_file.read_text()) if scale_file.exists() else None
-    else:
-        argv = ["redbox_submit.py", str(args.count), "--rounds", str(args.rounds)]
-        if args.original:
-            argv += ["--original", args.original]
-        with tempfile.TemporaryDirectory(prefix="before") as tree:
-            if args.before:
-                archive = subprocess.run(
-                    ["git", "archive", args.before, "src"], cwd=ROOT, capture_output=True, check=True
-                )
-                subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
-                project = subprocess.run(
-                    ["git", "show", f"{args.before}:pyproject.toml"], cwd=ROOT, capture_output=True, text=True
-                )
-                if "rust-codec" not in project.stdout:
-                    # That revision decoded messages in Python: hide the codec installed since.
-                    Path(tree, "src", "betterproto_rust_codec.py").write_text("raise ModuleNotFoundError\n")
-                argv += ["--before", f"{tree}/src"]
-                Path(tree).chmod(0o755)  # status_steady runs that red-box as the benchmarks' user
+    """Run the benchmarks (all, or those ``--rerun`` names: the others are read back from
+    docs/raw as their last run kept them) and rewrite the docs."""
+    rerun = set(args.rerun or ([] if args.docs_only else PERFORMANCE_BENCHES))
+
+    def kept_or_none(name: str) -> dict[str, Any] | None:
+        return kept(name) if (RAW / f"{name}.json").exists() else None
+
+    submit, status = kept_or_none(SUBMIT), kept_or_none(STATUS)
+    with tempfile.TemporaryDirectory(prefix="before") as tree:
+        before = _before_tree(args.before, Path(tree)) if args.before and rerun & {SUBMIT, STATUS} else ""
+        if SUBMIT in rerun:
+            argv = ["redbox_submit.py", str(args.count), "--rounds", str(args.rounds)]
+            argv += ["--original", args.original] if args.original else []
+            argv += ["--before", before] if before else []
             submit = run(SUBMIT, argv)
-            status = run(STATUS, status_argv(args.status_pods, f"{tree}/src" if args.before else ""))
-        if args.before:
-            submit["before"] = args.before
-            (RAW / f"{SUBMIT}.json").write_text(json.dumps(submit, indent=1))
-        if args.original:
-            REFERENCE.write_text(json.dumps(submit, indent=1))
-        if args.before:
-            status["before"] = args.before
-            status_file.write_text(json.dumps(status, indent=1))
-        pods = run(PODS, ["kubelet_submit.py", "--pods", str(args.pods), "--rounds", str(args.rounds)])
-        logs = run(LOGS, LOGS_ARGV)
-        slurmjobs = run(SLURMJOBS, SLURMJOBS_ARGV)
-        stats = [run(name, stats_argv(steps)) for name, steps in RUNS.items()]
-        scale = run(SCALE, scale_argv())
+            if before:
+                submit["before"] = args.before
+                (RAW / f"{SUBMIT}.json").write_text(json.dumps(submit, indent=1))
+            if args.original:
+                REFERENCE.write_text(json.dumps(submit, indent=1))
+        if STATUS in rerun:
+            status = run(STATUS, status_argv(args.status_pods, before))
+            if before:
+                status["before"] = args.before
+                (RAW / f"{STATUS}.json").write_text(json.dumps(status, indent=1))
+    if PODS in rerun:
+        run(PODS, ["kubelet_submit.py", "--pods", str(args.pods), "--rounds", str(args.rounds)])
+    if LOGS in rerun:
+        run(LOGS, LOGS_ARGV)
+    if SLURMJOBS in rerun:
+        run(SLURMJOBS, SLURMJOBS_ARGV)
+    if "stats" in rerun:
+        for name, steps in RUNS.items():
+            run(name, stats_argv(steps))
+    if SCALE in rerun:
+        run(SCALE, scale_argv())
+    if EXEC in rerun:
         run(EXEC, EXEC_ARGV)
-    write_docs(submit, pods, status, scale, logs, slurmjobs, stats)
+    if submit is None:
+        raise SystemExit(f"no submission figures in {RAW}: run {SUBMIT} first")
+    stats = [kept(n) for n in RUNS if (RAW / f"{n}.json").exists()]
+    write_docs(
+        submit,
+        kept_or_none(PODS),
+        status,
+        kept_or_none(SCALE),
+        kept_or_none(LOGS),
+        kept_or_none(SLURMJOBS),
+        stats,
+    )
     print(f"wrote {DOC.relative_to(ROOT)} and the README's table")
+
+
+def _before_tree(revision: str, tree: Path) -> str:
+    """red-box's (and the kubelet's) sources as of ``revision``, unpacked in ``tree``: its src path."""
+    archive = subprocess.run(["git", "archive", revision, "src"], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    project = subprocess.run(
+        ["git", "show", f"{revision}:pyproject.toml"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if "rust-codec" not in project.stdout:
+        # That revision decoded messages in Python: hide the codec installed since.
+        (tree / "src" / "betterproto_rust_codec.py").write_text("raise ModuleNotFoundError\n")
+    tree.chmod(0o755)  # status_steady runs that red-box as the benchmarks' user
+    return f"{tree}/src"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+"""Where a benchmark's CPU goes: seconds of CPU by part of the system, read from /proc.
+
+A submission costs CPU in several processes at once: the server (red-box or
+the original), the ``sbatch`` it spawns (counted in the server's reaped
+children), Slurm's daemons (slurmctld, slurmdbd with its MariaDB, munged),
+and the client driving the benchmark. On a machine of two cores that all
+share, jobs/s is bounded by their sum; this shows which part to make cheaper.
+Readings are cumulative seconds; ``per_job`` turns two of them into
+milliseconds per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import resource
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+DAEMONS = {"slurmctld": ("slurmctld",), "munged": ("munged",), "slurmdbd+db": ("slurmdbd", "mariadbd")}
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[float, float]:
+    """(own, reaped children's) CPU seconds of ``pid``; zeros once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
+
+
+@functools.cache  # the daemons stay up for the run; pgrep's own CPU stays out of the readings
+def _pids(name: str) -> tuple[int, ...]:
+    done = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False)
+    return tuple(int(p) for p in done.stdout.split())
+
+
+def reading(server: int | None) -> dict[str, float]:
+    """CPU seconds so far: the server and its ``sbatch`` children (or this process's
+    children when there is no server: the ``sbatch`` loops), the daemons, and this
+    process (the client)."""
+    here = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"client": here.ru_utime + here.ru_stime}
+    if server is None:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out["server"], out["sbatch"] = 0.0, children.ru_utime + children.ru_stime
+    else:
+        out["server"], out["sbatch"] = _stat(server)
+    for part, names in DAEMONS.items():
+        out[part] = sum(_stat(pid)[0] for name in names for pid in _pids(name))
+    return out
+
+
+async def settled(limit: float = 15.0) -> None:
+    """Until Slurm's daemons are idle (a half second in which they used under 10 ms of CPU):
+    the accounting of one arm's cancelled jobs must not be counted in the next arm's readings."""
+    deadline = time.monotonic() + limit
+    last = _daemons()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        now = _daemons()
+        if now - last < 0.01:
+            return
+        last = now
+
+
+def _daemons() -> float:
+    return sum(_stat(pid)[0] for names in DAEMONS.values() for name in names for pid in _pids(name))
+
+
+def per_job(before: Mapping[str, float], after: Mapping[str, float], jobs: int) -> dict[str, float]:
+    """Milliseconds of CPU per job by part, and their total."""
+    parts = {part: (after[part] - before[part]) * 1000 / jobs for part in after}
+    return parts | {"total": sum(parts.values())}
+
+
+def table(rows: Mapping[str, Sequence[Mapping[str, float]]]) -> list[str]:
+    """One line per arm: the median over rounds of each part's ms per job."""
+    parts = ("server", "sbatch", "slurmctld", "munged", "slurmdbd+db", "client", "total")
+    lines = [f"{'arm':<18} " + " ".join(f"{p:>11}" for p in parts)]
+    for arm, rounds in rows.items():
+        medians = [sorted(r[p] for r in rounds)[len(rounds) // 2] for p in parts]
+        lines.append(f"{arm:<18} " + " ".join(f"{m:11.2f}" for m in medians))
+    return lines
