@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from tests.fixtures.spdyclient import SpdyClient
-from wlmvk.core.errors import FailedPrecondition, NotFound
-from wlmvk.kubelet import server as kubelet_server
+from tests.unit.kubelet.execstub import ExecServer
 from wlmvk.kubelet import spdy, spdy_exec
-from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
+from wlmvk.kubelet.exec import Resize, StdinClosed, StdinData
 
 V4_ONLY = ("v4.channel.k8s.io",)
 CAPTURED_TTY_SESSION = (
@@ -23,82 +19,12 @@ CAPTURED_TTY_SESSION = (
 ).read_bytes()
 
 
-@dataclass
-class Stub:
-    """An exec handler whose behaviour the command's first word picks."""
-
-    requests: list[ExecRequest] = field(default_factory=list)
-    events: list[object] = field(default_factory=list)
-    gone: asyncio.Event = field(default_factory=asyncio.Event)
-    release: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def check(self, request: ExecRequest) -> None:
-        if request.pod == "held":
-            raise FailedPrecondition('container "c" in pod "held" is not running: Slurm job 9 is PENDING')
-        if request.pod == "gone":
-            raise NotFound('pod "gone" not found on this kubelet')
-
-    async def __call__(self, request: ExecRequest, channel: ExecChannel) -> None:
-        self.requests.append(request)
-        match request.command[0]:
-            case "echo":
-                await channel.send_stdout(b"out\n")
-                await channel.send_stderr(b"err\n")
-                await channel.finish(exit_status(int(request.command[1])))
-            case "big":
-                await channel.send_stdout(b"x" * 200_000)
-                await channel.finish(exit_status(0))
-            case "cat":
-                while True:
-                    event = await channel.receive()
-                    self.events.append(event)
-                    if isinstance(event, StdinData):
-                        await channel.send_stdout(event.data)
-                    elif isinstance(event, Resize):
-                        await channel.send_stdout(f"[{event.width}x{event.height}]".encode())
-                    elif isinstance(event, StdinClosed):
-                        await channel.finish(exit_status(0))
-                        return
-                    else:
-                        self.gone.set()
-                        return
-            case "notrunning":
-                raise NotFound("pod ns/p: its job 7 is not running (PENDING)")
-            case "silent":
-                return
-            case "crash":
-                await channel.send_stdout(b"partial\n")
-                raise RuntimeError("the backend broke")
-            case "count":  # reads nothing until released, then counts stdin to its end
-                await self.release.wait()
-                total = 0
-                while isinstance(event := await channel.receive(), StdinData):
-                    total += len(event.data)
-                await channel.send_stdout(str(total).encode())
-                await channel.finish(exit_status(0))
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[int, Stub]]:
-    """The kubelet's own API (``server.kubelet_app``) with the stub as its exec handler."""
-    stub = Stub()
-    app = kubelet_server.kubelet_app(kubelet_server.Handlers(exec=stub, exec_check=stub.check))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield runner.addresses[0][1], stub
-    finally:
-        await runner.cleanup()
-
-
 async def connect(port: int, query: str, pod: str = "p", **kwargs: object) -> SpdyClient:
     return await SpdyClient.connect("127.0.0.1", port, f"/exec/ns/{pod}/c?{query}", **kwargs)  # type: ignore[arg-type]
 
 
-async def test_output_and_exit_code_as_the_apiserver_sees_them(server: tuple[int, Stub]) -> None:
-    port, stub = server
+async def test_output_and_exit_code_as_the_apiserver_sees_them(exec_server: ExecServer) -> None:
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=echo&command=3&error=1&output=1")
     assert client.upgrade.status == 101
     assert client.upgrade.header("Upgrade") == ["SPDY/3.1"]
@@ -120,8 +46,8 @@ async def test_output_and_exit_code_as_the_apiserver_sees_them(server: tuple[int
     await client.close()
 
 
-async def test_success_and_large_output_in_order(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_success_and_large_output_in_order(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=big&output=1")
     await client.open_all("error", "stdout")
     await client.until_closed()
@@ -130,8 +56,8 @@ async def test_success_and_large_output_in_order(server: tuple[int, Stub]) -> No
     await client.close()
 
 
-async def test_stdin_resizes_and_close_reach_the_handler(server: tuple[int, Stub]) -> None:
-    port, stub = server
+async def test_stdin_resizes_and_close_reach_the_handler(exec_server: ExecServer) -> None:
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&error=1&input=1&output=1&tty=1")
     await client.open_all("error", "stdin", "stdout", "resize")
     client.write("resize", b'{"Width":80,"Height":24}\n')
@@ -156,8 +82,8 @@ async def test_stdin_resizes_and_close_reach_the_handler(server: tuple[int, Stub
     await client.close()
 
 
-async def test_a_handler_error_is_the_failure_kubectl_prints(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_a_handler_error_is_the_failure_kubectl_prints(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=notrunning&output=1")
     await client.open_all("error", "stdout")
     await client.until_closed()
@@ -169,8 +95,8 @@ async def test_a_handler_error_is_the_failure_kubectl_prints(server: tuple[int, 
     await client.close()
 
 
-async def test_a_handler_that_forgets_its_status_still_ends_the_session(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_a_handler_that_forgets_its_status_still_ends_the_session(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=silent&output=1")
     await client.open_all("error", "stdout")
     await client.until_closed()
@@ -178,8 +104,8 @@ async def test_a_handler_that_forgets_its_status_still_ends_the_session(server: 
     await client.close()
 
 
-async def test_v2_writes_a_failures_message_as_text(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_v2_writes_a_failures_message_as_text(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=notrunning&output=1", versions=("v2.channel.k8s.io",))
     assert client.upgrade.header("X-Stream-Protocol-Version") == ["v2.channel.k8s.io"]
     await client.open_all("error", "stdout")
@@ -188,8 +114,8 @@ async def test_v2_writes_a_failures_message_as_text(server: tuple[int, Stub]) ->
     await client.close()
 
 
-async def test_v1_resets_its_error_stream(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_v1_resets_its_error_stream(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=echo&command=0&output=1", versions=("channel.k8s.io",))
     await client.open_all("error", "stdout")
     await client.until_closed()
@@ -199,8 +125,8 @@ async def test_v1_resets_its_error_stream(server: tuple[int, Stub]) -> None:
     await client.close()
 
 
-async def test_no_common_version_is_refused_before_the_upgrade(server: tuple[int, Stub]) -> None:
-    port, stub = server
+async def test_no_common_version_is_refused_before_the_upgrade(exec_server: ExecServer) -> None:
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=echo&command=0&output=1", versions=("v5.channel.k8s.io",))
     assert client.upgrade.status == 403
     assert client.upgrade.header("X-Accepted-Stream-Protocol-Versions") == [
@@ -214,8 +140,8 @@ async def test_no_common_version_is_refused_before_the_upgrade(server: tuple[int
     await client.close()
 
 
-async def test_client_leaving_is_the_end_of_input(server: tuple[int, Stub]) -> None:
-    port, stub = server
+async def test_client_leaving_is_the_end_of_input(exec_server: ExecServer) -> None:
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     client.write("stdin", b"a")
@@ -225,8 +151,8 @@ async def test_client_leaving_is_the_end_of_input(server: tuple[int, Stub]) -> N
     assert stub.events == [StdinData(b"a"), None]
 
 
-async def test_pings_are_answered(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_pings_are_answered(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     client.send(spdy.Ping(7))
@@ -239,10 +165,10 @@ async def test_pings_are_answered(server: tuple[int, Stub]) -> None:
 
 
 async def test_streams_never_opened_end_the_connection(
-    server: tuple[int, Stub], monkeypatch: pytest.MonkeyPatch
+    exec_server: ExecServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(spdy_exec, "STREAM_CREATION_TIMEOUT", 0.5)
-    port, stub = server
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=echo&command=0&error=1&output=1", versions=V4_ONLY)
     await client.open("error")
     await asyncio.wait_for(client.until_closed(), 10)
@@ -251,8 +177,8 @@ async def test_streams_never_opened_end_the_connection(
     await client.close()
 
 
-async def test_a_protocol_error_ends_the_session_with_goaway(server: tuple[int, Stub]) -> None:
-    port, stub = server
+async def test_a_protocol_error_ends_the_session_with_goaway(exec_server: ExecServer) -> None:
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     client.writer.write(bytes.fromhex("8002000600000004 00000001".replace(" ", "")))  # SPDY/2
@@ -262,8 +188,8 @@ async def test_a_protocol_error_ends_the_session_with_goaway(server: tuple[int, 
     await client.close()
 
 
-async def test_even_or_reused_stream_ids_are_reset(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_even_or_reused_stream_ids_are_reset(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open("error")
     client.send(spdy.SynStream(2, (("streamtype", "stdin"),)))
@@ -278,10 +204,10 @@ async def test_even_or_reused_stream_ids_are_reset(server: tuple[int, Stub]) -> 
     await client.close()
 
 
-async def test_the_apiservers_captured_tty_session_replayed(server: tuple[int, Stub]) -> None:
+async def test_the_apiservers_captured_tty_session_replayed(exec_server: ExecServer) -> None:
     # The bytes kube-apiserver v1.36.3 sent for `kubectl exec -it` (tests/fixtures/spdy_captured),
     # sent in one piece: the session reads them in order and the handler sees the user's events.
-    port, stub = server
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&input=1&output=1&tty=1")
     client.writer.write(CAPTURED_TTY_SESSION)
     await asyncio.wait_for(client.until_closed(), 10)
@@ -313,19 +239,19 @@ async def test_the_apiservers_captured_tty_session_replayed(server: tuple[int, S
     ],
 )
 async def test_refusals_come_before_the_upgrade(
-    server: tuple[int, Stub], pod: str, query: str, status: int, text: str
+    exec_server: ExecServer, pod: str, query: str, status: int, text: str
 ) -> None:
-    port, stub = server
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, query, pod=pod)
     assert (client.upgrade.status, client.upgrade.body.decode()) == (status, text)
     assert stub.requests == []
     await client.close()
 
 
-async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(server: tuple[int, Stub]) -> None:
+async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(exec_server: ExecServer) -> None:
     # A client sending faster than the command reads: past STDIN_HIGH_WATER the kubelet stops
     # reading the connection, so TCP holds the client back instead of the kubelet's memory.
-    port, stub = server
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=count&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     chunk = b"y" * 32768
@@ -347,8 +273,8 @@ async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(server: t
     await client.close()
 
 
-async def test_a_crashing_handler_ends_its_session_with_a_failure(server: tuple[int, Stub]) -> None:
-    port, _ = server
+async def test_a_crashing_handler_ends_its_session_with_a_failure(exec_server: ExecServer) -> None:
+    port = exec_server.port
     client = await connect(port, "command=crash&output=1")
     await client.open_all("error", "stdout")
     await client.until_closed()
@@ -362,11 +288,11 @@ async def test_a_crashing_handler_ends_its_session_with_a_failure(server: tuple[
 
 
 async def test_a_connection_idle_past_the_timeout_is_closed(
-    server: tuple[int, Stub], monkeypatch: pytest.MonkeyPatch
+    exec_server: ExecServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A client gone without a word (no FIN, no ping) must not keep its command running for ever.
     monkeypatch.setattr(spdy_exec, "IDLE_TIMEOUT", 1.0)
-    port, stub = server
+    port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     await asyncio.wait_for(client.until_closed(), 30)

@@ -8,63 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 import aiohttp
 import pytest
-from aiohttp import web
 
-from wlmvk.core.errors import FailedPrecondition, NotFound
-from wlmvk.kubelet import server as kubelet_server
-from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
-
-
-@dataclass
-class Stub:
-    requests: list[ExecRequest] = field(default_factory=list)
-    events: list[object] = field(default_factory=list)
-    gone: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def check(self, request: ExecRequest) -> None:
-        if request.pod == "held":
-            raise FailedPrecondition('container "c" in pod "held" is not running: Slurm job 9 is PENDING')
-        if request.pod == "gone":
-            raise NotFound('pod "gone" not found on this kubelet')
-
-    async def __call__(self, request: ExecRequest, channel: ExecChannel) -> None:
-        self.requests.append(request)
-        match request.command[0]:
-            case "echo":
-                await channel.send_stdout(b"out\n")
-                await channel.send_stderr(b"err\n")
-                await channel.finish(exit_status(int(request.command[1])))
-            case "cat":
-                while (event := await channel.receive()) is not None:
-                    self.events.append(event)
-                    if isinstance(event, StdinData):
-                        await channel.send_stdout(event.data)
-                    elif isinstance(event, Resize):
-                        await channel.send_stdout(f"[{event.width}x{event.height}]".encode())
-                    elif isinstance(event, StdinClosed):
-                        await channel.finish(exit_status(0))
-                        return
-                self.gone.set()
-            case "fail":
-                raise FailedPrecondition("exec: job 9 is COMPLETED: a command runs only in a running job")
-
-
-@pytest.fixture
-async def kubelet() -> AsyncIterator[tuple[str, Stub]]:
-    stub = Stub()
-    app = kubelet_server.kubelet_app(kubelet_server.Handlers(exec=stub, exec_check=stub.check))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    yield f"http://127.0.0.1:{port}", stub
-    await runner.cleanup()
+from tests.unit.kubelet.execstub import ExecServer
+from wlmvk.kubelet.exec import ExecRequest, Resize, StdinClosed, StdinData, exit_status
 
 
 def url(base: str, pod: str, *command: str, tty: bool = False) -> str:
@@ -83,8 +32,8 @@ async def session(
         return socket.protocol, received
 
 
-async def test_a_command_writes_its_channels_then_its_status(kubelet: tuple[str, Stub]) -> None:
-    base, stub = kubelet
+async def test_a_command_writes_its_channels_then_its_status(exec_server: ExecServer) -> None:
+    base, stub = exec_server.base, exec_server.stub
     protocol, received = await session(base, "p", "echo", "3")
     assert protocol == "v5.channel.k8s.io"
     assert received[:2] == [b"\x01out\n", b"\x02err\n"]
@@ -94,8 +43,8 @@ async def test_a_command_writes_its_channels_then_its_status(kubelet: tuple[str,
     assert stub.requests[0] == ExecRequest("ns", "p", "c", ("echo", "3"), True, True, True, False)
 
 
-async def test_input_resize_and_the_v5_close_of_stdin(kubelet: tuple[str, Stub]) -> None:
-    base, stub = kubelet
+async def test_input_resize_and_the_v5_close_of_stdin(exec_server: ExecServer) -> None:
+    base, stub = exec_server.base, exec_server.stub
     sent = (b'\x04{"Width":80,"Height":24}', b"\x00hello", b"\xff\x00")
     _, received = await session(base, "p", "cat", send=sent)
     assert received[:2] == [b"\x01[80x24]", b"\x01hello"]
@@ -103,8 +52,8 @@ async def test_input_resize_and_the_v5_close_of_stdin(kubelet: tuple[str, Stub])
     assert stub.events == [Resize(80, 24), StdinData(b"hello"), StdinClosed()]
 
 
-async def test_v4_is_served_and_has_no_close(kubelet: tuple[str, Stub]) -> None:
-    base, stub = kubelet
+async def test_v4_is_served_and_has_no_close(exec_server: ExecServer) -> None:
+    base, stub = exec_server.base, exec_server.stub
     async with aiohttp.ClientSession() as client:
         async with client.ws_connect(url(base, "p", "cat"), protocols=("v4.channel.k8s.io",)) as socket:
             assert socket.protocol == "v4.channel.k8s.io"
@@ -113,11 +62,11 @@ async def test_v4_is_served_and_has_no_close(kubelet: tuple[str, Stub]) -> None:
             message = await socket.receive(timeout=5)
             assert message.data == b"\x01still open"
         await asyncio.wait_for(stub.gone.wait(), 5)
-    assert stub.events == [StdinData(b"still open")], "v4 has no close channel"
+    assert stub.events == [StdinData(b"still open"), None], "v4 has no close channel"
 
 
-async def test_a_client_that_leaves_is_none_to_the_handler(kubelet: tuple[str, Stub]) -> None:
-    base, stub = kubelet
+async def test_a_client_that_leaves_is_none_to_the_handler(exec_server: ExecServer) -> None:
+    base, stub = exec_server.base, exec_server.stub
     async with aiohttp.ClientSession() as client:
         socket = await client.ws_connect(url(base, "p", "cat"), protocols=("v5.channel.k8s.io",))
         await socket.send_bytes(b"\x00a")
@@ -126,8 +75,8 @@ async def test_a_client_that_leaves_is_none_to_the_handler(kubelet: tuple[str, S
     await asyncio.wait_for(stub.gone.wait(), 5)
 
 
-async def test_a_handlers_error_is_a_failure_status(kubelet: tuple[str, Stub]) -> None:
-    base, _ = kubelet
+async def test_a_handlers_error_is_a_failure_status(exec_server: ExecServer) -> None:
+    base = exec_server.base
     _, received = await session(base, "p", "fail")
     assert [m[:1] for m in received] == [b"\x03"]
     assert json.loads(received[0][1:]) == exit_status(
@@ -143,9 +92,9 @@ async def test_a_handlers_error_is_a_failure_status(kubelet: tuple[str, Stub]) -
     ],
 )
 async def test_refusals_come_before_any_upgrade(
-    kubelet: tuple[str, Stub], pod: str, status: int, text: str
+    exec_server: ExecServer, pod: str, status: int, text: str
 ) -> None:
-    base, stub = kubelet
+    base, stub = exec_server.base, exec_server.stub
     async with aiohttp.ClientSession() as client:
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await client.ws_connect(url(base, pod, "true"), protocols=("v5.channel.k8s.io",))
@@ -155,8 +104,8 @@ async def test_refusals_come_before_any_upgrade(
     assert stub.requests == []
 
 
-async def test_no_subprotocol_in_common_is_400(kubelet: tuple[str, Stub]) -> None:
-    base, stub = kubelet
+async def test_no_subprotocol_in_common_is_400(exec_server: ExecServer) -> None:
+    base, stub = exec_server.base, exec_server.stub
     headers = {
         "Upgrade": "websocket",
         "Connection": "Upgrade",
@@ -176,7 +125,7 @@ async def test_no_subprotocol_in_common_is_400(kubelet: tuple[str, Stub]) -> Non
     assert stub.requests == []
 
 
-async def test_a_request_without_upgrade_is_400(kubelet: tuple[str, Stub]) -> None:
-    base, _ = kubelet
+async def test_a_request_without_upgrade_is_400(exec_server: ExecServer) -> None:
+    base = exec_server.base
     async with aiohttp.ClientSession() as client, client.post(url(base, "p", "true")) as reply:
         assert (reply.status, await reply.text()) == (400, "Upgrade request required\n")
