@@ -2495,8 +2495,12 @@ func (x *StageOutRequest) GetPath() string {
 }
 
 type JobUsageRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobIds        []int64                `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobIds []int64                `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	// wlmvk: answer within this long. Running jobs whose usage could not be read
+	// in time are named in unanswered rather than failing the call. Unset: the
+	// red-box's own limit (its --slurm-timeout).
+	Budget        *durationpb.Duration `protobuf:"bytes,2,opt,name=budget,proto3" json:"budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2534,6 +2538,13 @@ func (*JobUsageRequest) Descriptor() ([]byte, []int) {
 func (x *JobUsageRequest) GetJobIds() []int64 {
 	if x != nil {
 		return x.JobIds
+	}
+	return nil
+}
+
+func (x *JobUsageRequest) GetBudget() *durationpb.Duration {
+	if x != nil {
+		return x.Budget
 	}
 	return nil
 }
@@ -2623,9 +2634,14 @@ func (x *JobUsage) GetSteps() int32 {
 type JobUsageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only jobs with a running step; a pending, finished or unknown job is absent.
-	Usages        []*JobUsage `protobuf:"bytes,1,rep,name=usages,proto3" json:"usages,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usages []*JobUsage `protobuf:"bytes,1,rep,name=usages,proto3" json:"usages,omitempty"`
+	// wlmvk: running jobs whose usage could not be read this time (their sstat
+	// slice failed or ran out of the budget): neither in usages nor finished.
+	Unanswered []int64 `protobuf:"varint,2,rep,packed,name=unanswered,proto3" json:"unanswered,omitempty"`
+	// Why they are unanswered, in Slurm's words.
+	UnansweredReason string `protobuf:"bytes,3,opt,name=unanswered_reason,json=unansweredReason,proto3" json:"unanswered_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobUsageResponse) Reset() {
@@ -2663,6 +2679,20 @@ func (x *JobUsageResponse) GetUsages() []*JobUsage {
 		return x.Usages
 	}
 	return nil
+}
+
+func (x *JobUsageResponse) GetUnanswered() []int64 {
+	if x != nil {
+		return x.Unanswered
+	}
+	return nil
+}
+
+func (x *JobUsageResponse) GetUnansweredReason() string {
+	if x != nil {
+		return x.UnansweredReason
+	}
+	return ""
 }
 
 // Exec: the first message names the job and the command (and, with tty, the
@@ -3041,17 +3071,22 @@ const file_wlm_proto_rawDesc = "" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"%\n" +
 	"\x0fStageOutRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"*\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"]\n" +
 	"\x0fJobUsageRequest\x12\x17\n" +
-	"\ajob_ids\x18\x01 \x03(\x03R\x06jobIds\"\xc6\x01\n" +
+	"\ajob_ids\x18\x01 \x03(\x03R\x06jobIds\x121\n" +
+	"\x06budget\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06budget\"\xc6\x01\n" +
 	"\bJobUsage\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
 	"\fmemory_bytes\x18\x03 \x01(\x03R\vmemoryBytes\x124\n" +
 	"\asampled\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\asampled\x12\x14\n" +
-	"\x05steps\x18\x05 \x01(\x05R\x05steps\"9\n" +
+	"\x05steps\x18\x05 \x01(\x05R\x05steps\"\x86\x01\n" +
 	"\x10JobUsageResponse\x12%\n" +
-	"\x06usages\x18\x01 \x03(\v2\r.api.JobUsageR\x06usages\"\xb7\x01\n" +
+	"\x06usages\x18\x01 \x03(\v2\r.api.JobUsageR\x06usages\x12\x1e\n" +
+	"\n" +
+	"unanswered\x18\x02 \x03(\x03R\n" +
+	"unanswered\x12+\n" +
+	"\x11unanswered_reason\x18\x03 \x01(\tR\x10unansweredReason\"\xb7\x01\n" +
 	"\vExecRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
@@ -3204,52 +3239,53 @@ var file_wlm_proto_depIdxs = []int32{
 	46, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
 	32, // 21: api.FindJobResponse.state:type_name -> api.JobState
-	47, // 22: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	46, // 23: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
-	40, // 24: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	2,  // 25: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 26: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 27: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 28: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 29: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 30: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 31: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 32: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 33: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 34: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 35: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 36: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 37: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	31, // 38: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	34, // 39: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	36, // 40: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	38, // 41: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	39, // 42: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	42, // 43: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	3,  // 44: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 45: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 46: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 47: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 48: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 49: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 50: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 51: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 52: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 53: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 54: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 55: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 56: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 57: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	35, // 58: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	37, // 59: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 60: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	41, // 61: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	43, // 62: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	44, // [44:63] is the sub-list for method output_type
-	25, // [25:44] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	47, // 22: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	47, // 23: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	46, // 24: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	40, // 25: api.JobUsageResponse.usages:type_name -> api.JobUsage
+	2,  // 26: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 27: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 28: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 29: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 30: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 31: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 32: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 33: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 34: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 35: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 36: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 37: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 38: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	31, // 39: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	34, // 40: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	36, // 41: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	38, // 42: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	39, // 43: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	42, // 44: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	3,  // 45: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 46: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 47: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 48: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 49: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 50: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 51: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 52: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 53: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 54: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 55: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 56: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 57: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	33, // 58: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	35, // 59: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	37, // 60: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 61: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	41, // 62: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	43, // 63: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	45, // [45:64] is the sub-list for method output_type
+	26, // [26:45] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }

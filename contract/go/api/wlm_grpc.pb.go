@@ -76,7 +76,8 @@ type WorkloadManagerClient interface {
 	StageIn(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StageInRequest, StageInResponse], error)
 	// Download a file or directory as a tar stream (stage-out).
 	StageOut(ctx context.Context, in *StageOutRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
-	// CPU time and memory of many running jobs at once: one sstat call.
+	// CPU time and memory of many running jobs at once: sstat over slices of
+	// their running steps, within the caller's budget.
 	JobUsage(ctx context.Context, in *JobUsageRequest, opts ...grpc.CallOption) (*JobUsageResponse, error)
 	// Run a command inside a running job's allocation (srun --overlap), its
 	// input, output, terminal size and exit code streamed both ways.
@@ -339,7 +340,8 @@ type WorkloadManagerServer interface {
 	StageIn(grpc.ClientStreamingServer[StageInRequest, StageInResponse]) error
 	// Download a file or directory as a tar stream (stage-out).
 	StageOut(*StageOutRequest, grpc.ServerStreamingServer[Chunk]) error
-	// CPU time and memory of many running jobs at once: one sstat call.
+	// CPU time and memory of many running jobs at once: sstat over slices of
+	// their running steps, within the caller's budget.
 	JobUsage(context.Context, *JobUsageRequest) (*JobUsageResponse, error)
 	// Run a command inside a running job's allocation (srun --overlap), its
 	// input, output, terminal size and exit code streamed both ways.

@@ -22,7 +22,7 @@ from wlmvk.core.jobs import (
     WorkloadInfo,
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import UsageSample
 
 
 class Backend(Protocol):
@@ -48,8 +48,10 @@ class Backend(Protocol):
         """States of many jobs in one round trip (falls back to one JobInfo per job)."""
         ...
 
-    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
-        """CPU time and memory of the running ones of these jobs (others absent); Unsupported when unknown."""
+    async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
+        """CPU time and memory of the running ones of these jobs (others absent), read within
+        ``budget`` seconds: running jobs not read in time are named unanswered. Unsupported when
+        the WLM cannot."""
         ...
 
     async def cancel(self, job_id: JobId) -> None: ...

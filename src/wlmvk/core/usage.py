@@ -9,6 +9,7 @@ numbered one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,3 +25,17 @@ class JobUsage:
     memory_bytes: int
     sampled: datetime
     steps: int = 1
+
+
+@dataclass(frozen=True)
+class UsageSample:
+    """One JobUsage answer: the jobs read, and the running jobs that could not be read this time.
+
+    A job in ``unanswered`` still runs, but its slice of the reading failed or ran out of
+    time: its last figures stay valid (with their own ``sampled``), it did not stop. A job in
+    neither has no running step.
+    """
+
+    usages: Mapping[JobId, JobUsage]
+    unanswered: frozenset[JobId] = frozenset()
+    reason: str = ""

@@ -25,7 +25,7 @@ from wlmvk.core.jobs import (
     WorkloadInfo,
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import UsageSample
 from wlmvk.kubelet.metrics import KubeletMetrics
 
 T = TypeVar("T")
@@ -104,8 +104,8 @@ class MeteredBackend:
     async def states(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobState]:
         return await self._call("states", self._inner.states(job_ids))
 
-    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
-        return await self._call("usage", self._inner.usage(job_ids))
+    async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
+        return await self._call("usage", self._inner.usage(job_ids, budget=budget))
 
     async def cancel(self, job_id: JobId) -> None:
         await self._call("cancel", self._inner.cancel(job_id))

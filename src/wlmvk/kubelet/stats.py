@@ -1,13 +1,19 @@
 """Usage samples of the running jobs, taken at most once per interval, for ``/stats/summary``
 and ``/metrics/resource``.
 
-A sample is one JobUsage call (one ``sstat`` on red-box's side) for every
-running job of every node this kubelet serves, taken when a request asks and
-the last one is older than the interval: scrapes of several nodes, or of
-several consumers, within one interval share one call, and nothing is asked
-of Slurm while nobody looks. Concurrent requests wait for the same call. A
-red-box without JobUsage raises Unsupported (the API answers 501).
-The sample before the last is kept to give each job a CPU rate, and a
+A sample is one JobUsage call for every running job of every node this
+kubelet serves, taken when a request asks and the last one is older than the
+interval: scrapes of several nodes, or of several consumers, within one
+interval share one call, and nothing is asked of Slurm while nobody looks.
+Concurrent requests wait for the same call. A red-box without JobUsage
+raises Unsupported (the API answers 501).
+
+The call's budget is BUDGET_SHARE of the interval: red-box answers the jobs
+it could read by then and names the others unanswered, which keep their
+last sample (``samples``). A request waits for a sample at most one
+interval (an older red-box ignores the budget): then it is served the last
+sample, whose timestamps say how old it is, while the call goes on for the
+next request. The sample before the last gives each job a CPU rate, and a
 ``CpuLedger`` keeps the cumulative counters metrics-server needs.
 """
 
@@ -15,18 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import NotFound, WlmvkError
-from wlmvk.core.jobs import JobId, JobStatus
-from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet import resource_metrics, summary
+from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
+from wlmvk.core.jobs import JobStatus
+from wlmvk.core.usage import UsageSample
+from wlmvk.kubelet import resource_metrics, samples, summary
 from wlmvk.kubelet.ledger import CpuLedger
 from wlmvk.kubelet.pod_controller import PodController
 from wlmvk.kubelet.summary import PodJob
+
+BUDGET_SHARE = 0.7
+"""Share of the interval red-box may spend reading usage (the rest: the call and the answer)."""
+
+KEEP_FOR = 5
+"""Intervals an unanswered running job keeps its last sample before it is left out (unless told)."""
 
 
 class StatsSource:
@@ -37,15 +49,17 @@ class StatsSource:
         pods: Callable[[], Iterable[summary.PodJob]],
         nodes: Callable[[], Iterable[str]],
         interval: float,
+        keep_for: float | None = None,
     ) -> None:
         self._backend = backend
         self._pods = pods
         self._nodes = nodes
         self._interval = interval
+        self._keep_for = timedelta(seconds=interval * KEEP_FOR if keep_for is None else keep_for)
         self._started = datetime.now(UTC)
         self._sampled_at = -float("inf")
-        self._current: Mapping[JobId, JobUsage] = {}
-        self._previous: dict[JobId, JobUsage] = {}
+        self._samples = samples.Samples()
+        self._sampled_once = False
         self._sampling: asyncio.Future[None] | None = None
         self._ledger = CpuLedger()
         self._sampled_wall = self._started
@@ -58,8 +72,8 @@ class StatsSource:
             nodes=self._nodes(),
             started=self._started,
             pods=pods,
-            usage=self._current,
-            previous=self._previous,
+            usage=self._samples.current,
+            previous=self._samples.previous,
             now=datetime.now(UTC),
             ledger=self._ledger,
         )
@@ -83,7 +97,7 @@ class StatsSource:
         return resource_metrics.render(
             nodes=served if node is None else [node],
             pods=pods,
-            usage=self._current,
+            usage=self._samples.current,
             ledger=self._ledger,
             sampled=self._sampled_wall,
             error=error,
@@ -95,25 +109,37 @@ class StatsSource:
                 return
             self._sampling = asyncio.ensure_future(self._sample(pods))
             self._sampling.add_done_callback(self._sampled)
-        # Shielded: one request going away must not cancel the call the others wait for.
-        await asyncio.shield(self._sampling)
+        # Shielded: one request going away, or giving up, must not cancel the call others wait for.
+        try:
+            # An interval of 0 (every request asks) waits for the answer, with red-box's own limit.
+            await asyncio.wait_for(asyncio.shield(self._sampling), self._interval or None)
+        except TimeoutError:
+            if not self._sampled_once:
+                raise Unavailable(f"JobUsage: no answer within {self._interval:g} s") from None
 
     def _sampled(self, future: asyncio.Future[None]) -> None:
         self._sampling = None
+        if not future.cancelled():
+            future.exception()  # a failure reached its waiters; one that outlived them is not logged
 
     async def _sample(self, pods: list[PodJob]) -> None:
         self.calls += 1
         job_ids = [pod.job_id for pod in pods]
-        usage = await self._backend.usage(job_ids) if job_ids else {}
+        answer = (
+            await self._backend.usage(job_ids, budget=self._interval * BUDGET_SHARE or None)
+            if job_ids
+            else UsageSample({})
+        )
         self._sampled_at = time.monotonic()
         self._sampled_wall = datetime.now(UTC)
-        self._ledger = self._ledger.advance(pods, usage)
-        self._previous = {
-            job: before
-            for job, before in self._current.items()
-            if job in usage and before.sampled < usage[job].sampled
-        }
-        self._current = usage
+        self._sampled_once = True
+        self._samples = samples.advance(
+            self._samples,
+            answer,
+            now=self._sampled_wall,
+            keep_for=self._keep_for,
+        )
+        self._ledger = self._ledger.advance(pods, self._samples.current)
 
 
 _RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)

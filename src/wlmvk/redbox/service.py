@@ -296,8 +296,12 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
 
     @unary("JobUsage")
     async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
-        usage = await self.slurm.usage(list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids)))
-        return api.JobUsageResponse(usages=[usage_codec.usage_to_wire(u) for u in usage.values()])
+        budget = job_usage_request.budget.total_seconds() if job_usage_request.budget else 0.0
+        if budget < 0:
+            raise InvalidInput(f"budget must not be negative, not {budget:g} s")
+        job_ids = list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids))
+        sample = await self.slurm.usage(job_ids, budget=budget or None)
+        return usage_codec.sample_to_wire(sample)
 
     # --- exec ---
 

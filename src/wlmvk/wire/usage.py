@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.wire.codec import EPOCH, time_from_wire
 
 
@@ -28,3 +28,17 @@ def usage_from_wire(wire: api.JobUsage) -> JobUsage:
         sampled=time_from_wire(wire.sampled) or EPOCH,
         steps=wire.steps,
     )
+
+
+def sample_to_wire(sample: UsageSample) -> api.JobUsageResponse:
+    return api.JobUsageResponse(
+        usages=[usage_to_wire(u) for u in sample.usages.values()],
+        unanswered=sorted(sample.unanswered),
+        unanswered_reason=sample.reason,
+    )
+
+
+def sample_from_wire(wire: api.JobUsageResponse) -> UsageSample:
+    """An older red-box sends no ``unanswered``: every job is answered or absent."""
+    usages = {JobId(w.job_id): usage_from_wire(w) for w in wire.usages}
+    return UsageSample(usages, frozenset(JobId(i) for i in wire.unanswered), wire.unanswered_reason)

@@ -49,6 +49,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import replace
+from datetime import timedelta
 from typing import IO, Any, TypeVar
 
 import structlog
@@ -69,7 +70,7 @@ from wlmvk.core.jobs import (
     WorkloadInfo,
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import UsageSample
 from wlmvk.wire import codec, sessions
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
@@ -224,24 +225,26 @@ class RedBoxClient:
                 self._lacks("JobStates")
         return await self._states_one_by_one(wanted)
 
-    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
-        """CPU time and memory of the running ones of these jobs, in one call.
+    async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
+        """CPU time and memory of the running ones of these jobs, in one call, within ``budget`` s.
 
         Raises Unsupported on a red-box without JobUsage: the original has no
         equivalent (its JobSteps has no usage), so there is no fallback.
         """
         wanted = list(dict.fromkeys(job_ids))
         if not wanted:
-            return {}
+            return UsageSample({})
         if not await self._has("JobUsage"):
             raise Unsupported("JobUsage: this red-box does not report the usage of running jobs")
         request = api.JobUsageRequest(job_ids=wanted)
+        if budget is not None:
+            request.budget = timedelta(seconds=budget)
         try:
             wire = await self._call("JobUsage", lambda s: s.job_usage(request))
         except Unsupported:
             self._lacks("JobUsage")
             raise
-        return {JobId(w.job_id): usage_codec.usage_from_wire(w) for w in wire.usages}
+        return usage_codec.sample_from_wire(wire)
 
     async def _states_one_by_one(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
         """The fallback for an original red-box: JobInfo per job, a few at a time."""

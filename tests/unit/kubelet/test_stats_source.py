@@ -1,10 +1,13 @@
 """The kubelet's usage source behind /stats/summary and /metrics/resource, over HTTP: one JobUsage
-call per interval for both, every node's path, the collector's error answer, unknown nodes."""
+call per interval for both, every node's path, the collector's error answer, unknown nodes; the
+call's budget, an unanswered job keeping its last sample, and a scrape that waits at most one
+interval."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -14,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.kube import tls
 from wlmvk.kubelet import server, stats
 from wlmvk.kubelet.summary import PodJob
@@ -27,27 +30,38 @@ PODS = [
 
 
 class Usage:
-    """Answers JobUsage with a CPU time that grows by 10 s per call."""
+    """Answers JobUsage with a CPU time that grows by 10 s per call; ``unanswered`` jobs are not
+    read; while ``hold`` is set, a call waits for it."""
 
     def __init__(self) -> None:
         self.asked: list[list[JobId]] = []
+        self.budgets: list[float | None] = []
         self.down = False
+        self.unanswered: set[JobId] = set()
+        self.hold: asyncio.Event | None = None
 
-    async def usage(self, job_ids: Sequence[JobId]) -> Mapping[JobId, JobUsage]:
+    async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
         if self.down:
             raise Unavailable("red-box unreachable")
         self.asked.append(list(job_ids))
+        self.budgets.append(budget)
+        if self.hold is not None:
+            await self.hold.wait()
         seconds = 10.0 * len(self.asked)
         now = datetime.now(UTC)
-        return {job: JobUsage(job, timedelta(seconds=seconds * job), 4096, now) for job in job_ids}
+        read = [job for job in job_ids if job not in self.unanswered]
+        usages = {job: JobUsage(job, timedelta(seconds=seconds * job), 4096, now) for job in read}
+        lost = frozenset(job_ids) - set(read)
+        return UsageSample(usages, lost, "sstat: no answer from Slurm within 7 s (killed)" if lost else "")
 
 
-def source(backend: Usage, interval: float) -> stats.StatsSource:
+def source(backend: Usage, interval: float, keep_for: float | None = None) -> stats.StatsSource:
     return stats.StatsSource(
         backend=cast(Backend, backend),
         pods=lambda: PODS,
         nodes=lambda: ["slurm-c-cpu", "slurm-c-debug"],
         interval=interval,
+        keep_for=keep_for,
     )
 
 
@@ -132,3 +146,55 @@ async def test_red_box_down_is_the_collectors_error_and_an_unknown_node_404() ->
     assert unknown[0] == 404
     assert unknown[2] == 'node "slurm-other-debug" is not served by this kubelet\n'
     assert summary == (503, "text/plain; charset=utf-8", "red-box unreachable\n")
+
+
+async def test_the_call_gets_part_of_the_interval_as_its_budget() -> None:
+    backend = Usage()
+    await source(backend, interval=10).resource_metrics(None)
+    assert backend.budgets == [10 * stats.BUDGET_SHARE]
+    assert stats.BUDGET_SHARE < 1
+
+
+async def test_an_unanswered_job_keeps_its_last_figures_and_their_time() -> None:
+    backend = Usage()
+    src = source(backend, interval=0, keep_for=3600)
+    first = await src.resource_metrics(None)
+    backend.unanswered = {JobId(2)}
+    second = await src.resource_metrics(None)
+    a, b = "['a', 'default', 'job']", "['b', 'default', 'job']"
+    assert values(second)[f"container_cpu_usage_seconds_total{a}"] == 20.0, "job 1 was read again"
+    assert values(second)[f"container_cpu_usage_seconds_total{b}"] == 20.0, "job 2 kept its last figure"
+    assert values(second)["resource_scrape_error[]"] == 0
+    # Job 2's lines carry its first sample's timestamp, so a consumer sees no new point for it.
+    stamp = next(
+        line.rsplit(" ", 1)[1]
+        for line in first.splitlines()
+        if line.startswith('pod_cpu_usage_seconds_total{namespace="default",pod="b"}')
+    )
+    assert f'pod_cpu_usage_seconds_total{{namespace="default",pod="b"}} 20.0 {stamp}' in second.splitlines()
+    summary = await src.summary()
+    pods = {p["podRef"]["name"]: p for p in summary["pods"]}
+    assert pods["b"]["cpu"]["usageCoreNanoSeconds"] == 20 * 10**9
+
+
+async def test_a_scrape_waits_one_interval_then_gets_the_last_sample() -> None:
+    backend = Usage()
+    src = source(backend, interval=0.2)
+    first = values(await src.resource_metrics(None))
+    await asyncio.sleep(0.25)
+    backend.hold = asyncio.Event()
+    stale = values(await src.resource_metrics(None))  # the call hangs: after 0.2 s, the last sample
+    assert stale == first
+    assert len(backend.asked) == 2
+    backend.hold.set()
+    await asyncio.sleep(0.05)
+    fresh = values(await src.resource_metrics(None))
+    assert fresh["node_cpu_usage_seconds_total[]"] == 60.0, "the late answer is served once it came"
+
+
+async def test_a_scrape_with_no_sample_yet_is_the_collectors_error_after_one_interval() -> None:
+    backend = Usage()
+    backend.hold = asyncio.Event()
+    src = source(backend, interval=0.1)
+    assert values(await src.resource_metrics(None)) == {"resource_scrape_error[]": 1}
+    backend.hold.set()

@@ -69,3 +69,43 @@ def test_unreadable_rows_are_left_out() -> None:
         JobId(12): JobUsage(JobId(12), timedelta(seconds=2), 1024**2, AT, 1),
         JobId(15): JobUsage(JobId(15), timedelta(seconds=4), 2048, AT, 1),
     }
+
+
+def test_a_step_that_did_not_answer_makes_its_job_unreadable() -> None:
+    # Captured with job 305139's step 0 slurmstepd stopped: sstat waited MessageTimeout (10 s),
+    # named the step on stderr, exited 0 and printed the job's other steps.
+    output = (CAPTURED / "sstat_step_stopped.txt").read_text()
+    stderr = (CAPTURED / "sstat_step_stopped.stderr").read_text()
+    assert [(r.job_id, r.step) for r in stats.step_rows(output)] == [
+        (JobId(305139), "batch"),
+        (JobId(305139), "1"),
+        (JobId(305139), "2"),
+        (JobId(305140), "batch"),
+    ]
+    assert stats.unreadable(stderr) == {
+        JobId(
+            305139
+        ): "sstat: problem getting step_layout for StepId=305139.0: Communication connection failure"
+    }, "a held job (No steps running) is not unreadable: it is absent"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "sstat: error: problem getting step_layout for 12.3: Socket timed out",
+            {JobId(12): "sstat: problem getting step_layout for 12.3: Socket timed out"},
+        ),
+        (
+            "sstat: error: problem getting step_layout for StepId=12.batch: boom",
+            {JobId(12): "sstat: problem getting step_layout for StepId=12.batch: boom"},
+        ),
+        ("sstat: error: couldn't get steps for job 44", {JobId(44): "sstat: couldn't get steps for job 44"}),
+        ("sstat: error: couldn't get info for job 45", {JobId(45): "sstat: couldn't get info for job 45"}),
+        ("sstat: error: No steps running for job 46", {}),
+        ("sstat: error: slurm_receive_msgs: [[localhost]:6818] failed: Socket timed out", {}),
+        ("", {}),
+    ],
+)
+def test_unreadable_lines(line: str, expected: dict[JobId, str]) -> None:
+    assert stats.unreadable(line) == expected

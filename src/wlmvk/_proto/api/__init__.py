@@ -373,6 +373,12 @@ class StageOutRequest(betterproto.Message):
 @dataclass(eq=False, repr=False)
 class JobUsageRequest(betterproto.Message):
     job_ids: List[int] = betterproto.int64_field(1)
+    budget: timedelta = betterproto.message_field(2)
+    """
+    wlmvk: answer within this long. Running jobs whose usage could not be read
+     in time are named in unanswered rather than failing the call. Unset: the
+     red-box's own limit (its --slurm-timeout).
+    """
 
 
 @dataclass(eq=False, repr=False)
@@ -402,6 +408,15 @@ class JobUsageResponse(betterproto.Message):
     """
     Only jobs with a running step; a pending, finished or unknown job is absent.
     """
+
+    unanswered: List[int] = betterproto.int64_field(2)
+    """
+    wlmvk: running jobs whose usage could not be read this time (their sstat
+     slice failed or ran out of the budget): neither in usages nor finished.
+    """
+
+    unanswered_reason: str = betterproto.string_field(3)
+    """Why they are unanswered, in Slurm's words."""
 
 
 @dataclass(eq=False, repr=False)

@@ -24,8 +24,8 @@ import structlog
 
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.core.usage import JobUsage
-from wlmvk.redbox.slurm import parsing, stats
+from wlmvk.core.usage import UsageSample
+from wlmvk.redbox.slurm import parsing, slices, stats
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 _log = structlog.get_logger(__name__)
@@ -49,6 +49,17 @@ PARTITION_TABLE_TTL = 2.0
 
 NODE_TABLE_TTL = 600.0
 """Seconds node records are reused while the partition table stays the same."""
+
+USAGE_CONCURRENCY = 4
+"""sstat processes reading one JobUsage at once.
+
+slurmd answers several in parallel: 200 steps of one node took 10.7 s in one
+sstat, 6.3 s in 4 at once and 4.8 s in 8 (load 7, 2 cores); 4 keeps most of
+the gain without crowding the login node.
+"""
+
+USAGE_SLICE_STEPS = 25
+"""Running steps per sstat process: what one failed or slow slice can lose."""
 
 ACCOUNTING_WINDOW = "now-3days"
 """How far back a lookup by idempotency key searches the accounting database.
@@ -143,23 +154,50 @@ class Slurm:
             raise classify(done)
         return _read(parsing.sacct_rows(done.stdout), "sacct")
 
-    async def usage(self, job_ids: Sequence[JobId]) -> dict[JobId, JobUsage]:
-        """``sstat -a``: CPU time and memory of these jobs' running steps, in one call.
+    async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
+        """CPU time and memory of these jobs' running steps, read within ``budget`` seconds.
 
-        Jobs without a running step are absent (sstat names them on stderr and
-        still exits 0); only a failure of the whole call raises.
+        One ``squeue -s`` lists the running steps (jobs without one are absent from
+        the answer); sstat reads them in slices (``slices``), USAGE_CONCURRENCY at a
+        time, each killed when the budget runs out. A slice that fails or is cut
+        short names its jobs as unanswered; the others answer. Only a failure of
+        the listing raises. ``budget`` is capped by the runner's timeout.
         """
         if not job_ids:
-            return {}
-        argv = ["sstat", "-a", "-n", "--parsable2", "-o", stats.FIELDS]
-        argv += ["-j", ",".join(str(i) for i in job_ids)]
-        done = await self.runner.run(argv)
-        if not done.ok and not done.stdout:
-            error = classify(done)
+            return UsageSample({})
+        limit = self.runner.timeout if budget is None else min(budget, self.runner.timeout)
+        deadline = time.monotonic() + limit
+        argv = ["squeue", "--local", "-s", "-h", "-u", self.user, "-o", slices.STEP_FORMAT]
+        listing = await self.runner.run([*argv, "-j", ",".join(str(i) for i in job_ids)], timeout=limit)
+        if not listing.ok:
+            error = classify(listing)
             if isinstance(error, NotFound):
-                return {}
+                return UsageSample({})
             raise error
-        return stats.job_usage(stats.step_rows(done.stdout), sampled=datetime.now(UTC))
+        plan = slices.plan(slices.running_steps(listing.stdout, job_ids), per_slice=USAGE_SLICE_STEPS)
+        gate = asyncio.Semaphore(USAGE_CONCURRENCY)
+        answers = await asyncio.gather(*(self._read_slice(part, gate, deadline) for part in plan))
+        combined = slices.combine(answers, sampled=datetime.now(UTC))
+        if combined.unanswered:
+            _log.warning("usage slices unanswered", jobs=len(combined.unanswered), reason=combined.reason)
+        return UsageSample(combined.usages, combined.unanswered, combined.reason)
+
+    async def _read_slice(
+        self, part: slices.Slice, gate: asyncio.Semaphore, deadline: float
+    ) -> slices.Answered:
+        async with gate:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return slices.Answered(part, failure="sstat: not started within the budget")
+            argv = ["sstat", "-a", "-n", "--parsable2", "-o", stats.FIELDS, "-j", ",".join(part.targets())]
+            try:
+                done = await self.runner.run(argv, timeout=left)
+            except Unavailable as exc:
+                return slices.Answered(part, failure=exc.message)
+        # sstat names a job without a running step on stderr and still exits 0.
+        if not done.ok and not done.stdout and not isinstance(classify(done), NotFound):
+            return slices.Answered(part, failure=done.message())
+        return slices.Answered(part, stats.step_rows(done.stdout), unreadable=stats.unreadable(done.stderr))
 
     async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
         """``scontrol -o show job ID``: one record per job (an array has several)."""

@@ -9,6 +9,11 @@ where the TRES list holds ``cpu=`` (CPU time of the step's processes,
 (resident memory summed over the step's tasks, now). A job without a
 running step, an unknown id, or another user's job gives no row, only a
 line on stderr: it is absent from the answer.
+
+A step whose node does not answer is no row either: sstat waits for it
+(MessageTimeout), names it on stderr (``problem getting step_layout for
+StepId=<job>.<step>: <reason>``) and exits 0 with the other rows. Such a job's
+rows would sum to less than it used, so ``unreadable`` names it instead.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ FIELDS = "JobID,TRESUsageInTot"
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)", re.IGNORECASE)
 _UNIT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _STEP_ID = re.compile(r"(\d+)(?:_\d+)?(?:\+\d+)?\.(\w+)")
+# sstat's errors about one step, or one job, that it could not read (Slurm 22.05's wording).
+_UNREADABLE = re.compile(
+    r"problem getting step_layout for (?:StepId=)?(\d+)\.\S+?: .*|couldn't get (?:steps|info) for job (\d+).*"
+)
 
 
 @dataclass(frozen=True)
@@ -104,4 +113,15 @@ def job_usage(steps: Iterable[StepUsage], *, sampled: datetime) -> dict[JobId, J
                 sampled,
                 seen.steps + 1,
             )
+    return jobs
+
+
+def unreadable(stderr: str) -> dict[JobId, str]:
+    """The jobs sstat's stderr says it could not read (a step that did not answer), with its words."""
+    jobs: dict[JobId, str] = {}
+    for line in stderr.splitlines():
+        match = _UNREADABLE.search(line)
+        if match is not None:
+            job = JobId(int(match.group(1) or match.group(2)))
+            jobs.setdefault(job, "sstat: " + match.group(0))
     return jobs
