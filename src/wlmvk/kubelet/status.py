@@ -157,25 +157,7 @@ def rejected_status(reason: str, message: str, facts: PodFacts, *, now: datetime
             _condition("ContainersReady", False, at, reason),
             _condition("Ready", False, at, reason),
         ],
-        "containerStatuses": [
-            {
-                "name": facts.container,
-                "image": facts.image,
-                "imageID": "",
-                "restartCount": 0,
-                "ready": False,
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": 126,
-                        "reason": reason,
-                        "message": message,
-                        "startedAt": at,
-                        "finishedAt": at,
-                    }
-                },
-            }
-        ],
+        "containerStatuses": _never_started(facts, exit_code=126, reason=reason, at=at, message=message),
         "hostIP": facts.host_ip,
         "hostIPs": [{"ip": facts.host_ip}],
         "startTime": at,
@@ -194,25 +176,27 @@ def deleted_status(job_id: JobId | None, facts: PodFacts, *, now: datetime, stat
         "phase": FAILED,
         "reason": "Deleted",
         "message": f"pod deleted: {what}",
-        "containerStatuses": [
-            {
-                "name": facts.container,
-                "image": facts.image,
-                "imageID": "",
-                "restartCount": 0,
-                "ready": False,
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": 143,
-                        "reason": EndReason.CANCELLED.value,
-                        "startedAt": at,
-                        "finishedAt": at,
-                    }
-                },
-            }
-        ],
+        "containerStatuses": _never_started(facts, exit_code=143, reason=EndReason.CANCELLED.value, at=at),
     }
+
+
+def _never_started(
+    facts: PodFacts, *, exit_code: int, reason: str, at: str, message: str | None = None
+) -> list[Body]:
+    """The container of a pod ended with no job state to show: terminated at ``at``, no container ID."""
+    terminated: Body = {"exitCode": exit_code, "reason": reason, "startedAt": at, "finishedAt": at}
+    if message is not None:
+        terminated["message"] = message
+    container: Body = {
+        "name": facts.container,
+        "image": facts.image,
+        "imageID": "",
+        "restartCount": 0,
+        "ready": False,
+        "started": False,
+        "state": {"terminated": terminated},
+    }
+    return [container]
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,35 @@ def test_rejected_status_is_failed_with_reason() -> None:
     assert body["containerStatuses"][0]["state"]["terminated"]["reason"] == "UnsupportedPorts"
 
 
+def test_a_pod_ended_without_a_job_state_has_a_container_that_never_started() -> None:
+    """Refused, or deleted with no final job state: one terminated container, no container ID."""
+
+    def container(code: int, reason: str, **message: str) -> object:
+        at = "2026-12-02T14:43:35Z"
+        terminated = {"exitCode": code, "reason": reason, **message, "startedAt": at, "finishedAt": at}
+        return [
+            {
+                "name": "main",
+                "image": "busybox",
+                "imageID": "",
+                "restartCount": 0,
+                "ready": False,
+                "started": False,
+                "state": {"terminated": terminated},
+            }
+        ]
+
+    refused = status.rejected_status("UnsupportedPorts", "no ports", FACTS, now=END)
+    assert refused["containerStatuses"] == container(126, "UnsupportedPorts", message="no ports")
+    deleted = status.deleted_status(JobId(12), FACTS, now=END, state=None)
+    assert (deleted["phase"], deleted["reason"], deleted["message"]) == (
+        "Failed",
+        "Deleted",
+        "pod deleted: Slurm job 12 cancelled",
+    )
+    assert deleted["containerStatuses"] == container(143, "Cancelled")
+
+
 def test_deleted_status_prefers_the_final_job_state() -> None:
     cancelled = state(JobStatus.CANCELLED, signal=15, start_time=START, end_time=END)
     body = status.deleted_status(JobId(12), FACTS, now=END, state=cancelled)
