@@ -26,6 +26,7 @@ import pytest
 
 from tests.e2e.operator.stack import STAGE_COMMAND, STAGING_UID, WITH_AGENT_HOST, share_socket, staging_env
 from tests.e2e.operator.support import OperatorProcess, apply_crds, wait_status
+from tests.faults.staged import staged_slurmjob
 from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
@@ -163,22 +164,7 @@ async def test_operator_killed_9_mid_upload_and_mid_download_completes_staging_o
         "(cd in && find . -type f | sort) >out/listing.txt\n"
         f"head -c {RESULT_FILES * FILE_BYTES} /dev/urandom | split -a 4 -b {FILE_BYTES} - out/part.\n"
     )
-    body = {
-        "apiVersion": "wlm.sylabs.io/v1alpha1",
-        "kind": "SlurmJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "batch": batch,
-            "prepare": {
-                "to": "in",
-                "mount": {"name": "data", "hostPath": {"path": str(inputs), "type": "Directory"}},
-            },
-            "results": {
-                "from": "out",
-                "mount": {"name": "res", "hostPath": {"path": str(outputs), "type": "Directory"}},
-            },
-        },
-    }
+    body = staged_slurmjob(name, batch, inputs, outputs, namespace="default")
     client = await KubeClient.connect(str(apiserver.kubeconfig))
     pods = PodHistory(f"{name}-")
     following = asyncio.create_task(pods.follow(client))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import tempfile
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ import pytest
 
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
 from tests.e2e.operator.support import status_of, wait_status
+from tests.faults.staged import create_staged, staging_dirs
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
@@ -72,38 +72,15 @@ def _tree(root: Path) -> list[str]:
 
 async def test_operator_killed_mid_staging_completes_once(stack: Stack) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="opkill-", dir="/tmp"))
-    inputs, outputs = scratch / "inputs", scratch / "outputs"
-    (inputs / "sub").mkdir(parents=True)
-    (inputs / "a.txt").write_text("a\n")
-    (inputs / "sub" / "b.txt").write_bytes(os.urandom(3 * 1024 * 1024))  # an upload that takes a moment
-    outputs.mkdir()
-    for path in (scratch, inputs, inputs / "sub", outputs):
-        path.chmod(0o777)
-    for path in (inputs / "a.txt", inputs / "sub" / "b.txt"):
-        path.chmod(0o644)
+    # b.txt is an upload that takes a moment.
+    files = {"a.txt": b"a\n", "sub/b.txt": os.urandom(3 * 1024 * 1024)}
+    inputs, outputs = staging_dirs(scratch, files)
     name = f"opkill-{os.urandom(2).hex()}"
     batch = (
         "#!/bin/sh\n#SBATCH --cpus-per-task=1\nmkdir -p out\n"
         "(cd in && find . -type f | sort) >out/listing.txt\n"
     )
-    body = {
-        "apiVersion": "wlm.sylabs.io/v1alpha1",
-        "kind": "SlurmJob",
-        "metadata": {"name": name},
-        "spec": {
-            "batch": batch,
-            "prepare": {
-                "to": "in",
-                "mount": {"name": "data", "hostPath": {"path": str(inputs), "type": "Directory"}},
-            },
-            "results": {
-                "from": "out",
-                "mount": {"name": "res", "hostPath": {"path": str(outputs), "type": "Directory"}},
-            },
-        },
-    }
-    created = await stack.kubectl("create", "-f", "-", input=json.dumps(body))
-    assert created.returncode == 0, created.stderr
+    await create_staged(stack, name, batch, inputs, outputs)
     killed_preparing = await _kill_when(stack, name, "Preparing", "op-2")
     killed_collecting = await _kill_when(stack, name, "Collecting", "op-3")
     final = await wait_status(stack.apiserver, name, {"Succeeded", "Failed"}, timeout=180)

@@ -13,7 +13,6 @@ incomplete: tests/unit/staging/test_app.py.)
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ import pytest
 
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
 from tests.e2e.operator.support import wait_status
+from tests.faults.staged import create_staged, staging_dirs
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
@@ -80,34 +80,11 @@ async def test_red_box_killed_mid_stage_in_and_mid_stage_out(stack: Stack) -> No
 
 
 async def _staged_job(stack: Stack, scratch: Path) -> None:
-    inputs, outputs = scratch / "inputs", scratch / "outputs"
-    inputs.mkdir()
-    outputs.mkdir()
     payload = os.urandom(SIZE)
-    (inputs / "big.bin").write_bytes(payload)
-    for path in (scratch, inputs, outputs):
-        path.chmod(0o777)
-    (inputs / "big.bin").chmod(0o644)
+    inputs, outputs = staging_dirs(scratch, {"big.bin": payload})
     name = f"rbkill-{os.urandom(2).hex()}"
     batch = "#!/bin/sh\n#SBATCH --cpus-per-task=1\nmkdir -p out\ncp in/data/big.bin out/big.bin\n"
-    body = {
-        "apiVersion": "wlm.sylabs.io/v1alpha1",
-        "kind": "SlurmJob",
-        "metadata": {"name": name},
-        "spec": {
-            "batch": batch,
-            "prepare": {
-                "to": "in",
-                "mount": {"name": "data", "hostPath": {"path": str(inputs), "type": "Directory"}},
-            },
-            "results": {
-                "from": "out",
-                "mount": {"name": "res", "hostPath": {"path": str(outputs), "type": "Directory"}},
-            },
-        },
-    }
-    created = await stack.kubectl("create", "-f", "-", input=json.dumps(body))
-    assert created.returncode == 0, created.stderr
+    await create_staged(stack, name, batch, inputs, outputs)
     box: RedBox = stack.redbox
     await _kill_mid_transfer(box, _growing(box.work_dir), "StageIn")
     await _kill_mid_transfer(box, _growing(outputs), "StageOut")
