@@ -10,6 +10,7 @@ pytest_plugins = [
     "tests.fixtures.controlplane",
     "tests.fixtures.apiserver",
     "tests.fixtures.kubelet",
+    "tests.fixtures.shared_dirs",
 ]
 
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures.apiserver import KUBECTL
+from tests.fixtures.shared_dirs import SharedDir
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="the host kubelet switches users and mounts: it needs root"
@@ -22,19 +21,9 @@ Scratch = Callable[[int], Path]
 
 
 @pytest.fixture
-def scratch() -> Iterator[Scratch]:
+def scratch(shared_dir: SharedDir) -> Scratch:
     """``scratch(mode)``: a fresh directory under /tmp with that mode, removed after the test."""
-    made: list[Path] = []
-
-    def make(mode: int) -> Path:
-        path = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
-        path.chmod(mode)
-        made.append(path)
-        return path
-
-    yield make
-    for path in made:
-        shutil.rmtree(path, ignore_errors=True)
+    return lambda mode: shared_dir("hk-", mode, "/tmp")
 
 
 def gated_script(gate: Path) -> str:

@@ -11,10 +11,11 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.shared_dirs import SharedDir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
@@ -40,10 +41,10 @@ def _free(port: int) -> bool:
         return True
 
 
-def run_demo(*options: str) -> tuple[str, Path]:
+def run_demo(shared_dir: SharedDir, *options: str) -> tuple[str, Path]:
     """``wlmvk dev up OPTIONS`` to its end: (what it printed, its state directory)."""
     # The job owner (uid 1000) must reach the state dir; pytest's tmp_path is root's alone.
-    state = Path(tempfile.mkdtemp(prefix="wlmvk-demo-test-", dir="/var/tmp"))
+    state = shared_dir("wlmvk-demo-test-", 0o700)
     proc = subprocess.run(
         [WLMVK, "dev", "up", "--state-dir", str(state), "--port", str(_free_port()), *options],
         capture_output=True,
@@ -75,8 +76,8 @@ def assert_the_user_sees_every_example_end(out: str) -> list[str]:
 
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
-def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
-    out, state = run_demo()
+def test_demo_runs_every_example_and_stops_what_it_started(slurm: str, shared_dir: SharedDir) -> None:
+    out, state = run_demo(shared_dir)
     steps = assert_the_user_sees_every_example_end(out)
     # Everything it started is gone, and it says so.
     assert not list((state / "pids").glob("*.pid"))
@@ -88,9 +89,11 @@ def test_demo_runs_every_example_and_stops_what_it_started(slurm: str) -> None:
 @pytest.mark.kube_real
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
-def test_demo_on_a_real_control_plane_runs_the_manifests_pods(slurm: str, real_kube: object) -> None:
+def test_demo_on_a_real_control_plane_runs_the_manifests_pods(
+    slurm: str, real_kube: object, shared_dir: SharedDir
+) -> None:
     # real_kube: the control plane is built (the demo starts one of its own from the same build).
-    out, state = run_demo("--kube", "real")
+    out, state = run_demo(shared_dir, "--kube", "real")
     steps = assert_the_user_sees_every_example_end(out)
     assert any("configurator DaemonSet and operator Deployment running" in line for line in steps)
     pods = out[out.index("kubectl get pods -n wlmvk -o wide") :]

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
+from tests.fixtures.shared_dirs import SharedDir
 from wlmvk_dev.images import busybox_rootfs, oci_archive
 
 pytestmark = [
@@ -41,10 +40,9 @@ cat /input/data.txt 2>/dev/null || true
 """
 
 
-def image(entrypoint: str = ENTRYPOINT) -> str:
+def image(shared_dir: SharedDir, entrypoint: str = ENTRYPOINT) -> str:
     """An oci-archive the job owner can read, whose entrypoint is ``entrypoint``."""
-    where = Path(tempfile.mkdtemp(prefix="wlmvk-image-", dir="/var/tmp"))
-    where.chmod(0o755)
+    where = shared_dir("wlmvk-image-")
     root = busybox_rootfs(where / "rootfs", entrypoint)
     (root / "etc" / "marker").write_text("busybox-oci\n")
     return f"oci-archive:{oci_archive(root, where / 'image.tar')}"
@@ -65,16 +63,12 @@ async def create(stack: Stack, doc: str) -> None:
     assert created.returncode == 0, created.stderr
 
 
-def world_dir(prefix: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
-    path.chmod(0o777)
-    return path
-
-
-async def test_a_container_runs_to_succeeded_with_its_output_and_results(stack: Stack) -> None:
-    outputs = world_dir("wlmvk-results-")
+async def test_a_container_runs_to_succeeded_with_its_output_and_results(
+    stack: Stack, shared_dir: SharedDir
+) -> None:
+    outputs = shared_dir("wlmvk-results-", 0o777)
     results = {"from": "out", "mount": {"name": "o", "hostPath": {"path": str(outputs), "type": "Directory"}}}
-    await create(stack, wlmjob("box", image(), options={"cleanEnv": True}, results=results))
+    await create(stack, wlmjob("box", image(shared_dir), options={"cleanEnv": True}, results=results))
     status = await wait_status(stack.apiserver, "box", {"Succeeded", "Failed"}, kind="wlmjob", timeout=120)
     assert status["status"] == "Succeeded", status
     logs = await stack.kubectl("logs", "box-wlm-job")
@@ -89,12 +83,12 @@ async def test_a_container_runs_to_succeeded_with_its_output_and_results(stack: 
     assert (outputs / "out" / "answer.txt").read_text() == "42\n"
 
 
-async def test_options_map_to_the_runtime(stack: Stack) -> None:
-    data = world_dir("wlmvk-bind-")
+async def test_options_map_to_the_runtime(stack: Stack, shared_dir: SharedDir) -> None:
+    data = shared_dir("wlmvk-bind-", 0o777)
     (data / "data.txt").write_text("bound in\n")
     os.chmod(data / "data.txt", 0o644)
     options = {"binds": [f"{data}:/input:ro"], "writable": True}
-    await create(stack, wlmjob("opts", image(), options=options))
+    await create(stack, wlmjob("opts", image(shared_dir), options=options))
     status = await wait_status(stack.apiserver, "opts", {"Succeeded", "Failed"}, kind="wlmjob", timeout=120)
     assert status["status"] == "Succeeded", status
     lines = (await stack.kubectl("logs", "opts-wlm-job")).stdout.splitlines()
@@ -104,8 +98,10 @@ async def test_options_map_to_the_runtime(stack: Stack) -> None:
     assert f"SLURM_JOB_ID={status['jobId']}" in lines
 
 
-async def test_an_option_without_meaning_for_podman_fails_the_wlmjob_with_the_reason(stack: Stack) -> None:
-    await create(stack, wlmjob("scif", image(), options={"app": "cowsay"}))
+async def test_an_option_without_meaning_for_podman_fails_the_wlmjob_with_the_reason(
+    stack: Stack, shared_dir: SharedDir
+) -> None:
+    await create(stack, wlmjob("scif", image(shared_dir), options={"app": "cowsay"}))
     status = await wait_status(stack.apiserver, "scif", {"Succeeded", "Failed"}, kind="wlmjob", timeout=60)
     assert status["status"] == "Failed"
     assert "app='cowsay': SCIF apps exist only in SIF images" in status["message"], status

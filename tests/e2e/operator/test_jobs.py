@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import eventually, get_json, status_of, wait_status
+from tests.fixtures.shared_dirs import SharedDir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
 
@@ -145,10 +143,11 @@ async def test_failed_collection_fails_the_slurmjob_with_the_reason(stack: Stack
     assert collected["status"] == "False"
 
 
-async def test_a_symlink_out_of_the_working_directory_is_not_collected(stack: Stack, tmp_path: Any) -> None:
+async def test_a_symlink_out_of_the_working_directory_is_not_collected(
+    stack: Stack, tmp_path: Any, shared_dir: SharedDir
+) -> None:
     # Readable by the job owner red-box runs as: refused for where it points, not for access.
-    secret = Path(tempfile.mkdtemp(prefix="secret-", dir="/var/tmp"))
-    os.chmod(secret, 0o755)
+    secret = shared_dir("secret-")
     (secret / "key").write_text("do not copy")
     outputs = tmp_path / "outputs"
     outputs.mkdir()

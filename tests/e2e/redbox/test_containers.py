@@ -7,9 +7,7 @@ built here (``wlmvk_dev.images``), no registry is reached.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from grpclib import GRPCError
@@ -18,6 +16,7 @@ from grpclib.const import Status
 
 from tests.e2e.redbox.helpers import terminal, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
+from tests.fixtures.shared_dirs import SharedDir
 from wlmvk._proto import api
 from wlmvk.core.jobs import ContainerJobSpec, ContainerOptions, JobStatus
 from wlmvk.wlm.client import RedBoxClient
@@ -26,9 +25,8 @@ from wlmvk_dev.images import busybox_rootfs, oci_archive
 pytestmark = pytest.mark.slurm
 
 
-def archive(entrypoint: str) -> str:
-    where = Path(tempfile.mkdtemp(prefix="wlmvk-image-", dir="/var/tmp"))
-    where.chmod(0o755)
+def archive(shared_dir: SharedDir, entrypoint: str) -> str:
+    where = shared_dir("wlmvk-image-")
     return f"oci-archive:{oci_archive(busybox_rootfs(where / 'rootfs', entrypoint), where / 'image.tar')}"
 
 
@@ -36,13 +34,13 @@ def archive(entrypoint: str) -> str:
     shutil.which("podman") is None, reason="Podman is not installed (scripts/container-local up)"
 )
 async def test_podman_runs_the_image_and_its_exit_code_is_the_jobs(
-    redbox_factory: Callable[..., RedBox],
+    redbox_factory: Callable[..., RedBox], shared_dir: SharedDir
 ) -> None:
     box = redbox_factory("--container-runtime", "podman", user=JOB_OWNER)
     client = RedBoxClient(box.socket, timeout=30.0)
     try:
         spec = ContainerJobSpec(
-            image=archive('echo "hello as $(id -u) in $(pwd)"\nexit 7\n'),
+            image=archive(shared_dir, 'echo "hello as $(id -u) in $(pwd)"\nexit 7\n'),
             partition="debug",
             wall_time=120,
             options=ContainerOptions(clear_env=True),
