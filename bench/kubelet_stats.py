@@ -1,5 +1,6 @@
-"""The cost of ``kubectl top`` per interval: one JobUsage call (one ``sstat -a``) for every running
-job, shared by /stats/summary and every node's /metrics/resource.
+"""The cost of ``kubectl top`` per interval: one JobUsage call for every running job, shared by
+/stats/summary and every node's /metrics/resource; red-box reads it in sstat slices within the
+kubelet's budget (0.7 x a 10 s --stats-interval).
 
 Slurm here has 2 CPUs (CR_CORE, no oversubscription), so at most 2 jobs run
 at once: 1,000 running *jobs* cannot be had. What sstat pays per running job
@@ -9,7 +10,11 @@ together with held jobs up to IDS ids in all (the kubelet asks only for the
 pods it last saw running; held ids stand in for jobs that stopped since, and
 cost slurmctld one lookup each). Measured in one run, median of ROUNDS:
 
-- one JobUsage through red-box (what the kubelet pays once per --stats-interval),
+- one JobUsage through red-box with the kubelet's budget (what the kubelet pays once per
+  --stats-interval): its time, the jobs answered and unanswered, and its sstat slices (how many
+  finished within the budget, and the running steps they read),
+- interleaved with it, the call it replaced: one ``sstat -a`` over every id, killed after red-box's
+  30 s --slurm-timeout as red-box did,
 - one interval as metrics-server and the Summary API ask it: the kubelet's usage source
   (``kubelet.stats``) over that red-box, asked for /metrics/resource of NODES nodes and for
   /stats/summary at once: its JobUsage calls, Slurm commands and wall time,
@@ -29,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -39,11 +45,49 @@ from wlmvk.core import logging as wlog
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
-from wlmvk.core.usage import JobUsage
+from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.kubelet import resource_metrics, stats, summary
 from wlmvk.kubelet.ledger import CpuLedger
+from wlmvk.redbox.slurm.runner import Completed, Runner
 
 NODES = [f"slurm-c-n{i}" for i in range(5)]
+INTERVAL = 10.0  # the kubelet's default --stats-interval
+BUDGET = INTERVAL * stats.BUDGET_SHARE  # what the kubelet gives each JobUsage call
+BEFORE_TIMEOUT = 30.0  # red-box's --slurm-timeout, which ended the one sstat call before
+
+
+class SstatLog:
+    """Notes each sstat red-box runs: whether it finished, and the rows it printed."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.calls: list[tuple[bool, int]] = []
+        inner = runner.run
+
+        async def run(argv: Sequence[str], **options: Any) -> Completed:
+            if argv[0] != "sstat":
+                return await inner(argv, **options)
+            try:
+                done = await inner(argv, **options)
+            except Unavailable:
+                self.calls.append((False, 0))
+                raise
+            self.calls.append((done.ok, sum(1 for line in done.stdout.splitlines() if "|" in line)))
+            return done
+
+        runner.run = run  # type: ignore[method-assign]
+
+
+def sstat_all(job_ids: list[int]) -> float | None:
+    """The JobUsage before slices: one ``sstat -a`` over every id; None when killed at 30 s."""
+    argv = ["sstat", "-a", "-n", "--parsable2", "-o", "JobID,TRESUsageInTot"]
+    started = time.perf_counter()
+    try:
+        subprocess.run(
+            [*argv, "-j", ",".join(map(str, job_ids))], capture_output=True, timeout=BEFORE_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return time.perf_counter() - started
 
 
 def steps_job(steps: int) -> int:
@@ -91,25 +135,40 @@ def pod_jobs(job_ids: list[int], started: datetime) -> list[summary.PodJob]:
 async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
     async with red_box() as (parts, client):
         await client.info()
+        sstats = SstatLog(parts.runner)
         times: list[float] = []
         before = parts.runner.spawned
         answered, failures = 0, []
+        calls: list[dict[str, Any]] = []
+        one_sstat: list[float | None] = []
         for _ in range(rounds):
+            one_sstat.append(await asyncio.to_thread(sstat_all, job_ids))
+            sstats.calls.clear()
             started = time.perf_counter()
             try:
-                usage = await client.usage([JobId(j) for j in job_ids])
-            except Unavailable as exc:  # red-box's --slurm-timeout: a result, not a crash
+                sample = await client.usage([JobId(j) for j in job_ids], budget=BUDGET)
+            except Unavailable as exc:  # a listing that failed: a result, not a crash
                 failures.append(exc.message)
-                usage = {}
+                sample = UsageSample({})
             times.append(time.perf_counter() - started)
-            answered = max(answered, len(usage))
+            answered = max(answered, len(sample.usages))
+            calls.append(
+                {
+                    "answered": len(sample.usages),
+                    "unanswered": len(sample.unanswered),
+                    "reason": sample.reason,
+                    "slices": len(sstats.calls),
+                    "slices_finished": sum(1 for ok, _ in sstats.calls if ok),
+                    "steps_read": sum(rows for ok, rows in sstats.calls if ok),
+                }
+            )
         per_call = (parts.runner.spawned - before) // rounds
         # One interval as it comes: every node's /metrics/resource and /stats/summary at once.
         source = stats.StatsSource(
             backend=cast(Backend, client),
             pods=lambda: pod_jobs(job_ids, datetime.now(UTC) - timedelta(minutes=1)),
             nodes=lambda: NODES,
-            interval=3600,
+            interval=INTERVAL,
         )
         spawned, started = parts.runner.spawned, time.perf_counter()
         texts = await asyncio.gather(
@@ -125,6 +184,8 @@ async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
         }
         return {
             "times": times,
+            "calls": calls,
+            "one_sstat": one_sstat,
             "failures": failures,
             "slurm_commands_per_call": per_call,
             "answered": answered,
@@ -192,9 +253,22 @@ def main() -> int:
     batch = statistics.median(times)
     print(f"ids asked: {len(ids)} (1 running job with {seen} running steps incl. batch, {len(held)} held)")
     print(
-        f"one JobUsage via red-box: {batch * 1000:8.1f} ms median of {args.rounds} "
-        f"({' '.join(f'{t * 1000:.0f}' for t in times)} ms); {result['answered']} job answered; "
-        f"{result['slurm_commands_per_call']} Slurm command per call"
+        f"one JobUsage via red-box, budget {BUDGET:g} s: {batch * 1000:8.1f} ms median of {args.rounds} "
+        f"({' '.join(f'{t * 1000:.0f}' for t in times)} ms); "
+        f"{result['slurm_commands_per_call']} Slurm commands per call"
+    )
+    for call in result["calls"]:
+        print(
+            f"  answered {call['answered']} job(s), unanswered {call['unanswered']}; sstat slices finished "
+            f"{call['slices_finished']}/{call['slices']}, running steps read {call['steps_read']}"
+            + (f"; reason: {call['reason']}" if call["reason"] else "")
+        )
+    before = [t for t in result["one_sstat"] if t is not None]
+    print(
+        "before, one sstat -a over every id (killed at 30 s): "
+        + " ".join("killed" if t is None else f"{t * 1000:.0f}" for t in result["one_sstat"])
+        + " ms"
+        + (f"; median of those that finished {statistics.median(before) * 1000:.0f} ms" if before else "")
     )
     for failure in result["failures"]:
         print(f"  a JobUsage call failed: {failure}")
@@ -219,6 +293,9 @@ def main() -> int:
             "rounds": args.rounds,
             "jobusage_ms": batch * 1000,
             "jobusage_rounds_ms": [t * 1000 for t in times],
+            "budget_s": BUDGET,
+            "calls": result["calls"],
+            "before_one_sstat_rounds_ms": [None if t is None else t * 1000 for t in result["one_sstat"]],
             "answered": result["answered"],
             "failures": result["failures"],
             "slurm_commands_per_call": result["slurm_commands_per_call"],

@@ -143,8 +143,7 @@ async def test_a_step_that_cannot_be_read_loses_only_its_own_job(redbox_factory)
         assert set(waited.usages) == {spin}, "the held job has no running step: absent"
         assert waited.usages[spin].steps == 1
         assert cut.unanswered == {many}
-        assert cut.reason.startswith("sstat: no answer from Slurm within ")
-        assert cut.reason.endswith(" s (killed)")
+        assert cut.reason == "sstat: no answer within the budget of 7 s (killed)"
         assert set(cut.usages) == {spin}
         after = await client.usage([many, spin, held])
         assert (set(after.usages), after.unanswered) == ({many, spin}, frozenset())

@@ -52,7 +52,7 @@ class Usage:
         read = [job for job in job_ids if job not in self.unanswered]
         usages = {job: JobUsage(job, timedelta(seconds=seconds * job), 4096, now) for job in read}
         lost = frozenset(job_ids) - set(read)
-        return UsageSample(usages, lost, "sstat: no answer from Slurm within 7 s (killed)" if lost else "")
+        return UsageSample(usages, lost, "sstat: no answer within the budget of 7 s (killed)" if lost else "")
 
 
 def source(backend: Usage, interval: float, keep_for: float | None = None) -> stats.StatsSource:

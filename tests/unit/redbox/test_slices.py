@@ -106,7 +106,7 @@ def test_a_failed_slice_loses_its_own_jobs_and_a_split_job_it_held_part_of() -> 
     combined = slices.combine(
         [
             Answered(first, [row(1, "batch", 5), row(7, "0", 3)]),
-            Answered(second, failure="sstat: no answer from Slurm within 7 s (killed)"),
+            Answered(second, failure="sstat: no answer within the budget of 7 s (killed)"),
             Answered(third, [row(8, "batch", 2), row(8, "0", 1, 2048), row(9, "batch", 4)]),
         ],
         sampled=AT,
@@ -117,18 +117,22 @@ def test_a_failed_slice_loses_its_own_jobs_and_a_split_job_it_held_part_of() -> 
         JobId(9): JobUsage(JobId(9), timedelta(seconds=4), 1024, AT, 1),
     }, "job 7 lost a slice: a sum of part of its steps would be too low"
     assert combined.unanswered == {JobId(7)}
-    assert combined.reason == "sstat: no answer from Slurm within 7 s (killed)"
+    assert combined.reason == "sstat: no answer within the budget of 7 s (killed)"
 
 
 def test_the_reasons_of_several_failed_slices_are_named_once_each() -> None:
-    failures = ["sstat: not started within the budget", "sstat: boom", "sstat: not started within the budget"]
+    failures = [
+        "sstat: no answer within the budget of 7 s (not started)",
+        "sstat: boom",
+        "sstat: no answer within the budget of 7 s (not started)",
+    ]
     parts = [Slice(whole=(JobId(i),)) for i in range(3)]
     combined = slices.combine(
         [Answered(p, failure=f) for p, f in zip(parts, failures, strict=True)], sampled=AT
     )
     assert combined.usages == {}
     assert combined.unanswered == {JobId(0), JobId(1), JobId(2)}
-    assert combined.reason == "sstat: not started within the budget; sstat: boom"
+    assert combined.reason == "sstat: no answer within the budget of 7 s (not started); sstat: boom"
 
 
 def test_a_job_whose_step_a_slice_could_not_read_is_unanswered_not_underreported() -> None:
