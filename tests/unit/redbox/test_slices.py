@@ -33,11 +33,24 @@ def test_the_captured_listing_gives_the_running_steps_of_the_ids_asked() -> None
 
 @pytest.mark.parametrize(
     "line",
-    ["307673_1.batch", "305139", "305139.", "x.0", "305139.0 extra", "|305139.0"],
+    ["307674_1.batch", "305139", "305139.", "x.0", "305139.0 extra", "|305139.0", "305139_[1-2].0"],
 )
 def test_rows_that_name_no_step_of_an_id_asked_are_left_out(line: str) -> None:
-    # An array task's step names the array's id, not the task's; an id alone is no step.
-    assert slices.running_steps(line, [JobId(305139), JobId(307673), JobId(307674)]) == {}
+    assert slices.running_steps(line, [JobId(305139), JobId(307673)]) == {}
+
+
+def test_an_array_is_listed_under_its_id_and_asked_whole() -> None:
+    # Captured: array 351443 (sbatch's answer) with tasks _1 (job 351444) and _2 (job 351443)
+    # running ``srun sleep``; sstat -a of the array's id reads both tasks, each under its own id.
+    array = JobId(351443)
+    listing = slices.running_steps((CAPTURED / "squeue_steps_array.txt").read_text(), [array])
+    assert listing == {array: ["351443_2.0", "351443_2.batch", "351443_1.0", "351443_1.batch"]}
+    assert slices.plan(listing, per_slice=2) == [Slice(whole=(array,))], "never split"
+    rows = stats.step_rows((CAPTURED / "sstat_array.txt").read_text())
+    usage = slices.combine([Answered(Slice(whole=(array,)), rows)], sampled=AT).usages
+    assert usage[array] == JobUsage(array, timedelta(0), (10796 + 1652) * 1024, AT, 2), (
+        "the task whose id it is"
+    )
 
 
 def test_the_captured_slice_mixes_a_whole_job_and_single_steps() -> None:

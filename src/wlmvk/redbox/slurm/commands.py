@@ -50,13 +50,17 @@ PARTITION_TABLE_TTL = 2.0
 NODE_TABLE_TTL = 600.0
 """Seconds node records are reused while the partition table stays the same."""
 
-USAGE_CONCURRENCY = 8
-"""sstat processes reading one JobUsage at once (half the runner's slots at most).
+USAGE_CONCURRENCY = 4
+"""sstat processes reading one JobUsage at once.
 
 They mostly wait for slurmd, which answers several at once: 201 running steps
 of one node, 1000 ids asked, took 5.1 s (median of 3) with 2 at once, 4.8 s
 with 4 and 3.8 s with 8, against 9.7-14.9 s in one sstat, at load 6-8 on 2
-cores (bench/kubelet_stats.py).
+cores. Past what the budget can read, fewer at once finish more slices in
+time: at 401 steps and a 7 s budget, slices finished read 150 and 300 steps
+with 2, 250 and 200 with 4, and 0, 0, 200, 200, 200 with 8 (where each
+slurmd answer walks the node's processes, 8 at once share its 2 cores and
+all finish late). bench/kubelet_stats.py and its variants, 2026-12-03.
 """
 
 USAGE_SLICE_STEPS = 25

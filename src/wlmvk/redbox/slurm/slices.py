@@ -34,9 +34,9 @@ from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.redbox.slurm.stats import StepUsage, job_usage
 
-# squeue -s prints a step as <job>.<step>; an array task as <array job>_<task>.<step>, which
-# names the array's id, not the task's: such a row matches no id asked and is left out.
-_STEP = re.compile(r"(\d+)\.(\w+)")
+# squeue -s prints a step as <job>.<step>; an array task's as <array job>_<task>.<step>, named by
+# the array's id (the id sbatch gave, which the pod holds) rather than the task's own.
+_STEP = re.compile(r"(\d+)(_\d+)?\.(\w+)")
 
 STEP_FORMAT = "%i"
 """``squeue -s -o`` format: the step id alone."""
@@ -58,7 +58,8 @@ class Slice:
 
 
 def running_steps(output: str, asked: Iterable[JobId]) -> dict[JobId, list[str]]:
-    """``squeue -s -h -o %i`` -> each asked job's running steps (``ID.N``), in Slurm's order."""
+    """``squeue -s -h -o %i`` -> each asked job's running steps (``ID.N``, ``ID_T.N`` for an array
+    task, under the array's id), in Slurm's order."""
     wanted = set(asked)
     steps: dict[JobId, list[str]] = {}
     for line in output.splitlines():
@@ -85,7 +86,9 @@ def plan(steps: Mapping[JobId, Sequence[str]], *, per_slice: int) -> list[Slice]
         whole, single, filled = [], [], 0
 
     for job, job_steps in steps.items():
-        if len(job_steps) > per_slice:
+        # An array is asked whole: sstat -a of the array's id reads its tasks, but it misreads a
+        # task's step named ID_T.N. Its rows come back under each task's own id (``combine``).
+        if len(job_steps) > per_slice and not any("_" in step for step in job_steps):
             for step in job_steps:
                 if filled == per_slice:
                     close()
