@@ -141,7 +141,9 @@ CASES: list[tuple[str, betterproto.Message, dict[str, Any]]] = [
                     steps=2,
                 ),
                 api.JobUsage(job_id=7),
-            ]
+            ],
+            unanswered=[123456789013, 8],
+            unanswered_reason="sstat: no answer within the budget of 7 s (killed)",
         ),
         {
             "usages": [
@@ -153,8 +155,15 @@ CASES: list[tuple[str, betterproto.Message, dict[str, Any]]] = [
                     "steps": 2,
                 },
                 {"job_id": "7"},
-            ]
+            ],
+            "unanswered": ["123456789013", "8"],
+            "unanswered_reason": "sstat: no answer within the budget of 7 s (killed)",
         },
+    ),
+    (
+        "JobUsageRequest",
+        api.JobUsageRequest(job_ids=[123456789012, 7], budget=timedelta(seconds=7)),
+        {"job_ids": ["123456789012", "7"], "budget": "7s"},
     ),
     (
         "ResourcesResponse",
