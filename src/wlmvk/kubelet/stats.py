@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
+
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import JobStatus
@@ -33,6 +35,8 @@ from wlmvk.kubelet import resource_metrics, samples, summary
 from wlmvk.kubelet.ledger import CpuLedger
 from wlmvk.kubelet.pod_controller import PodController
 from wlmvk.kubelet.summary import PodJob
+
+_log = structlog.get_logger(__name__)
 
 BUDGET_SHARE = 0.7
 """Share of the interval red-box may spend reading usage (the rest: the call and the answer)."""
@@ -133,6 +137,11 @@ class StatsSource:
         self._sampled_at = time.monotonic()
         self._sampled_wall = datetime.now(UTC)
         self._sampled_once = True
+        if answer.unanswered:
+            # Their last figures are served meanwhile: say why they are not fresh.
+            _log.warning(
+                "usage not read for some running jobs", jobs=len(answer.unanswered), reason=answer.reason
+            )
         self._samples = samples.advance(
             self._samples,
             answer,

@@ -29,7 +29,7 @@ from grpclib.const import Status
 from tests.e2e.redbox.helpers import WAIT, scancel, script, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk._proto import api
-from wlmvk.core.errors import Unsupported
+from wlmvk.core.errors import InvalidInput, Unsupported
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
 from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.wlm.client import RedBoxClient
@@ -145,6 +145,8 @@ async def test_a_step_that_cannot_be_read_loses_only_its_own_job(redbox_factory)
         assert cut.unanswered == {many}
         assert cut.reason == "sstat: no answer within the budget of 7 s (killed)"
         assert set(cut.usages) == {spin}
+        with pytest.raises(InvalidInput, match="budget must not be negative, not -1 s"):
+            await client.usage([spin], budget=-1)
         after = await client.usage([many, spin, held])
         assert (set(after.usages), after.unanswered) == ({many, spin}, frozenset())
         assert after.usages[many].steps == STEPS + 1

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import aiohttp
+import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
 from wlmvk.core.backend import Backend
@@ -160,7 +161,11 @@ async def test_an_unanswered_job_keeps_its_last_figures_and_their_time() -> None
     src = source(backend, interval=0, keep_for=3600)
     first = await src.resource_metrics(None)
     backend.unanswered = {JobId(2)}
-    second = await src.resource_metrics(None)
+    with structlog.testing.capture_logs() as logs:
+        second = await src.resource_metrics(None)
+    assert [(e["event"], e["jobs"], e["reason"]) for e in logs] == [
+        ("usage not read for some running jobs", 1, "sstat: no answer within the budget of 7 s (killed)")
+    ]
     a, b = "['a', 'default', 'job']", "['b', 'default', 'job']"
     assert values(second)[f"container_cpu_usage_seconds_total{a}"] == 20.0, "job 1 was read again"
     assert values(second)[f"container_cpu_usage_seconds_total{b}"] == 20.0, "job 2 kept its last figure"
