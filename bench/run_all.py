@@ -193,43 +193,70 @@ def _median(values: list[float]) -> float:
 
 
 def cpu_table(result: dict[str, Any]) -> list[str]:
-    """CPU per job by part of the system for each submission arm (median of the rounds)."""
+    """CPU per job by part of the system for each submission arm (median of the rounds), and the
+    most each arm could reach on the machine's cores at that CPU per job."""
     arms = {name: arm for name, arm in result["arms"].items() if "cpu_ms_per_job" in arm}
-    if not arms:
+    if not arms or "loop" not in arms:
         return []
+    cores = int(result["machine"]["cores"])
+    loop_rate = arms["loop"]["jobs_per_s"]
+    slurm_side = ("sbatch", "slurmctld", "munged", "slurmdbd+db")
     rows = [
         "Where the CPU goes, per job (ms of CPU, median of the rounds, read from /proc by"
         " `bench/cpu_meter.py`): the server itself; the `sbatch` it spawned (its reaped children;"
         " for the loops, the benchmark's); Slurm's daemons (slurmdbd with its MariaDB); the client"
-        " driving the arm (the benchmark's process). Cores busy = jobs/s x total CPU per job: at 2,"
-        " the machine is the limit and every millisecond the server spends is a job not submitted.",
+        " driving the arm (the benchmark's process). Cores busy = jobs/s x total CPU per job. The"
+        f" bound is the most an arm could reach with all {cores} cores busy at its CPU per job"
+        f" ({cores} x 1000 / total jobs/s), against the loop's measured rate.",
         "",
-        "| arm | " + " | ".join(CPU_PARTS) + " | cores busy |",
-        "|---|" + "---|" * (len(CPU_PARTS) + 1),
+        "| arm | " + " | ".join(CPU_PARTS) + " | cores busy | bound on the cores, x the loop |",
+        "|---|" + "---|" * (len(CPU_PARTS) + 2),
     ]
+    medians: dict[str, dict[str, float]] = {}
     for name, arm in arms.items():
         parts = {part: _median([r[part] for r in arm["cpu_ms_per_job"]]) for part in CPU_PARTS}
+        medians[name] = parts
         busy = arm["jobs_per_s"] * parts["total"] / 1000
-        rows.append(
-            f"| {describe(name)} | " + " | ".join(f"{parts[p]:.2f}" for p in CPU_PARTS) + f" | {busy:.2f} |"
-        )
+        bound = cores * 1000 / parts["total"] / loop_rate
+        cells = " | ".join(f"{parts[p]:.2f}" for p in CPU_PARTS)
+        rows.append(f"| {describe(name)} | {cells} | {busy:.2f} | {bound:.2f} |")
+    keyed = [n for n in medians if n.startswith("redbox-keys@")]
+    if keyed:
+        name = keyed[-1]
+        fixed = sum(medians[name][p] for p in (*slurm_side, "client"))
+        room = cores * 1000 / (1.6 * loop_rate) - fixed
+        rows += [
+            "",
+            f"At 1.6x the loop ({1.6 * loop_rate:.0f} jobs/s) on {cores} cores, a job may cost"
+            f" {cores * 1000 / (1.6 * loop_rate):.2f} ms of CPU in all; Slurm's side (`sbatch` and"
+            f" the daemons) and the client took {fixed:.2f} ms of it in the arm {describe(name)},"
+            f" which leaves {room:.2f} ms per job for the server.",
+        ]
     return rows
 
 
 def pods_cpu(result: dict[str, Any]) -> list[str]:
-    """CPU per pod by part of the system through the kubelet (median of the rounds)."""
-    rounds = [r["cpu_ms_per_pod"] for r in result["rounds"] if "cpu_ms_per_pod" in r]
+    """CPU per pod by part of the system through the kubelet (median of the rounds), and the most
+    the pods could reach on the machine's cores at that CPU per pod."""
+    rounds = [r for r in result["rounds"] if "cpu_ms_per_pod" in r]
     if not rounds:
         return []
-    parts = list(rounds[0])
-    medians = {part: _median([r[part] for r in rounds]) for part in parts}
+    cores = int(result["machine"]["cores"])
+    parts = list(rounds[0]["cpu_ms_per_pod"])
+    medians = {part: _median([r["cpu_ms_per_pod"][part] for r in rounds]) for part in parts}
+    # Each round's bound against its own loop, then their median (as the speedups are taken).
+    bound = _median(
+        [cores * 1000 / r["cpu_ms_per_pod"]["total"] * r["loop_s"] / result["pods"] for r in rounds]
+    )
     return [
         "CPU per pod while the pods went through the kubelet (ms, median of the rounds; `sbatch` is"
-        " red-box's reaped children, client is the benchmark creating and watching the pods):",
+        " red-box's reaped children, client is the benchmark creating and watching the pods). The"
+        f" bound is the most the pods could reach with all {cores} cores busy at this CPU per pod,"
+        " against each round's loop (median of the rounds):",
         "",
-        "| " + " | ".join(parts) + " |",
-        "|" + "---|" * len(parts),
-        "| " + " | ".join(f"{medians[p]:.2f}" for p in parts) + " |",
+        "| " + " | ".join(parts) + " | bound on the cores, x the loop |",
+        "|" + "---|" * (len(parts) + 1),
+        "| " + " | ".join(f"{medians[p]:.2f}" for p in parts) + f" | {bound:.2f} |",
     ]
 
 
