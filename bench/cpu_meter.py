@@ -20,6 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 
 DAEMONS = {"slurmctld": ("slurmctld",), "munged": ("munged",), "slurmdbd+db": ("slurmdbd", "mariadbd")}
+PARTS = ("server", "sbatch", *DAEMONS, "client", "total")
+"""The parts a reading's ``per_job`` names, in the order the tables show them."""
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -78,11 +80,15 @@ def per_job(before: Mapping[str, float], after: Mapping[str, float], jobs: int) 
     return parts | {"total": sum(parts.values())}
 
 
+def median(values: Sequence[float]) -> float:
+    """The middle value (the upper one of an even count): a round's figure, never an average."""
+    return sorted(values)[len(values) // 2]
+
+
 def table(rows: Mapping[str, Sequence[Mapping[str, float]]]) -> list[str]:
     """One line per arm: the median over rounds of each part's ms per job."""
-    parts = ("server", "sbatch", "slurmctld", "munged", "slurmdbd+db", "client", "total")
-    lines = [f"{'arm':<18} " + " ".join(f"{p:>11}" for p in parts)]
+    lines = [f"{'arm':<18} " + " ".join(f"{p:>11}" for p in PARTS)]
     for arm, rounds in rows.items():
-        medians = [sorted(r[p] for r in rounds)[len(rounds) // 2] for p in parts]
+        medians = [median([r[p] for r in rounds]) for p in PARTS]
         lines.append(f"{arm:<18} " + " ".join(f"{m:11.2f}" for m in medians))
     return lines

@@ -43,6 +43,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 import faults_section
 from exec_section import EXEC, EXEC_ARGV, exec_section
 from perf_sections import (
@@ -185,13 +186,6 @@ def pods_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
-CPU_PARTS = ("server", "sbatch", "slurmctld", "munged", "slurmdbd+db", "client", "total")
-
-
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
-
-
 def cpu_table(result: dict[str, Any]) -> list[str]:
     """CPU per job by part of the system for each submission arm (median of the rounds), and the
     most each arm could reach on the machine's cores at that CPU per job."""
@@ -209,16 +203,16 @@ def cpu_table(result: dict[str, Any]) -> list[str]:
         f" bound is the most an arm could reach with all {cores} cores busy at its CPU per job"
         f" ({cores} x 1000 / total jobs/s), against the loop's measured rate.",
         "",
-        "| arm | " + " | ".join(CPU_PARTS) + " | cores busy | bound on the cores, x the loop |",
-        "|---|" + "---|" * (len(CPU_PARTS) + 2),
+        "| arm | " + " | ".join(cpu_meter.PARTS) + " | cores busy | bound on the cores, x the loop |",
+        "|---|" + "---|" * (len(cpu_meter.PARTS) + 2),
     ]
     medians: dict[str, dict[str, float]] = {}
     for name, arm in arms.items():
-        parts = {part: _median([r[part] for r in arm["cpu_ms_per_job"]]) for part in CPU_PARTS}
+        parts = {part: cpu_meter.median([r[part] for r in arm["cpu_ms_per_job"]]) for part in cpu_meter.PARTS}
         medians[name] = parts
         busy = arm["jobs_per_s"] * parts["total"] / 1000
         bound = cores * 1000 / parts["total"] / loop_rate
-        cells = " | ".join(f"{parts[p]:.2f}" for p in CPU_PARTS)
+        cells = " | ".join(f"{parts[p]:.2f}" for p in cpu_meter.PARTS)
         rows.append(f"| {describe(name)} | {cells} | {busy:.2f} | {bound:.2f} |")
     keyed = [n for n in medians if n.startswith("redbox-keys@")]
     if keyed:
@@ -243,9 +237,9 @@ def pods_cpu(result: dict[str, Any]) -> list[str]:
         return []
     cores = int(result["machine"]["cores"])
     parts = list(rounds[0]["cpu_ms_per_pod"])
-    medians = {part: _median([r["cpu_ms_per_pod"][part] for r in rounds]) for part in parts}
+    medians = {part: cpu_meter.median([r["cpu_ms_per_pod"][part] for r in rounds]) for part in parts}
     # Each round's bound against its own loop, then their median (as the speedups are taken).
-    bound = _median(
+    bound = cpu_meter.median(
         [cores * 1000 / r["cpu_ms_per_pod"]["total"] * r["loop_s"] / result["pods"] for r in rounds]
     )
     return [
