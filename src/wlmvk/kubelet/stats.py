@@ -63,7 +63,6 @@ class StatsSource:
         self._started = datetime.now(UTC)
         self._sampled_at = -float("inf")
         self._samples = samples.Samples()
-        self._sampled_once = False
         self._sampling: asyncio.Future[None] | None = None
         self._ledger = CpuLedger()
         self._sampled_wall = self._started
@@ -118,7 +117,7 @@ class StatsSource:
             # An interval of 0 (every request asks) waits for the answer, with red-box's own limit.
             await asyncio.wait_for(asyncio.shield(self._sampling), self._interval or None)
         except TimeoutError:
-            if not self._sampled_once:
+            if self._sampled_at == -float("inf"):  # no sample yet to serve
                 raise Unavailable(f"JobUsage: no answer within {self._interval:g} s") from None
 
     def _sampled(self, future: asyncio.Future[None]) -> None:
@@ -136,7 +135,6 @@ class StatsSource:
         )
         self._sampled_at = time.monotonic()
         self._sampled_wall = datetime.now(UTC)
-        self._sampled_once = True
         if answer.unanswered:
             # Their last figures are served meanwhile: say why they are not fresh.
             _log.warning(
