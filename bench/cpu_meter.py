@@ -52,9 +52,7 @@ def reading(server: int | None) -> dict[str, float]:
         out["server"], out["sbatch"] = 0.0, children.ru_utime + children.ru_stime
     else:
         out["server"], out["sbatch"] = _stat(server)
-    for part, names in DAEMONS.items():
-        out[part] = sum(_stat(pid)[0] for name in names for pid in _pids(name))
-    return out
+    return out | _daemon_parts()
 
 
 async def settled(limit: float = 15.0) -> None:
@@ -70,8 +68,15 @@ async def settled(limit: float = 15.0) -> None:
         last = now
 
 
+def _daemon_parts() -> dict[str, float]:
+    """CPU seconds so far of each daemon part (DAEMONS)."""
+    return {
+        part: sum(_stat(pid)[0] for name in names for pid in _pids(name)) for part, names in DAEMONS.items()
+    }
+
+
 def _daemons() -> float:
-    return sum(_stat(pid)[0] for names in DAEMONS.values() for name in names for pid in _pids(name))
+    return sum(_daemon_parts().values())
 
 
 def per_job(before: Mapping[str, float], after: Mapping[str, float], jobs: int) -> dict[str, float]:
