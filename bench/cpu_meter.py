@@ -25,7 +25,7 @@ PARTS = ("server", "sbatch", *DAEMONS, "client", "total")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat(pid: int) -> tuple[float, float]:
+def process_times(pid: int) -> tuple[float, float]:
     """(own, reaped children's) CPU seconds of ``pid``; zeros once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
@@ -51,7 +51,7 @@ def reading(server: int | None) -> dict[str, float]:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         out["server"], out["sbatch"] = 0.0, children.ru_utime + children.ru_stime
     else:
-        out["server"], out["sbatch"] = _stat(server)
+        out["server"], out["sbatch"] = process_times(server)
     return out | _daemon_parts()
 
 
@@ -71,7 +71,8 @@ async def settled(limit: float = 15.0) -> None:
 def _daemon_parts() -> dict[str, float]:
     """CPU seconds so far of each daemon part (DAEMONS)."""
     return {
-        part: sum(_stat(pid)[0] for name in names for pid in _pids(name)) for part, names in DAEMONS.items()
+        part: sum(process_times(pid)[0] for name in names for pid in _pids(name))
+        for part, names in DAEMONS.items()
     }
 
 

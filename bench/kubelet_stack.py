@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
+
 from wlmvk.core.errors import NotFound
 from wlmvk.kube.bodies import NODES
 
@@ -114,11 +116,8 @@ class Stack:
             named.append(("kubelet", self.processes[-1]))  # the newest kubelet
         out: dict[str, float] = {}
         for name, proc in named:
-            try:
-                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except FileNotFoundError:
-                continue
-            out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            if Path(f"/proc/{proc.pid}").exists():  # a process gone is left out
+                out[name] = cpu_meter.process_times(proc.pid)[0]
         return out
 
     def slurm_commands(self) -> list[str]:

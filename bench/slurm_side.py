@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 from kubelet_stack import counting_shims, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,12 +251,7 @@ async def apiserver_and_kubelet(
 
 def process_cpu(pid: int) -> float:
     """CPU seconds used so far by ``pid`` and its waited-for children (from /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return 0.0
-    ticks = sum(int(x) for x in fields[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_meter.process_times(pid))
 
 
 def main_with_json(
