@@ -45,12 +45,17 @@ def backing_off(name: str = "c") -> ContainerState:
         ([], [exited(0), running("d")], "Never", "Running"),
         ([], [exited(0)], "OnFailure", "Succeeded"),
         ([], [backing_off()], "OnFailure", "Running"),
+        # Ended, its restart not yet decided: the kubelet says Running, never Failed, meanwhile.
+        ([], [exited(1)], "OnFailure", "Running"),
+        ([], [exited(0), exited(2, "d")], "OnFailure", "Running"),
         ([], [backing_off()], "Always", "Running"),
         ([], [exited(0)], "Always", "Running"),
         ([running("i")], [waiting()], "Never", "Pending"),
         ([exited(1, "i")], [waiting()], "Never", "Failed"),
         ([exited(0, "i")], [running()], "Never", "Running"),
         ([backing_off("i")], [waiting()], "OnFailure", "Pending"),
+        ([exited(1, "i")], [waiting()], "OnFailure", "Pending"),
+        ([exited(1, "i")], [waiting()], "Always", "Pending"),
     ],
 )
 def test_phase(

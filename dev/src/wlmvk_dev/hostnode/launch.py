@@ -181,19 +181,24 @@ def _link(mount: dict[str, Any], done: list[dict[str, Any]], created: list[str])
 
 
 def _ensure(path: str, directory: bool, done: list[dict[str, Any]], created: list[str]) -> None:
-    """Create ``path`` (and missing parents) as a directory or an empty file; record what was made."""
-    missing = []
-    probe = path
-    while not os.path.lexists(probe):
-        missing.append(probe)
-        probe = os.path.dirname(probe)
-    for item in reversed(missing):
-        if item == path and not directory:
-            with open(item, "a"):
-                pass
+    """Create ``path`` (and missing parents) as a directory or an empty file; record what was made.
+
+    Each step makes first and looks never: two launchers starting at once (two pods mounting
+    the same target) may both find a path missing, and the one whose make comes second takes
+    the other's path as it is instead of failing with "File exists". Only the maker records it.
+    """
+    try:
+        if directory:
+            os.mkdir(path, 0o755)
         else:
-            os.mkdir(item, 0o755)
-        created.append(_host_path(item, done))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        _ensure(os.path.dirname(path), True, done, created)
+        _ensure(path, directory, done, created)
+        return
+    created.append(_host_path(path, done))
 
 
 def _host_path(path: str, done: list[dict[str, Any]]) -> str:

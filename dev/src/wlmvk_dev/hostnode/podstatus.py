@@ -91,9 +91,14 @@ class ContainerState:
 
 
 def phase(init: Sequence[ContainerState], containers: Sequence[ContainerState], restart_policy: str) -> str:
-    """The kubelet's pod phase."""
+    """The kubelet's pod phase (its ``getPhase``).
+
+    A container that failed is restarted unless the policy is Never, so with Always or
+    OnFailure a failure leaves the pod Pending (an init container) or Running, even in the
+    moment between the container's end and its restart's back-off.
+    """
     for state in init:
-        if state.terminated and state.exit_code != 0 and not state.will_restart:
+        if state.terminated and state.exit_code != 0 and restart_policy == "Never":
             return "Failed"
     if any(not (s.terminated and s.exit_code == 0) for s in init):
         return "Pending"
@@ -116,7 +121,7 @@ def phase(init: Sequence[ContainerState], containers: Sequence[ContainerState], 
         return "Running"
     if stopped and succeeded == stopped:
         return "Succeeded"
-    return "Failed"
+    return "Failed" if restart_policy == "Never" else "Running"
 
 
 def conditions(
