@@ -2710,7 +2710,13 @@ type ExecRequest struct {
 	Height uint32 `protobuf:"varint,5,opt,name=height,proto3" json:"height,omitempty"`
 	Stdin  []byte `protobuf:"bytes,6,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	// No more input: the command reads end-of-file.
-	StdinClosed   bool `protobuf:"varint,7,opt,name=stdin_closed,json=stdinClosed,proto3" json:"stdin_closed,omitempty"`
+	StdinClosed bool `protobuf:"varint,7,opt,name=stdin_closed,json=stdinClosed,proto3" json:"stdin_closed,omitempty"`
+	// wlmvk: the container's environment, NAME=value each, set for the command
+	// over red-box's own (as the job script exports it over sbatch's).
+	Environment []string `protobuf:"bytes,8,rep,name=environment,proto3" json:"environment,omitempty"`
+	// wlmvk: the container's working directory; a relative one is under the
+	// job's working directory. Empty: the job's working directory.
+	WorkingDir    string `protobuf:"bytes,9,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2792,6 +2798,20 @@ func (x *ExecRequest) GetStdinClosed() bool {
 		return x.StdinClosed
 	}
 	return false
+}
+
+func (x *ExecRequest) GetEnvironment() []string {
+	if x != nil {
+		return x.Environment
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
 }
 
 type ExecResponse struct {
@@ -3086,7 +3106,7 @@ const file_wlm_proto_rawDesc = "" +
 	"\n" +
 	"unanswered\x18\x02 \x03(\x03R\n" +
 	"unanswered\x12+\n" +
-	"\x11unanswered_reason\x18\x03 \x01(\tR\x10unansweredReason\"\xb7\x01\n" +
+	"\x11unanswered_reason\x18\x03 \x01(\tR\x10unansweredReason\"\xfa\x01\n" +
 	"\vExecRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
@@ -3094,7 +3114,10 @@ const file_wlm_proto_rawDesc = "" +
 	"\x05width\x18\x04 \x01(\rR\x05width\x12\x16\n" +
 	"\x06height\x18\x05 \x01(\rR\x06height\x12\x14\n" +
 	"\x05stdin\x18\x06 \x01(\fR\x05stdin\x12!\n" +
-	"\fstdin_closed\x18\a \x01(\bR\vstdinClosed\"\x8d\x01\n" +
+	"\fstdin_closed\x18\a \x01(\bR\vstdinClosed\x12 \n" +
+	"\venvironment\x18\b \x03(\tR\venvironment\x12\x1f\n" +
+	"\vworking_dir\x18\t \x01(\tR\n" +
+	"workingDir\"\x8d\x01\n" +
 	"\fExecResponse\x12\x18\n" +
 	"\astarted\x18\x05 \x01(\bR\astarted\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +

@@ -17,7 +17,11 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobId
 
 MAX_COMMAND_BYTES = 128 * 1024
-"""A command line longer than this is refused: srun passes it through the job's environment."""
+"""A command line longer than this is refused: srun passes it through the job's environment.
+The container's environment is bounded the same."""
+
+MAX_PATH_BYTES = 4096
+"""PATH_MAX: a longer working directory is no path."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,26 @@ class ExecSpec:
     command: tuple[str, ...]
     tty: bool = False
     size: Resize | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    """The container's variables (name, value), set over red-box's own as the job script sets them."""
+    working_dir: str = ""
+    """The container's working directory; a relative one is under the job's; empty: the job's."""
 
 
-def exec_spec(job_id: int, command: Sequence[str], *, tty: bool, size: Resize | None) -> ExecSpec:
-    """A checked exec request: a command of non-empty words without NUL, of a sane length."""
+def exec_spec(
+    job_id: int,
+    command: Sequence[str],
+    *,
+    tty: bool,
+    size: Resize | None,
+    environment: Sequence[tuple[str, str]] = (),
+    working_dir: str = "",
+) -> ExecSpec:
+    """A checked exec request: a command of non-empty words without NUL, of a sane length.
+
+    The environment's names are non-empty, without ``=`` or NUL, and its values without
+    NUL (what ``execve`` can pass); it is bounded as the command is.
+    """
     if job_id <= 0:
         raise InvalidInput(f"exec: job id {job_id} is not a Slurm job id")
     words = tuple(command)
@@ -85,4 +105,21 @@ def exec_spec(job_id: int, command: Sequence[str], *, tty: bool, size: Resize | 
         raise InvalidInput(f"exec: the command is longer than {MAX_COMMAND_BYTES} bytes")
     if size is not None and (size.width < 0 or size.height < 0):
         raise InvalidInput(f"exec: terminal size {size.width}x{size.height} is negative")
-    return ExecSpec(job_id=JobId(job_id), command=words, tty=tty, size=size)
+    variables = tuple((str(name), str(value)) for name, value in environment)
+    for name, value in variables:
+        if not name or "=" in name or "\x00" in name:
+            raise InvalidInput(f"exec: environment variable name {name!r} is not one execve can set")
+        if "\x00" in value:
+            raise InvalidInput(f"exec: environment variable {name} has a NUL byte in its value")
+    if sum(len(name.encode()) + len(value.encode()) + 2 for name, value in variables) > MAX_COMMAND_BYTES:
+        raise InvalidInput(f"exec: the environment is longer than {MAX_COMMAND_BYTES} bytes")
+    if "\x00" in working_dir or len(working_dir.encode()) > MAX_PATH_BYTES:
+        raise InvalidInput(f"exec: working directory {working_dir[:80]!r} is not a path")
+    return ExecSpec(
+        job_id=JobId(job_id),
+        command=words,
+        tty=tty,
+        size=size,
+        environment=variables,
+        working_dir=working_dir,
+    )

@@ -27,7 +27,7 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import access, auth, executing, nodes, server, stats
+from wlmvk.kubelet import access, auth, executing, nodes, server, stats, translate
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.health import MeteredBackend, Reachability
@@ -194,6 +194,7 @@ class Kubelet:
             container=record.facts(self.settings.node_ip).container,
             job_id=record.job_id,
             state=record.state,
+            context=translate.exec_context(record.pod),
         )
 
     def _pods_view(self) -> list[dict[str, Any]]:

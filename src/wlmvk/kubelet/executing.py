@@ -9,7 +9,9 @@ code, which it writes as the final status. Input is read from the client
 only once the command has started; a client that goes away ends the command.
 
 Only the job id the kubelet verified (the job's key matched the pod) is used:
-a forged ``wlm.sylabs.io/job-id`` annotation reaches no job.
+a forged ``wlm.sylabs.io/job-id`` annotation reaches no job. The command gets
+the container's env and workingDir (``translate.exec_context``), as
+``kubectl exec`` into a container does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -37,6 +39,7 @@ from wlmvk.core.sessions import (
     exec_spec,
 )
 from wlmvk.kubelet.exec import ExecChannel, ExecRequest, exit_status
+from wlmvk.kubelet.translate import ExecContext
 
 _log = structlog.get_logger(__name__)
 
@@ -51,6 +54,8 @@ class Target:
     container: str
     job_id: JobId | None
     state: JobState | None
+    context: ExecContext = field(default_factory=ExecContext)
+    """The container's environment and working directory, which the command gets."""
 
 
 Lookup = Callable[[str, str], Target | None]
@@ -67,6 +72,10 @@ class Executor:
         self.job_of(request)
 
     def job_of(self, request: ExecRequest) -> JobId:
+        return self._target(request)[0]
+
+    def _target(self, request: ExecRequest) -> tuple[JobId, ExecContext]:
+        """The pod's job, verified running as far as the kubelet knows, and the command's context."""
         target = self._lookup(request.namespace, request.pod)
         if target is None:
             raise NotFound(f'pod "{request.pod}" not found on this kubelet')
@@ -86,13 +95,20 @@ class Executor:
             raise FailedPrecondition(
                 f"{where} is not running: Slurm job {target.job_id} is {state.status.value}{why}"
             )
-        return target.job_id
+        return target.job_id, target.context
 
     async def run(self, request: ExecRequest, channel: ExecChannel) -> None:
         """The ``ExecHandler``: the command in the pod's job, relayed until its exit code."""
-        job_id = self.job_of(request)
+        job_id, context = self._target(request)
         size, early = await _first_size(channel) if request.tty else (None, [])
-        spec = exec_spec(job_id, request.command, tty=request.tty, size=size)
+        spec = exec_spec(
+            job_id,
+            request.command,
+            tty=request.tty,
+            size=size,
+            environment=context.environment,
+            working_dir=context.working_dir,
+        )
         started = asyncio.Event()
         gone = asyncio.Event()
         outputs = self._backend.exec(spec, _events(request, channel, started, gone, early))

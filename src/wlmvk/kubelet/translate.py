@@ -221,6 +221,33 @@ def _deadline(value: Any) -> int:
     return seconds
 
 
+@dataclass(frozen=True)
+class ExecContext:
+    """What a command run into the pod's job (``kubectl exec``) is given, as its job script was."""
+
+    environment: tuple[tuple[str, str], ...] = ()
+    working_dir: str = ""
+
+
+def exec_context(pod: Body) -> ExecContext:
+    """A plain pod's container env and workingDir, exactly as ``_container_script`` sets them.
+
+    A batch pod's or a WlmJob's script sets up its own environment and directory: an exec
+    gets the job's directory and red-box's environment there, as a step the script starts would.
+    """
+    annotations = objects.annotations(pod)
+    containers = objects.spec(pod).get("containers") or []
+    scripted = names.ANNOTATION_BATCH in annotations or names.ANNOTATION_CONTAINER_JOB in annotations
+    if scripted or not containers:
+        return ExecContext()
+    container: Body = containers[0]
+    env = _environment(pod, container)
+    return ExecContext(
+        environment=() if isinstance(env, Rejection) else tuple(env),
+        working_dir=str(container.get("workingDir") or ""),
+    )
+
+
 def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
     env = _environment(pod, container)
     if isinstance(env, Rejection):

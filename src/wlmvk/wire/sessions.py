@@ -8,6 +8,7 @@ ExecResponse carries the start (the first), output, or the exit code (the last).
 from __future__ import annotations
 
 from wlmvk._proto import api
+from wlmvk.core.errors import InvalidInput
 from wlmvk.core.sessions import (
     ExecEvent,
     ExecOutput,
@@ -26,14 +27,33 @@ from wlmvk.core.sessions import (
 def spec_to_wire(spec: ExecSpec) -> api.ExecRequest:
     size = spec.size or Resize(0, 0)
     return api.ExecRequest(
-        job_id=spec.job_id, command=list(spec.command), tty=spec.tty, width=size.width, height=size.height
+        job_id=spec.job_id,
+        command=list(spec.command),
+        tty=spec.tty,
+        width=size.width,
+        height=size.height,
+        environment=[f"{name}={value}" for name, value in spec.environment],
+        working_dir=spec.working_dir,
     )
 
 
 def spec_from_wire(wire: api.ExecRequest) -> ExecSpec:
     """The first message's spec (InvalidInput when it is not one)."""
     size = Resize(wire.width, wire.height) if wire.width or wire.height else None
-    return exec_spec(wire.job_id, wire.command, tty=wire.tty, size=size)
+    environment = []
+    for item in wire.environment:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise InvalidInput(f"exec: environment entry {item[:80]!r} is not NAME=value")
+        environment.append((name, value))
+    return exec_spec(
+        wire.job_id,
+        wire.command,
+        tty=wire.tty,
+        size=size,
+        environment=environment,
+        working_dir=wire.working_dir,
+    )
 
 
 def event_to_wire(event: ExecEvent) -> api.ExecRequest:

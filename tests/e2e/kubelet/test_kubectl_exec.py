@@ -9,7 +9,8 @@ Node that declares ``ExtendWebSocketsToKubelet``; the real kube-apiserver
 v1.36, our Nodes declaring nothing, translates the WebSocket into SPDY/3.1
 for the kubelet and passes SPDY through (``kubelet/spdy.py`` has the
 evidence). So the kubelet's WebSocket and SPDY transports are both driven.
-A command's stdout, stderr and exit code come back; an interactive shell is
+A command's stdout, stderr and exit code come back, run with the container's
+env and workingDir; an interactive shell is
 driven through a pseudo-terminal; a job that is not running, a finished pod,
 a pod that is not there, and a caller without rights are refused with a
 clear error.
@@ -40,6 +41,7 @@ from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.e2e.kubelet.test_api_access import client_context
 from tests.e2e.kubelet.test_kubelet import wait_phase
 from tests.fixtures.apiserver import KUBECTL, RealApiServer
+from tests.fixtures.shared_dirs import SharedDir
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS
 
@@ -106,6 +108,35 @@ async def test_stdin_reaches_the_command(stack: Stack, client: str) -> None:
         stack, client, "exec", "-i", name, "--", "sh", "-c", "tr a-z A-Z", input="hello\nslurm\n"
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "HELLO\nSLURM\n", "")
+
+
+async def test_the_command_gets_the_containers_env_and_working_dir(
+    stack: Stack, shared_dir: SharedDir
+) -> None:
+    """As kubectl exec into a container: its env (fieldRefs resolved) and workingDir, not red-box's."""
+    workdir = shared_dir("exec-workdir-")
+    name = unique("exec")
+    body = job_pod(name, SLEEP)
+    body["spec"]["containers"][0].update(
+        env=[
+            {"name": "GREETING", "value": "it's a, b=c"},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+        workingDir=str(workdir),
+    )
+    await stack.kube.create(PODS, body, namespace="default")
+    await wait_phase(stack, name, "Running")
+    done = await kubectl_with(
+        stack,
+        "websocket",
+        "exec",
+        name,
+        "--",
+        "sh",
+        "-c",
+        'printf "%s|%s|%s\\n" "$GREETING" "$POD_NAME" "$(pwd -P)"',
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"it's a, b=c|{name}|{workdir}\n", "")
 
 
 def kubectl_command(stack: Stack) -> tuple[list[str], dict[str, str]]:

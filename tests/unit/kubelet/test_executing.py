@@ -25,6 +25,7 @@ from wlmvk.core.sessions import (
 )
 from wlmvk.kubelet.exec import ExecRequest, exit_status
 from wlmvk.kubelet.executing import Executor, Target
+from wlmvk.kubelet.translate import ExecContext
 
 
 def request(*, stdin: bool = False, tty: bool = False, container: str = "main") -> ExecRequest:
@@ -123,6 +124,16 @@ async def test_output_is_relayed_and_the_exit_code_is_the_status() -> None:
     assert channel.sent == [("stdout", b"out"), ("stderr", b"err"), ("status", exit_status(3))]
     assert backend.specs == [ExecSpec(job_id=JobId(7), command=("sh",), tty=False, size=None)]
     assert backend.inputs == [StdinClosed()], "no stdin asked: its end at once"
+
+
+async def test_the_command_gets_the_containers_environment_and_directory() -> None:
+    backend = Backend([Started(), Exited(0)])
+    context = ExecContext(environment=(("GREETING", "hi"),), working_dir="data")
+    target = Target("main", JobId(7), RUNNING, context)
+    await executor(backend, target).run(request(), Channel())  # type: ignore[arg-type]
+    assert backend.specs == [
+        ExecSpec(job_id=JobId(7), command=("sh",), environment=(("GREETING", "hi"),), working_dir="data")
+    ]
 
 
 async def test_a_terminal_starts_at_the_clients_first_size_and_has_one_output() -> None:

@@ -7,7 +7,7 @@ import pytest
 from tests.unit.kubelet.podbodies import batch_pod, pod
 from wlmvk.core import names, sbatch
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet.translate import Rejection, Target, pod_to_job
+from wlmvk.kubelet.translate import ExecContext, Rejection, Target, exec_context, pod_to_job
 
 DEBUG = Target("debug")
 
@@ -64,6 +64,28 @@ def test_env_and_working_dir_are_exported_before_the_command() -> None:
     assert lines.index("cd '/tmp/work dir' || exit 1") < next(
         i for i, x in enumerate(lines) if x.startswith("exec")
     )
+
+
+def test_an_exec_gets_the_env_and_working_dir_the_script_exports() -> None:
+    body = pod(
+        container={
+            "env": [
+                {"name": "GREETING", "value": "it's fine"},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            ],
+            "workingDir": "work dir",
+        }
+    )
+    assert exec_context(body) == ExecContext(
+        environment=(("GREETING", "it's fine"), ("POD", "cow")), working_dir="work dir"
+    )
+
+
+def test_an_exec_into_a_scripted_job_gets_no_container_env_or_directory() -> None:
+    scripted = batch_pod("#!/bin/sh\nexport GREETING=hi\n", container={"env": [{"name": "A", "value": "1"}]})
+    assert exec_context(scripted) == ExecContext()
+    unsupported = pod(container={"env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s"}}}]})
+    assert exec_context(unsupported) == ExecContext()
 
 
 def test_label_field_refs_resolve() -> None:

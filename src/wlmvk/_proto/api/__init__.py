@@ -441,6 +441,18 @@ class ExecRequest(betterproto.Message):
     stdin_closed: bool = betterproto.bool_field(7)
     """No more input: the command reads end-of-file."""
 
+    environment: List[str] = betterproto.string_field(8)
+    """
+    wlmvk: the container's environment, NAME=value each, set for the command
+     over red-box's own (as the job script exports it over sbatch's).
+    """
+
+    working_dir: str = betterproto.string_field(9)
+    """
+    wlmvk: the container's working directory; a relative one is under the
+     job's working directory. Empty: the job's working directory.
+    """
+
 
 @dataclass(eq=False, repr=False)
 class ExecResponse(betterproto.Message):

@@ -43,7 +43,7 @@ from wlmvk.core.sessions import (
     StdoutData,
 )
 from wlmvk.redbox.slurm import spawning
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv, srun_environment
 
 _log = structlog.get_logger(__name__)
 
@@ -98,10 +98,12 @@ class Execution:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         executable = spawning.executable(self.argv[0], None)
+        environment = srun_environment(self.spec, os.environ)
         if not self.spec.tty:
             proc = subprocess.Popen(
                 self.argv,
                 executable=executable,
+                env=environment,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -119,6 +121,7 @@ class Execution:
                 proc = subprocess.Popen(
                     self.argv,
                     executable=executable,
+                    env=environment,
                     stdin=slave,
                     stdout=slave,
                     stderr=subprocess.PIPE,

@@ -5,7 +5,10 @@ allocation, sharing its CPUs and memory with the steps already there (a job
 whose batch step holds every CPU would otherwise wait for itself). One task
 on one node, the job's first, as ``kubectl exec`` runs one process;
 ``--pty`` runs it on a terminal. ``--quiet`` keeps srun's progress notes
-out of the command's stderr.
+out of the command's stderr. The command starts in the container's working
+directory (under the job's when relative, as the job script's ``cd``), and
+srun runs with the container's variables set over red-box's own, as a job
+script's ``srun`` runs after its ``export`` lines: the step inherits them.
 
 srun still adds one line of its own when the task fails
 (``srun: error: <node>: task 0: Exited with exit code 3``): the exit code
@@ -16,7 +19,9 @@ is held back until its end is seen.
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Mapping
 
 from wlmvk.core.sessions import ExecSpec
 
@@ -25,12 +30,21 @@ _PREFIX = b"srun: error: "
 
 
 def srun_argv(spec: ExecSpec, *, working_dir: str = "") -> list[str]:
+    """srun's command line; ``working_dir`` is the job's, under which a relative container one is."""
     argv = ["srun", "--overlap", f"--jobid={spec.job_id}", "--ntasks=1", "--nodes=1", "--quiet"]
-    if working_dir:
-        argv.append(f"--chdir={working_dir}")
+    directory = posixpath.join(working_dir, spec.working_dir) if spec.working_dir else working_dir
+    if directory:
+        argv.append(f"--chdir={directory}")
     if spec.tty:
         argv.append("--pty")
     return [*argv, "--", *spec.command]
+
+
+def srun_environment(spec: ExecSpec, base: Mapping[str, str]) -> dict[str, str] | None:
+    """srun's environment: ``base`` (red-box's) with the container's variables over it; None: ``base``."""
+    if not spec.environment:
+        return None
+    return {**base, **dict(spec.environment)}
 
 
 class ExitLineFilter:
