@@ -2711,9 +2711,9 @@ type ExecRequest struct {
 	Stdin  []byte `protobuf:"bytes,6,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	// No more input: the command reads end-of-file.
 	StdinClosed bool `protobuf:"varint,7,opt,name=stdin_closed,json=stdinClosed,proto3" json:"stdin_closed,omitempty"`
-	// wlmvk: the container's environment, NAME=value each, set for the command
-	// over red-box's own (as the job script exports it over sbatch's).
-	Environment []string `protobuf:"bytes,8,rep,name=environment,proto3" json:"environment,omitempty"`
+	// wlmvk: the container's environment, set over red-box's own for srun, with
+	// the rules of SubmitJobRequest.env.
+	Env map[string]string `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// wlmvk: the container's working directory; a relative one is under the
 	// job's working directory. Empty: the job's working directory.
 	WorkingDir    string `protobuf:"bytes,9,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
@@ -2800,9 +2800,9 @@ func (x *ExecRequest) GetStdinClosed() bool {
 	return false
 }
 
-func (x *ExecRequest) GetEnvironment() []string {
+func (x *ExecRequest) GetEnv() map[string]string {
 	if x != nil {
-		return x.Environment
+		return x.Env
 	}
 	return nil
 }
@@ -3106,7 +3106,7 @@ const file_wlm_proto_rawDesc = "" +
 	"\n" +
 	"unanswered\x18\x02 \x03(\x03R\n" +
 	"unanswered\x12+\n" +
-	"\x11unanswered_reason\x18\x03 \x01(\tR\x10unansweredReason\"\xfa\x01\n" +
+	"\x11unanswered_reason\x18\x03 \x01(\tR\x10unansweredReason\"\xbd\x02\n" +
 	"\vExecRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
@@ -3114,10 +3114,13 @@ const file_wlm_proto_rawDesc = "" +
 	"\x05width\x18\x04 \x01(\rR\x05width\x12\x16\n" +
 	"\x06height\x18\x05 \x01(\rR\x06height\x12\x14\n" +
 	"\x05stdin\x18\x06 \x01(\fR\x05stdin\x12!\n" +
-	"\fstdin_closed\x18\a \x01(\bR\vstdinClosed\x12 \n" +
-	"\venvironment\x18\b \x03(\tR\venvironment\x12\x1f\n" +
+	"\fstdin_closed\x18\a \x01(\bR\vstdinClosed\x12+\n" +
+	"\x03env\x18\b \x03(\v2\x19.api.ExecRequest.EnvEntryR\x03env\x12\x1f\n" +
 	"\vworking_dir\x18\t \x01(\tR\n" +
-	"workingDir\"\x8d\x01\n" +
+	"workingDir\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
 	"\fExecResponse\x12\x18\n" +
 	"\astarted\x18\x05 \x01(\bR\astarted\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
@@ -3188,7 +3191,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -3236,8 +3239,9 @@ var file_wlm_proto_goTypes = []any{
 	(*ExecResponse)(nil),               // 43: api.ExecResponse
 	nil,                                // 44: api.SubmitJobRequest.EnvEntry
 	nil,                                // 45: api.SubmitJobContainerRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 46: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 47: google.protobuf.Duration
+	nil,                                // 46: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 48: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
 	44, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
@@ -3248,67 +3252,68 @@ var file_wlm_proto_depIdxs = []int32{
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	1,  // 7: api.JobInfo.status:type_name -> api.JobStatus
-	46, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	46, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	47, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	47, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	46, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	47, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	47, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	48, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	48, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	47, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 13: api.JobStepInfo.status:type_name -> api.JobStatus
-	46, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	46, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	47, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	47, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 16: api.JobState.status:type_name -> api.JobStatus
-	46, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	46, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	46, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	47, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	47, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	47, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
 	32, // 21: api.FindJobResponse.state:type_name -> api.JobState
-	47, // 22: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	47, // 23: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	46, // 24: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	48, // 22: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	48, // 23: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	47, // 24: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
 	40, // 25: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	2,  // 26: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 27: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 28: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 29: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 30: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 31: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 32: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 33: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 34: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 35: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 36: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 37: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 38: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	31, // 39: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	34, // 40: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	36, // 41: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	38, // 42: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	39, // 43: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	42, // 44: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	3,  // 45: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 46: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 47: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 48: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 49: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 50: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 51: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 52: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 53: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 54: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 55: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 56: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 57: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 58: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	35, // 59: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	37, // 60: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 61: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	41, // 62: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	43, // 63: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	45, // [45:64] is the sub-list for method output_type
-	26, // [26:45] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	46, // 26: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	2,  // 27: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 28: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 29: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 30: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 31: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 32: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 33: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 34: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 35: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 36: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 37: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 38: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 39: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	31, // 40: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	34, // 41: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	36, // 42: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	38, // 43: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	39, // 44: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	42, // 45: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	3,  // 46: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 47: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 48: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 49: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 50: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 51: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 52: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 53: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 54: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 55: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 56: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 57: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 58: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	33, // 59: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	35, // 60: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	37, // 61: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 62: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	41, // 63: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	43, // 64: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	46, // [46:65] is the sub-list for method output_type
+	27, // [27:46] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -3322,7 +3327,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

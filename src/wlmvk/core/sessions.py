@@ -10,15 +10,14 @@ last, ``Exited``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobId
 
 MAX_COMMAND_BYTES = 128 * 1024
-"""A command line longer than this is refused: srun passes it through the job's environment.
-The container's environment is bounded the same."""
+"""A command line longer than this is refused: srun passes it through the job's environment."""
 
 MAX_PATH_BYTES = 4096
 """PATH_MAX: a longer working directory is no path."""
@@ -74,8 +73,8 @@ class ExecSpec:
     command: tuple[str, ...]
     tty: bool = False
     size: Resize | None = None
-    environment: tuple[tuple[str, str], ...] = ()
-    """The container's variables (name, value), set over red-box's own as the job script sets them."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The container's variables, set over red-box's own as for a job (``redbox.scripts.check_env``)."""
     working_dir: str = ""
     """The container's working directory; a relative one is under the job's; empty: the job's."""
 
@@ -86,13 +85,12 @@ def exec_spec(
     *,
     tty: bool,
     size: Resize | None,
-    environment: Sequence[tuple[str, str]] = (),
+    env: Mapping[str, str] | None = None,
     working_dir: str = "",
 ) -> ExecSpec:
     """A checked exec request: a command of non-empty words without NUL, of a sane length.
 
-    The environment's names are non-empty, without ``=`` or NUL, and its values without
-    NUL (what ``execve`` can pass); it is bounded as the command is.
+    ``env`` is checked where it is used, by the rules of a job's (``redbox.scripts.check_env``).
     """
     if job_id <= 0:
         raise InvalidInput(f"exec: job id {job_id} is not a Slurm job id")
@@ -105,14 +103,6 @@ def exec_spec(
         raise InvalidInput(f"exec: the command is longer than {MAX_COMMAND_BYTES} bytes")
     if size is not None and (size.width < 0 or size.height < 0):
         raise InvalidInput(f"exec: terminal size {size.width}x{size.height} is negative")
-    variables = tuple((str(name), str(value)) for name, value in environment)
-    for name, value in variables:
-        if not name or "=" in name or "\x00" in name:
-            raise InvalidInput(f"exec: environment variable name {name!r} is not one execve can set")
-        if "\x00" in value:
-            raise InvalidInput(f"exec: environment variable {name} has a NUL byte in its value")
-    if sum(len(name.encode()) + len(value.encode()) + 2 for name, value in variables) > MAX_COMMAND_BYTES:
-        raise InvalidInput(f"exec: the environment is longer than {MAX_COMMAND_BYTES} bytes")
     if "\x00" in working_dir or len(working_dir.encode()) > MAX_PATH_BYTES:
         raise InvalidInput(f"exec: working directory {working_dir[:80]!r} is not a path")
     return ExecSpec(
@@ -120,6 +110,6 @@ def exec_spec(
         command=words,
         tty=tty,
         size=size,
-        environment=variables,
+        env=dict(env or {}),
         working_dir=working_dir,
     )

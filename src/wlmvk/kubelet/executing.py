@@ -106,7 +106,7 @@ class Executor:
             request.command,
             tty=request.tty,
             size=size,
-            environment=context.environment,
+            env=context.env,
             working_dir=context.working_dir,
         )
         started = asyncio.Event()

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
@@ -225,7 +226,7 @@ def _deadline(value: Any) -> int:
 class ExecContext:
     """What a command run into the pod's job (``kubectl exec``) is given, as its job script was."""
 
-    environment: tuple[tuple[str, str], ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
     working_dir: str = ""
 
 
@@ -243,7 +244,7 @@ def exec_context(pod: Body) -> ExecContext:
     container: Body = containers[0]
     env = _environment(pod, container)
     return ExecContext(
-        environment=() if isinstance(env, Rejection) else tuple(env),
+        env={} if isinstance(env, Rejection) else dict(env),
         working_dir=str(container.get("workingDir") or ""),
     )
 

@@ -146,8 +146,7 @@ class Jobs:
             std_err=outputs[1],
             idempotency_key=spec.idempotency_key,
         )
-        env = {**self.base_env, **scripts.check_env(spec.env)} if spec.env else None
-        return options, env
+        return options, scripts.environment(self.base_env, spec.env)
 
     # --- finding by key ---
 

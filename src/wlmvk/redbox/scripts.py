@@ -82,6 +82,14 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
     return dict(env)
 
 
+def environment(base: Mapping[str, str], requested: Mapping[str, str]) -> dict[str, str] | None:
+    """What Slurm's command (sbatch, srun) runs with: ``base`` with the checked ``requested`` over it.
+
+    None when nothing is requested: the command inherits red-box's environment as it is.
+    """
+    return {**base, **check_env(requested)} if requested else None
+
+
 def sbatch_options(
     *,
     script: str,

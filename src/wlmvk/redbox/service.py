@@ -313,6 +313,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         if first is None:
             return
         spec = sessions.spec_from_wire(first)
+        env = scripts.environment(self.jobs.base_env, spec.env)
         state = await self.jobs.state(spec.job_id)
         if state.status is JobStatus.NOT_FOUND:
             raise NotFound(f"exec: job {spec.job_id} is unknown to Slurm and red-box")
@@ -321,7 +322,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             raise FailedPrecondition(
                 f"exec: job {spec.job_id} is {state.status.value}{why}: a command runs only in a running job"
             )
-        execution = Execution(spec, working_dir=state.working_dir)
+        execution = Execution(spec, working_dir=state.working_dir, env=env)
         _log.info("exec", job_id=spec.job_id, argv=execution.argv)
         feeder: asyncio.Task[None] | None = None
         try:

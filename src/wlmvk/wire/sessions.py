@@ -8,7 +8,6 @@ ExecResponse carries the start (the first), output, or the exit code (the last).
 from __future__ import annotations
 
 from wlmvk._proto import api
-from wlmvk.core.errors import InvalidInput
 from wlmvk.core.sessions import (
     ExecEvent,
     ExecOutput,
@@ -32,7 +31,7 @@ def spec_to_wire(spec: ExecSpec) -> api.ExecRequest:
         tty=spec.tty,
         width=size.width,
         height=size.height,
-        environment=[f"{name}={value}" for name, value in spec.environment],
+        env=dict(spec.env),
         working_dir=spec.working_dir,
     )
 
@@ -40,18 +39,12 @@ def spec_to_wire(spec: ExecSpec) -> api.ExecRequest:
 def spec_from_wire(wire: api.ExecRequest) -> ExecSpec:
     """The first message's spec (InvalidInput when it is not one)."""
     size = Resize(wire.width, wire.height) if wire.width or wire.height else None
-    environment = []
-    for item in wire.environment:
-        name, equals, value = item.partition("=")
-        if not equals:
-            raise InvalidInput(f"exec: environment entry {item[:80]!r} is not NAME=value")
-        environment.append((name, value))
     return exec_spec(
         wire.job_id,
         wire.command,
         tty=wire.tty,
         size=size,
-        environment=environment,
+        env=dict(wire.env),
         working_dir=wire.working_dir,
     )
 

@@ -3,7 +3,8 @@
 ``srun --overlap`` runs the command beside the job's batch step: its stdout,
 stderr and exit code come back apart (srun's own exit-code line left out);
 stdin reaches it; on a terminal (``--pty``) its size is the one asked for and
-follows a resize. A job that is not running is refused with its state named;
+follows a resize; it gets the environment and directory asked (a bad variable
+name is INVALID_ARGUMENT). A job that is not running is refused with its state named;
 an original red-box answers UNIMPLEMENTED, raised as Unsupported.
 """
 
@@ -18,7 +19,7 @@ import pytest
 
 from tests.e2e.redbox.helpers import scancel, script, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
-from wlmvk.core.errors import FailedPrecondition, NotFound, Unsupported
+from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, Unsupported
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
 from wlmvk.core.sessions import (
     ExecEvent,
@@ -127,6 +128,28 @@ async def test_a_terminal_has_the_size_asked_and_follows_a_resize(owner_box: Red
         assert rest[-1] == Exited(7)
     finally:
         await typed.put(None)
+        scancel(job)
+        await client.close()
+
+
+async def test_the_command_runs_with_the_env_and_directory_asked(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    try:
+        spec = exec_spec(
+            job,
+            ["sh", "-c", 'printf "%s|%s|%s\\n" "$GREETING" "$SLURM_JOB_ID" "$(pwd -P)"'],
+            tty=False,
+            size=None,
+            env={"GREETING": "a, b=c"},
+            working_dir="/tmp",
+        )
+        assert await collect(client.exec(spec, no_input())) == (f"a, b=c|{job}|/tmp\n".encode(), b"", 0)
+        bad = exec_spec(job, ["true"], tty=False, size=None, env={"BAD-NAME": "x"})
+        with pytest.raises(InvalidInput) as refused:
+            await collect(client.exec(bad, no_input()))
+        assert refused.value.message == "Exec: environment variable name 'BAD-NAME' is not valid"
+    finally:
         scancel(job)
         await client.close()
 

@@ -128,11 +128,11 @@ async def test_output_is_relayed_and_the_exit_code_is_the_status() -> None:
 
 async def test_the_command_gets_the_containers_environment_and_directory() -> None:
     backend = Backend([Started(), Exited(0)])
-    context = ExecContext(environment=(("GREETING", "hi"),), working_dir="data")
+    context = ExecContext(env={"GREETING": "hi"}, working_dir="data")
     target = Target("main", JobId(7), RUNNING, context)
     await executor(backend, target).run(request(), Channel())  # type: ignore[arg-type]
     assert backend.specs == [
-        ExecSpec(job_id=JobId(7), command=("sh",), environment=(("GREETING", "hi"),), working_dir="data")
+        ExecSpec(job_id=JobId(7), command=("sh",), env={"GREETING": "hi"}, working_dir="data")
     ]
 
 

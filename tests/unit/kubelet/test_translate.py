@@ -77,7 +77,7 @@ def test_an_exec_gets_the_env_and_working_dir_the_script_exports() -> None:
         }
     )
     assert exec_context(body) == ExecContext(
-        environment=(("GREETING", "it's fine"), ("POD", "cow")), working_dir="work dir"
+        env={"GREETING": "it's fine", "POD": "cow"}, working_dir="work dir"
     )
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.sessions import ExecSpec, Resize
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv, srun_environment
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
 
 # What srun 22.05 printed for `sh -c 'echo err >&2; exit 3'` in job 162127 (node vm).
 CAPTURED = b"err\nsrun: error: vm: task 0: Exited with exit code 3\n"
@@ -37,13 +37,6 @@ def test_the_command_starts_in_the_containers_directory_under_the_jobs(
 ) -> None:
     spec = ExecSpec(job_id=JobId(5), command=("pwd",), working_dir=container_dir)
     assert f"--chdir={chdir}" in srun_argv(spec, working_dir="/home/u/w")
-
-
-def test_srun_runs_with_the_containers_variables_over_red_boxs() -> None:
-    base = {"PATH": "/usr/bin", "HOME": "/home/u"}
-    spec = ExecSpec(job_id=JobId(5), command=("env",), environment=(("PATH", "/opt/bin"), ("A", "1")))
-    assert srun_environment(spec, base) == {"PATH": "/opt/bin", "HOME": "/home/u", "A": "1"}
-    assert srun_environment(ExecSpec(job_id=JobId(5), command=("env",)), base) is None
 
 
 def run(chunks: list[bytes]) -> bytes:

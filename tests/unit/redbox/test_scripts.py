@@ -104,3 +104,16 @@ def test_sbatch_variables_are_options_and_checked_like_them() -> None:
     with pytest.raises(InvalidInput, match="environment variable SBATCH_JOB_NAME"):
         scripts.check_env({"SBATCH_JOB_NAME": "x\ny"})
     assert scripts.check_env({"GREETING": "multi\nline"}) == {"GREETING": "multi\nline"}
+
+
+def test_slurms_commands_get_red_boxs_environment_with_the_checked_request_over_it() -> None:
+    base = {"PATH": "/usr/bin", "HOME": "/home/u"}
+    assert scripts.environment(base, {}) is None, "nothing asked: the command inherits red-box's as it is"
+    assert scripts.environment(base, {"PATH": "/opt/bin", "A": "1"}) == {
+        "PATH": "/opt/bin",
+        "HOME": "/home/u",
+        "A": "1",
+    }
+    with pytest.raises(InvalidInput) as refused:
+        scripts.environment(base, {"BAD-NAME": "x"})
+    assert refused.value.message == "environment variable name 'BAD-NAME' is not valid"

@@ -33,19 +33,12 @@ def test_the_containers_environment_and_directory_travel_with_the_spec() -> None
     spec = ExecSpec(
         job_id=JobId(9),
         command=("env",),
-        environment=(("GREETING", "a=b c"), ("EMPTY", ""), ("PATH", "/opt/bin:/usr/bin")),
+        env={"GREETING": "a=b c", "EMPTY": "", "PATH": "/opt/bin:/usr/bin"},
         working_dir="data/run",
     )
     wire = api.ExecRequest().parse(bytes(sessions.spec_to_wire(spec)))
-    assert wire.environment == ["GREETING=a=b c", "EMPTY=", "PATH=/opt/bin:/usr/bin"]
+    assert wire.env == {"GREETING": "a=b c", "EMPTY": "", "PATH": "/opt/bin:/usr/bin"}
     assert sessions.spec_from_wire(wire) == spec
-
-
-def test_an_environment_entry_without_equals_is_refused() -> None:
-    wire = api.ExecRequest(job_id=9, command=["env"], environment=["GREETING"])
-    with pytest.raises(InvalidInput) as refused:
-        sessions.spec_from_wire(wire)
-    assert refused.value.message == "exec: environment entry 'GREETING' is not NAME=value"
 
 
 @pytest.mark.parametrize("event", [StdinData(b"\x00\x04x"), StdinClosed(), Resize(80, 24)])
@@ -84,20 +77,13 @@ def test_bad_exec_requests_are_refused(job_id: int, command: list[str], message:
 
 
 @pytest.mark.parametrize(
-    ("environment", "working_dir", "message"),
+    ("working_dir", "message"),
     [
-        ([("", "x")], "", "exec: environment variable name '' is not one execve can set"),
-        ([("A=B", "x")], "", "exec: environment variable name 'A=B' is not one execve can set"),
-        ([("A\x00", "x")], "", "exec: environment variable name 'A\\x00' is not one execve can set"),
-        ([("A", "x\x00y")], "", "exec: environment variable A has a NUL byte in its value"),
-        ([("A", "x" * 140_000)], "", "exec: the environment is longer than 131072 bytes"),
-        ([], "a\x00b", "exec: working directory 'a\\x00b' is not a path"),
-        ([], "d" * 5000, f"exec: working directory {'d' * 80!r} is not a path"),
+        ("a\x00b", "exec: working directory 'a\\x00b' is not a path"),
+        ("d" * 5000, f"exec: working directory {'d' * 80!r} is not a path"),
     ],
 )
-def test_bad_exec_environments_are_refused(
-    environment: list[tuple[str, str]], working_dir: str, message: str
-) -> None:
+def test_a_working_directory_that_is_no_path_is_refused(working_dir: str, message: str) -> None:
     with pytest.raises(InvalidInput) as refused:
-        exec_spec(7, ["true"], tty=False, size=None, environment=environment, working_dir=working_dir)
+        exec_spec(7, ["true"], tty=False, size=None, working_dir=working_dir)
     assert refused.value.message == message

@@ -441,10 +441,12 @@ class ExecRequest(betterproto.Message):
     stdin_closed: bool = betterproto.bool_field(7)
     """No more input: the command reads end-of-file."""
 
-    environment: List[str] = betterproto.string_field(8)
+    env: Dict[str, str] = betterproto.map_field(
+        8, betterproto.TYPE_STRING, betterproto.TYPE_STRING
+    )
     """
-    wlmvk: the container's environment, NAME=value each, set for the command
-     over red-box's own (as the job script exports it over sbatch's).
+    wlmvk: the container's environment, set over red-box's own for srun, with
+     the rules of SubmitJobRequest.env.
     """
 
     working_dir: str = betterproto.string_field(9)

@@ -26,7 +26,7 @@ import signal
 import struct
 import subprocess
 import termios
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import structlog
 
@@ -43,7 +43,7 @@ from wlmvk.core.sessions import (
     StdoutData,
 )
 from wlmvk.redbox.slurm import spawning
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv, srun_environment
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
 
 _log = structlog.get_logger(__name__)
 
@@ -66,9 +66,13 @@ def _set_size(fd: int, size: Resize) -> None:
 class Execution:
     """One srun; ``start`` it, feed it with ``send``, read ``outputs``, ``stop`` it in any case."""
 
-    def __init__(self, spec: ExecSpec, *, working_dir: str = "") -> None:
+    def __init__(
+        self, spec: ExecSpec, *, working_dir: str = "", env: Mapping[str, str] | None = None
+    ) -> None:
+        """``env``: srun's whole environment (None: red-box's own)."""
         self.spec = spec
         self.argv = srun_argv(spec, working_dir=working_dir)
+        self.env = env
         self._proc: subprocess.Popen[bytes] | None = None
         self._input = -1  # srun's stdin: a pipe, or the terminal's master
         self._terminal = -1
@@ -98,12 +102,11 @@ class Execution:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         executable = spawning.executable(self.argv[0], None)
-        environment = srun_environment(self.spec, os.environ)
         if not self.spec.tty:
             proc = subprocess.Popen(
                 self.argv,
                 executable=executable,
-                env=environment,
+                env=self.env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -121,7 +124,7 @@ class Execution:
                 proc = subprocess.Popen(
                     self.argv,
                     executable=executable,
-                    env=environment,
+                    env=self.env,
                     stdin=slave,
                     stdout=slave,
                     stderr=subprocess.PIPE,

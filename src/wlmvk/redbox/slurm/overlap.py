@@ -6,9 +6,10 @@ whose batch step holds every CPU would otherwise wait for itself). One task
 on one node, the job's first, as ``kubectl exec`` runs one process;
 ``--pty`` runs it on a terminal. ``--quiet`` keeps srun's progress notes
 out of the command's stderr. The command starts in the container's working
-directory (under the job's when relative, as the job script's ``cd``), and
-srun runs with the container's variables set over red-box's own, as a job
-script's ``srun`` runs after its ``export`` lines: the step inherits them.
+directory (under the job's when relative, as the job script's ``cd``); srun
+runs with the container's variables over red-box's own (``scripts.environment``,
+as sbatch for a job), as a job script's ``srun`` runs after its ``export``
+lines: the step inherits them.
 
 srun still adds one line of its own when the task fails
 (``srun: error: <node>: task 0: Exited with exit code 3``): the exit code
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
 
 from wlmvk.core.sessions import ExecSpec
 
@@ -38,13 +38,6 @@ def srun_argv(spec: ExecSpec, *, working_dir: str = "") -> list[str]:
     if spec.tty:
         argv.append("--pty")
     return [*argv, "--", *spec.command]
-
-
-def srun_environment(spec: ExecSpec, base: Mapping[str, str]) -> dict[str, str] | None:
-    """srun's environment: ``base`` (red-box's) with the container's variables over it; None: ``base``."""
-    if not spec.environment:
-        return None
-    return {**base, **dict(spec.environment)}
 
 
 class ExitLineFilter:
