@@ -69,10 +69,7 @@ class Executor:
 
     async def check(self, request: ExecRequest) -> None:
         """Raise the error kubectl should see before a session starts (nothing when it may)."""
-        self.job_of(request)
-
-    def job_of(self, request: ExecRequest) -> JobId:
-        return self._target(request)[0]
+        self._target(request)
 
     def _target(self, request: ExecRequest) -> tuple[JobId, ExecContext]:
         """The pod's job, verified running as far as the kubelet knows, and the command's context."""

@@ -237,7 +237,7 @@ def exec_context(pod: Body) -> ExecContext:
     gets the job's directory and red-box's environment there, as a step the script starts would.
     """
     annotations = objects.annotations(pod)
-    containers = objects.spec(pod).get("containers") or []
+    containers = objects.containers(pod)
     scripted = names.ANNOTATION_BATCH in annotations or names.ANNOTATION_CONTAINER_JOB in annotations
     if scripted or not containers:
         return ExecContext()

@@ -117,7 +117,7 @@ def phase(init: Sequence[ContainerState], containers: Sequence[ContainerState], 
         return "Pending"
     if running:
         return "Running"
-    if restart_policy == "Always" or any(s.will_restart for s in containers):
+    if restart_policy == "Always":
         return "Running"
     if stopped and succeeded == stopped:
         return "Succeeded"
