@@ -1,10 +1,9 @@
-"""Run the benchmarks and the long fault suite; write docs/performance.md, the README's table and
-docs/reliability.md's fault table from their output.
+"""Run the benchmarks and the long fault suite; write docs/performance.md and docs/reliability.md's
+fault table from their output.
 
 Each benchmark's whole output is kept in docs/raw/ (``<name>.txt``, and its
 figures as ``<name>.json``); the tables are generated from the JSON, never
-typed. The README's performance table is the same table, copied between the
-markers ``<!-- performance:begin -->`` and ``<!-- performance:end -->``.
+typed. The README links to docs/performance.md rather than copying its tables.
 
 The original Go red-box cannot be built in CI: when ``--original PATH`` (or
 ``WLMVK_ORIGINAL_REDBOX``) names a binary built from sylabs/wlm-operator,
@@ -66,8 +65,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RAW = ROOT / "docs" / "raw"
 DOC = ROOT / "docs" / "performance.md"
-README = ROOT / "README.md"
-BEGIN, END = "<!-- performance:begin -->", "<!-- performance:end -->"
 RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
@@ -359,13 +356,6 @@ def write_docs(
         "",
     ]
     DOC.write_text("\n".join(doc))
-    text = README.read_text()
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        title = f"Submission, {m['date']}, {m['cores']} cores (from `docs/performance.md`):"
-        block = [BEGIN, title, "", *table, "", *before, *pod_rows, END]
-        README.write_text(head + "\n".join(block) + tail)
 
 
 def main() -> int:
@@ -450,7 +440,7 @@ def performance(args: argparse.Namespace) -> None:
         kept_or_none(SLURMJOBS),
         stats,
     )
-    print(f"wrote {DOC.relative_to(ROOT)} and the README's table")
+    print(f"wrote {DOC.relative_to(ROOT)}")
 
 
 def _before_tree(revision: str, tree: Path) -> str:
