@@ -27,14 +27,20 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import access, auth, executing, nodes, server, stats, translate
 from wlmvk.kubelet import settings as settings_mod
-from wlmvk.kubelet.directory import NodeDirectory
-from wlmvk.kubelet.health import MeteredBackend, Reachability
-from wlmvk.kubelet.logs import LogOptions, LogSource, stream_logs
+from wlmvk.kubelet.api import server
+from wlmvk.kubelet.api.auth import rules
+from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
+from wlmvk.kubelet.api.exec import executing
+from wlmvk.kubelet.api.logs import LogOptions, LogSource, stream_logs
+from wlmvk.kubelet.api.stats import sampling
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.node_controller import NodeController, NodeTimings
-from wlmvk.kubelet.pod_controller import PodController, PodSettings
+from wlmvk.kubelet.node import nodes
+from wlmvk.kubelet.node.controller import NodeController, NodeTimings
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.node.health import MeteredBackend, Reachability
+from wlmvk.kubelet.pods import translate
+from wlmvk.kubelet.pods.controller import PodController, PodSettings
 from wlmvk.kubelet.settings import Settings
 from wlmvk.wlm.client import RedBoxClient
 
@@ -63,7 +69,7 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
         self._backend: MeteredBackend | None = None
-        self.stats: stats.StatsSource | None = None
+        self.stats: sampling.StatsSource | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -127,9 +133,9 @@ class Kubelet:
         assert self.pods is not None
         assert self._backend is not None
         controller = self.pods
-        self.stats = stats.StatsSource(
+        self.stats = sampling.StatsSource(
             backend=self._backend,
-            pods=lambda: stats.running_pods(controller, s.node_ip),
+            pods=lambda: sampling.running_pods(controller, s.node_ip),
             nodes=lambda: sorted(self.directory.owned),
             interval=s.stats_interval,
         )
@@ -151,8 +157,8 @@ class Kubelet:
             addresses=sorted({s.node_ip, "127.0.0.1"}),
         )
         assert self._client is not None
-        gate = auth.Gate(
-            auth.AuthSettings(
+        gate = Gate(
+            AuthSettings(
                 anonymous=s.anonymous_auth,
                 token_webhook=s.authentication_token_webhook,
                 authorization_mode=s.authorization_mode,
@@ -176,10 +182,10 @@ class Kubelet:
 
     def _nodes_for(self, path: str) -> list[str]:
         """The nodes a request is authorized on: its pod's or node's, else all served ("" before any)."""
-        node = access.node_of(path)
+        node = rules.node_of(path)
         if node:
             return [node]
-        pod = access.pod_of(path)
+        pod = rules.pod_of(path)
         record = self.pods.record(*pod) if pod and self.pods else None
         node = record.node if record else ""
         if node:

@@ -23,9 +23,9 @@ from wlmvk.core.sessions import (
     StdinData,
     StdoutData,
 )
-from wlmvk.kubelet.exec import ExecRequest, exit_status
-from wlmvk.kubelet.executing import Executor, Target
-from wlmvk.kubelet.translate import ExecContext
+from wlmvk.kubelet.api.exec.executing import Executor, Target
+from wlmvk.kubelet.api.exec.requests import ExecRequest, exit_status
+from wlmvk.kubelet.pods.translate import ExecContext
 
 
 def request(*, stdin: bool = False, tty: bool = False, container: str = "main") -> ExecRequest:

@@ -7,7 +7,7 @@ import pytest
 from tests.unit.kubelet.podbodies import batch_pod, pod
 from wlmvk.core import names, sbatch
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet.translate import ExecContext, Rejection, Target, exec_context, pod_to_job
+from wlmvk.kubelet.pods.translate import ExecContext, Rejection, Target, exec_context, pod_to_job
 
 DEBUG = Target("debug")
 

@@ -38,8 +38,8 @@ from wlmvk.core.sessions import (
     StdoutData,
     exec_spec,
 )
-from wlmvk.kubelet.exec import ExecChannel, ExecRequest, exit_status
-from wlmvk.kubelet.translate import ExecContext
+from wlmvk.kubelet.api.exec.requests import ExecChannel, ExecRequest, exit_status
+from wlmvk.kubelet.pods.translate import ExecContext
 
 _log = structlog.get_logger(__name__)
 

@@ -31,10 +31,10 @@ from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import JobStatus
 from wlmvk.core.usage import UsageSample
-from wlmvk.kubelet import resource_metrics, samples, summary
-from wlmvk.kubelet.ledger import CpuLedger
-from wlmvk.kubelet.pod_controller import PodController
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api.stats import resource_metrics, samples, summary
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.summary import PodJob
+from wlmvk.kubelet.pods.controller import PodController
 
 _log = structlog.get_logger(__name__)
 
