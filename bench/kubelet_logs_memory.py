@@ -23,7 +23,7 @@ from pathlib import Path
 
 from redbox_common import JOBS_ROOT, red_box_process
 
-from wlmvk.kubelet.logs import LogOptions, LogSource, stream_logs
+from wlmvk.kubelet.api.logs import LogOptions, LogSource, stream_logs
 
 QUERIES = {
     "tailLines=1": LogOptions(tail_lines=1),

@@ -46,13 +46,13 @@ from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage, UsageSample
-from wlmvk.kubelet import resource_metrics, stats, summary
-from wlmvk.kubelet.ledger import CpuLedger
+from wlmvk.kubelet.api.stats import resource_metrics, sampling, summary
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 NODES = [f"slurm-c-n{i}" for i in range(5)]
 INTERVAL = 10.0  # the kubelet's default --stats-interval
-BUDGET = INTERVAL * stats.BUDGET_SHARE  # what the kubelet gives each JobUsage call
+BUDGET = INTERVAL * sampling.BUDGET_SHARE  # what the kubelet gives each JobUsage call
 BEFORE_TIMEOUT = 30.0  # red-box's --slurm-timeout, which ended the one sstat call before
 
 
@@ -164,7 +164,7 @@ async def batched(job_ids: list[int], rounds: int) -> dict[str, Any]:
             )
         per_call = (parts.runner.spawned - before) // rounds
         # One interval as it comes: every node's /metrics/resource and /stats/summary at once.
-        source = stats.StatsSource(
+        source = sampling.StatsSource(
             backend=cast(Backend, client),
             pods=lambda: pod_jobs(job_ids, datetime.now(UTC) - timedelta(minutes=1)),
             nodes=lambda: NODES,

@@ -35,8 +35,8 @@ from wlmvk.core.jobs import JobSpec
 from wlmvk.kube.bodies import NAMESPACES, PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
+from wlmvk.kubelet.pods.translate import Target, pod_to_job
 from wlmvk.kubelet.settings import Settings as KubeletSettings
-from wlmvk.kubelet.translate import Target, pod_to_job
 from wlmvk.wlm.client import RedBoxClient
 
 SCRIPT = "#!/bin/sh\n#SBATCH --hold\ntrue\n"

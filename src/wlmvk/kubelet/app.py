@@ -13,7 +13,6 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
@@ -21,20 +20,23 @@ from aiohttp import web
 
 from wlmvk.core import logging as wlmvk_logging
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.core.jobs import JobStatus
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
-from wlmvk.kubelet import access, auth, executing, nodes, server, stats, translate
 from wlmvk.kubelet import settings as settings_mod
-from wlmvk.kubelet.directory import NodeDirectory
-from wlmvk.kubelet.health import MeteredBackend, Reachability
-from wlmvk.kubelet.logs import LogOptions, LogSource, stream_logs
+from wlmvk.kubelet.api import server
+from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
+from wlmvk.kubelet.api.exec import executing
+from wlmvk.kubelet.api.stats import sampling
+from wlmvk.kubelet.handlers import PodHandlers
+from wlmvk.kubelet.metered import MeteredBackend
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.node_controller import NodeController, NodeTimings
-from wlmvk.kubelet.pod_controller import PodController, PodSettings
+from wlmvk.kubelet.node import nodes
+from wlmvk.kubelet.node.controller import NodeController, NodeTimings
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.node.health import Reachability
+from wlmvk.kubelet.pods.controller import PodController, PodSettings
 from wlmvk.kubelet.settings import Settings
 from wlmvk.wlm.client import RedBoxClient
 
@@ -63,7 +65,8 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
         self._backend: MeteredBackend | None = None
-        self.stats: stats.StatsSource | None = None
+        self.stats: sampling.StatsSource | None = None
+        self.handlers: PodHandlers | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -126,17 +129,19 @@ class Kubelet:
         s = self.settings
         assert self.pods is not None
         assert self._backend is not None
-        controller = self.pods
-        self.stats = stats.StatsSource(
+        self.handlers = pods = PodHandlers(
+            pods=self.pods, backend=self._backend, directory=self.directory, host_ip=s.node_ip
+        )
+        self.stats = sampling.StatsSource(
             backend=self._backend,
-            pods=lambda: stats.running_pods(controller, s.node_ip),
+            pods=pods.running,
             nodes=lambda: sorted(self.directory.owned),
             interval=s.stats_interval,
         )
-        executor = executing.Executor(lookup=self._exec_target, backend=self._backend)
+        executor = executing.Executor(lookup=pods.exec_target, backend=self._backend)
         handlers = server.Handlers(
-            logs=self.logs,
-            pods=self._pods_view,
+            logs=pods.logs,
+            pods=pods.listed,
             healthy=lambda: self.reachability.reachable,
             summary=self.stats.summary,
             resource_metrics=self.stats.resource_metrics,
@@ -151,14 +156,14 @@ class Kubelet:
             addresses=sorted({s.node_ip, "127.0.0.1"}),
         )
         assert self._client is not None
-        gate = auth.Gate(
-            auth.AuthSettings(
+        gate = Gate(
+            AuthSettings(
                 anonymous=s.anonymous_auth,
                 token_webhook=s.authentication_token_webhook,
                 authorization_mode=s.authorization_mode,
             ),
             create=self._client.create,
-            nodes_for=self._nodes_for,
+            nodes_for=pods.nodes_for,
         )
         api = server.kubelet_app(handlers, gate=gate)
         runner = web.AppRunner(api, access_log=None)
@@ -173,60 +178,6 @@ class Kubelet:
             await web.TCPSite(metrics_runner, s.metrics_host, s.metrics_port).start()
             self._runners.append(metrics_runner)
             self.metrics_port = _bound_port(metrics_runner, s.metrics_port)
-
-    def _nodes_for(self, path: str) -> list[str]:
-        """The nodes a request is authorized on: its pod's or node's, else all served ("" before any)."""
-        node = access.node_of(path)
-        if node:
-            return [node]
-        pod = access.pod_of(path)
-        record = self.pods.record(*pod) if pod and self.pods else None
-        node = record.node if record else ""
-        if node:
-            return [node]
-        return sorted(self.directory.owned) or [""]
-
-    def _exec_target(self, namespace: str, pod: str) -> executing.Target | None:
-        record = self.pods.record(namespace, pod) if self.pods else None
-        if record is None:
-            return None
-        return executing.Target(
-            container=record.facts(self.settings.node_ip).container,
-            job_id=record.job_id,
-            state=record.state,
-            context=translate.exec_context(record.pod),
-        )
-
-    def _pods_view(self) -> list[dict[str, Any]]:
-        return self.pods.pods() if self.pods else []
-
-    async def logs(
-        self, namespace: str, pod: str, container: str, options: LogOptions
-    ) -> AsyncIterator[bytes]:
-        """The log stream of one pod's container (errors raised before streaming)."""
-        assert self.pods is not None
-        assert self._backend is not None
-        record = self.pods.record(namespace, pod)
-        if record is None:
-            raise NotFound(f'pod "{pod}" not found on this kubelet')
-        facts = record.facts(self.settings.node_ip)
-        if container and container != facts.container:
-            raise NotFound(f'container "{container}" is not valid for pod "{pod}"')
-        waiting = f'container "{facts.container}" in pod "{pod}" is waiting to start'
-        if record.job_id is None:
-            raise InvalidInput(f"{waiting}: the Slurm job is not submitted yet")
-        state = record.state
-        if state is None or not state.std_out:
-            state = (await self._backend.states([record.job_id])).get(record.job_id)
-        if state is None or not state.std_out:
-            raise InvalidInput(f"{waiting}: Slurm job {record.job_id} has no output file yet")
-        if state.status in (JobStatus.PENDING, JobStatus.CONFIGURING, JobStatus.REQUEUED):
-            raise InvalidInput(
-                f"{waiting}: Slurm job {record.job_id} is {state.status.value} ({state.reason})"
-            )
-        ended = record.ended
-        source = LogSource(path=state.std_out, started=state.start_time, wait_ended=ended.wait)
-        return stream_logs(self._backend, source, options)
 
     async def serve_forever(self) -> None:
         stopping = asyncio.Event()

@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 
 from wlmvk.core import names
-from wlmvk.kubelet import auth
+from wlmvk.kubelet.api.auth import gate
 
 # Not 10255: that is the real kubelet's legacy read-only port, which another
 # kubelet on the host may still hold.
@@ -31,7 +31,7 @@ class Settings:
     client_ca: str = ""
     anonymous_auth: bool = False
     authentication_token_webhook: bool = True
-    authorization_mode: str = auth.WEBHOOK
+    authorization_mode: str = gate.WEBHOOK
     status_interval: float = 5.0
     stats_interval: float = 10.0
     discovery_interval: float = 30.0
@@ -107,8 +107,8 @@ def parse(argv: list[str]) -> Settings:
     )
     add(
         "--authorization-mode",
-        choices=auth.AUTHORIZATION_MODES,
-        default=auth.WEBHOOK,
+        choices=gate.AUTHORIZATION_MODES,
+        default=gate.WEBHOOK,
         help="Webhook: a SubjectAccessReview of nodes/proxy, nodes/log... per request, as the kubelet;"
         " AlwaysAllow: any authenticated request (default %(default)s)",
     )

@@ -5,7 +5,7 @@ each WebSocket exec went: ``translated_at_apiserver`` (the apiserver ends kubect
 and dials the kubelet with SPDY/3.1, since our Nodes declare nothing) or ``proxied_to_kubelet``
 (once the Node lists ``ExtendWebSocketsToKubelet`` in ``status.declaredFeatures``, as a real
 v1.36 kubelet does, the WebSocket goes through as it came). The kubelet serves both: its SPDY
-transport (``spdy_exec``) and its WebSocket one (``websocket_exec``). See ``kubelet/spdy.py``.
+transport (``spdy``) and its WebSocket one (``websocket``). See ``kubelet/api/exec/spdyframes.py``.
 """
 
 from __future__ import annotations

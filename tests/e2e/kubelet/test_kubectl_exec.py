@@ -7,7 +7,7 @@ kubectl v1.36 speaks WebSocket v5 by default and SPDY/3.1 with
 server passes either through to the kubelet, as kube-apiserver does for a
 Node that declares ``ExtendWebSocketsToKubelet``; the real kube-apiserver
 v1.36, our Nodes declaring nothing, translates the WebSocket into SPDY/3.1
-for the kubelet and passes SPDY through (``kubelet/spdy.py`` has the
+for the kubelet and passes SPDY through (``kubelet/api/exec/spdyframes.py`` has the
 evidence). So the kubelet's WebSocket and SPDY transports are both driven.
 A command's stdout, stderr and exit code come back, run with the container's
 env and workingDir; an interactive shell is

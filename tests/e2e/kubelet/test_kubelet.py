@@ -19,7 +19,7 @@ from tests.e2e.kubelet.helpers import (
 )
 from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS, Body
-from wlmvk.kubelet.loglines import MAX_LINE
+from wlmvk.kubelet.api.loglines import MAX_LINE
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
 

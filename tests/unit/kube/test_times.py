@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from wlmvk.kube import times
-from wlmvk.kubelet import loglines
+from wlmvk.kubelet.api import loglines
 
 MOMENTS = [
     datetime(2026, 12, 3, 0, 0, 0, tzinfo=UTC),

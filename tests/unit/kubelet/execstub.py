@@ -15,8 +15,15 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from wlmvk.core.errors import FailedPrecondition, NotFound
-from wlmvk.kubelet import server as kubelet_server
-from wlmvk.kubelet.exec import ExecChannel, ExecRequest, Resize, StdinClosed, StdinData, exit_status
+from wlmvk.kubelet.api import server as kubelet_server
+from wlmvk.kubelet.api.exec.requests import (
+    ExecChannel,
+    ExecRequest,
+    Resize,
+    StdinClosed,
+    StdinData,
+    exit_status,
+)
 
 
 @dataclass

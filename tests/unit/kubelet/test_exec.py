@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk.kubelet.exec import ExecRequest, exit_status, parse_exec_query
+from wlmvk.kubelet.api.exec.requests import ExecRequest, exit_status, parse_exec_query
 
 
 def test_query_as_kubectl_sends_it() -> None:
@@ -29,7 +29,7 @@ def test_query_as_kubectl_sends_it() -> None:
 
 
 def test_query_flags_as_the_api_server_forwards_them() -> None:
-    # What kube-apiserver v1.36.3 sent a kubelet for `kubectl exec -it` (captured, see kubelet/spdy.py).
+    # What kube-apiserver v1.36.3 sent a kubelet for `kubectl exec -it` (captured: api/exec/spdyframes.py).
     query = {"command": ["sh"], "error": ["1"], "input": ["1"], "output": ["1"], "tty": ["1"]}
     request = parse_exec_query("ns", "p", "c", query)
     assert (request.stdin, request.stdout, request.stderr, request.tty) == (True, True, True, True)

@@ -23,9 +23,8 @@ from wlmvk.core.sessions import (
     StdinData,
     StdoutData,
 )
-from wlmvk.kubelet.exec import ExecRequest, exit_status
-from wlmvk.kubelet.executing import Executor, Target
-from wlmvk.kubelet.translate import ExecContext
+from wlmvk.kubelet.api.exec.executing import Executor, Target
+from wlmvk.kubelet.api.exec.requests import ExecRequest, exit_status
 
 
 def request(*, stdin: bool = False, tty: bool = False, container: str = "main") -> ExecRequest:
@@ -128,8 +127,7 @@ async def test_output_is_relayed_and_the_exit_code_is_the_status() -> None:
 
 async def test_the_command_gets_the_containers_environment_and_directory() -> None:
     backend = Backend([Started(), Exited(0)])
-    context = ExecContext(env={"GREETING": "hi"}, working_dir="data")
-    target = Target("main", JobId(7), RUNNING, context)
+    target = Target("main", JobId(7), RUNNING, env={"GREETING": "hi"}, working_dir="data")
     await executor(backend, target).run(request(), Channel())  # type: ignore[arg-type]
     assert backend.specs == [
         ExecSpec(job_id=JobId(7), command=("sh",), env={"GREETING": "hi"}, working_dir="data")

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet.ledger import CpuLedger
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.summary import PodJob
 
 AT = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.kubelet.loglines import MAX_LINE, LineCutter, last_lines, pieces_of
+from wlmvk.kubelet.api.loglines import MAX_LINE, LineCutter, last_lines, pieces_of
 
 LONG = b"x" * (2 * MAX_LINE + 5)
 

@@ -11,8 +11,8 @@ from tests.unit.kubelet.fakebackend import FakeBackend
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet.loglines import MAX_LINE, last_lines, stamp
-from wlmvk.kubelet.logs import (
+from wlmvk.kubelet.api.loglines import MAX_LINE, last_lines, stamp
+from wlmvk.kubelet.api.logs import (
     FOLLOW_QUEUE,
     TAIL_RING_BYTES,
     LogOptions,

@@ -5,8 +5,8 @@ from dataclasses import replace
 from wlmvk.core import names
 from wlmvk.core.jobs import Feature, PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
-from wlmvk.kubelet import nodes
-from wlmvk.kubelet.node_controller import resources_from_labels
+from wlmvk.kubelet.node import nodes
+from wlmvk.kubelet.node.controller import resources_from_labels
 
 # As red-box reports the local Slurm's partitions (slurm-local.md: vm, 2 CPUs, 20000 MB, gpu:2, avx2).
 DEBUG = PartitionResources(

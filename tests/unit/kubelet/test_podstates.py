@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from wlmvk.kubelet.podstates import (
+from wlmvk.kubelet.pods.states import (
     FOLLOWED,
     WITHOUT_JOB,
     Happening,

@@ -12,12 +12,12 @@ from tests.unit.kubelet.fakebackend import PARTITIONS, FakeBackend
 from tests.unit.kubelet.podbodies import BASE, pod
 from wlmvk.core import names
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
-from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.podrecords import PodRecord, slim
-from wlmvk.kubelet.podstates import Stage
-from wlmvk.kubelet.provider import SlurmProvider, Started
-from wlmvk.kubelet.translate import Rejection
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.pods.provider import SlurmProvider, Started
+from wlmvk.kubelet.pods.records import PodRecord, slim
+from wlmvk.kubelet.pods.states import Stage
+from wlmvk.kubelet.pods.translate import Rejection
 
 UID = str(BASE["metadata"]["uid"])
 LOG = structlog.get_logger(__name__)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from wlmvk.kubelet import remotecommand as rc
-from wlmvk.kubelet.exec import ExecRequest, Resize, exit_status
+from wlmvk.kubelet.api.exec import remotecommand as rc
+from wlmvk.kubelet.api.exec.requests import ExecRequest, Resize, exit_status
 
 APISERVER_OFFER = [
     "v5.channel.k8s.io",

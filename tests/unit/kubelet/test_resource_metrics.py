@@ -11,9 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet import resource_metrics
-from wlmvk.kubelet.ledger import CpuLedger
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api.stats import resource_metrics
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.summary import PodJob
 
 T0 = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 T0_MS = 1_796_310_000_000

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage, UsageSample
-from wlmvk.kubelet.samples import Samples, advance
+from wlmvk.kubelet.api.stats.samples import Samples, advance
 
 T0 = datetime(2026, 12, 3, 20, 0, tzinfo=UTC)
 KEEP = timedelta(seconds=50)

@@ -15,8 +15,9 @@ from aiohttp import web
 from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.kube import tls
 from wlmvk.kube.bodies import TOKEN_REVIEWS, Body, Resource
-from wlmvk.kubelet import auth, server
-from wlmvk.kubelet.logs import LogOptions
+from wlmvk.kubelet.api import server
+from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate, Refusal, Request
+from wlmvk.kubelet.api.logs import LogOptions
 
 
 async def logs(namespace: str, pod: str, container: str, options: LogOptions) -> AsyncIterator[bytes]:
@@ -32,7 +33,7 @@ async def logs(namespace: str, pod: str, container: str, options: LogOptions) ->
 
 
 async def serve(
-    context: ssl.SSLContext, handlers: server.Handlers, *, gate: auth.Gate | None = None
+    context: ssl.SSLContext, handlers: server.Handlers, *, gate: Gate | None = None
 ) -> tuple[web.AppRunner, int]:
     runner = web.AppRunner(server.kubelet_app(handlers, gate=gate))
     await runner.setup()
@@ -140,7 +141,7 @@ async def test_requests_are_authenticated_then_authorized_per_node(ca: trustme.C
     def nodes_for(path: str) -> list[str]:
         return ["node-a"] if path.startswith("/containerLogs/ns/p/") else ["node-a", "node-b"]
 
-    gate = auth.Gate(auth.AuthSettings(), create=reviews.create, nodes_for=nodes_for)
+    gate = Gate(AuthSettings(), create=reviews.create, nodes_for=nodes_for)
     handlers = server.Handlers(logs=logs, pods=lambda: [], healthy=lambda: True)
     runner, port = await serve(context, handlers, gate=gate)
     base = f"https://127.0.0.1:{port}"
@@ -190,10 +191,10 @@ POD_LIST = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}
 
 async def test_anonymous_requests_when_allowed_are_still_authorized() -> None:
     reviews = Reviews(tokens={}, allowed={("system:anonymous", "healthz", "node-a")})
-    gate = auth.Gate(auth.AuthSettings(anonymous=True), create=reviews.create, nodes_for=lambda _: ["node-a"])
-    anonymous = auth.Request(peercert=None, authorization="", method="GET", path="/healthz")
+    gate = Gate(AuthSettings(anonymous=True), create=reviews.create, nodes_for=lambda _: ["node-a"])
+    anonymous = Request(peercert=None, authorization="", method="GET", path="/healthz")
     assert await gate.check(anonymous) is None
-    refused = await gate.check(auth.Request(peercert=None, authorization="", method="GET", path="/pods"))
-    assert refused == auth.Refusal(
+    refused = await gate.check(Request(peercert=None, authorization="", method="GET", path="/pods"))
+    assert refused == Refusal(
         403, "Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[pods proxy])"
     )

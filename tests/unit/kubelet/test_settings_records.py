@@ -5,7 +5,7 @@ import pytest
 from tests.unit.kubelet.podbodies import pod
 from wlmvk.core import names
 from wlmvk.kubelet import settings
-from wlmvk.kubelet.podrecords import job_id_of, slim
+from wlmvk.kubelet.pods.records import job_id_of, slim
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

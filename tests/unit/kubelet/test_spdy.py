@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.kubelet import spdy
+from wlmvk.kubelet.api.exec import spdyframes
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "spdy_captured"
 
@@ -17,116 +17,121 @@ def test_dictionary_is_the_spdy3_one() -> None:
     # 1423 bytes; its Adler-32 is the DICTID in the zlib header of every SPDY/3 header block,
     # here as kube-apiserver v1.36.3 sent it (bytes 20..23 of the captured frame, after zlib's 78 f9).
     captured = (CAPTURED / "syn-stream-error.bin").read_bytes()
-    assert len(spdy.DICTIONARY) == 1423
-    assert zlib.adler32(spdy.DICTIONARY) == 0xE3C6A7C2
-    assert captured[18:24] == b"\x78\xf9" + struct.pack(">I", zlib.adler32(spdy.DICTIONARY))
+    assert len(spdyframes.DICTIONARY) == 1423
+    assert zlib.adler32(spdyframes.DICTIONARY) == 0xE3C6A7C2
+    assert captured[18:24] == b"\x78\xf9" + struct.pack(">I", zlib.adler32(spdyframes.DICTIONARY))
 
 
 def test_the_apiservers_first_frame_decodes() -> None:
     captured = (CAPTURED / "syn-stream-error.bin").read_bytes()
-    assert spdy.FrameDecoder().feed(captured) == [spdy.SynStream(1, (("streamtype", "error"),))]
+    assert spdyframes.FrameDecoder().feed(captured) == [spdyframes.SynStream(1, (("streamtype", "error"),))]
 
 
 def test_the_apiservers_first_frame_decodes_fed_byte_by_byte() -> None:
     captured = (CAPTURED / "syn-stream-error.bin").read_bytes()
-    decoder = spdy.FrameDecoder()
+    decoder = spdyframes.FrameDecoder()
     frames = [frame for byte in captured for frame in decoder.feed(bytes([byte]))]
-    assert frames == [spdy.SynStream(1, (("streamtype", "error"),))]
+    assert frames == [spdyframes.SynStream(1, (("streamtype", "error"),))]
     assert decoder.pending == 0
 
 
 @pytest.mark.parametrize(
     ("frame", "wire"),
     [
-        (spdy.Ping(1), "80030006 00000004 00000001"),
-        (spdy.RstStream(3, spdy.RstStatus.CANCEL), "80030003 00000008 00000003 00000005"),
-        (spdy.GoAway(7, spdy.GoAwayStatus.PROTOCOL_ERROR), "80030007 00000008 00000007 00000001"),
-        (spdy.WindowUpdate(5, 65536), "80030009 00000008 00000005 00010000"),
+        (spdyframes.Ping(1), "80030006 00000004 00000001"),
+        (spdyframes.RstStream(3, spdyframes.RstStatus.CANCEL), "80030003 00000008 00000003 00000005"),
+        (spdyframes.GoAway(7, spdyframes.GoAwayStatus.PROTOCOL_ERROR), "80030007 00000008 00000007 00000001"),
+        (spdyframes.WindowUpdate(5, 65536), "80030009 00000008 00000005 00010000"),
         (
-            spdy.Settings((spdy.Setting(id=7, value=65536, flags=1),)),
+            spdyframes.Settings((spdyframes.Setting(id=7, value=65536, flags=1),)),
             "80030004 0000000c 00000001 01000007 00010000",
         ),
-        (spdy.Settings(clear=True), "80030004 01000004 00000000"),
-        (spdy.Data(1, b"hi"), "00000001 00000002 6869"),
-        (spdy.Data(3, b"", fin=True), "00000003 01000000"),
+        (spdyframes.Settings(clear=True), "80030004 01000004 00000000"),
+        (spdyframes.Data(1, b"hi"), "00000001 00000002 6869"),
+        (spdyframes.Data(3, b"", fin=True), "00000003 01000000"),
     ],
 )
-def test_frame_layouts(frame: spdy.Frame, wire: str) -> None:
+def test_frame_layouts(frame: spdyframes.Frame, wire: str) -> None:
     raw = bytes.fromhex(wire.replace(" ", ""))
-    assert spdy.FrameEncoder().encode(frame) == raw
-    assert spdy.FrameDecoder().feed(raw) == [frame]
+    assert spdyframes.FrameEncoder().encode(frame) == raw
+    assert spdyframes.FrameDecoder().feed(raw) == [frame]
 
 
 def test_syn_stream_head_layout() -> None:
-    raw = spdy.FrameEncoder().encode(
-        spdy.SynStream(5, (("streamtype", "stdin"),), associated_to=1, priority=7, slot=2, fin=True)
+    raw = spdyframes.FrameEncoder().encode(
+        spdyframes.SynStream(5, (("streamtype", "stdin"),), associated_to=1, priority=7, slot=2, fin=True)
     )
     assert raw[:4] == bytes.fromhex("80030001")
-    assert raw[4] == spdy.FLAG_FIN
+    assert raw[4] == spdyframes.FLAG_FIN
     assert int.from_bytes(raw[5:8], "big") == len(raw) - 8
     assert raw[8:18] == bytes.fromhex("00000005 00000001 e0 02".replace(" ", ""))
 
 
 def test_header_block_layout_before_compression() -> None:
-    block = spdy.encode_header_block((("streamtype", "error"), ("x", "a\x00b")))
+    block = spdyframes.encode_header_block((("streamtype", "error"), ("x", "a\x00b")))
     assert block == (
         b"\x00\x00\x00\x02" + b"\x00\x00\x00\x0astreamtype" + b"\x00\x00\x00\x05error" + b"\x00\x00\x00\x01x"
         b"\x00\x00\x00\x03a\x00b"
     )
-    assert spdy.decode_header_block(block) == (("streamtype", "error"), ("x", "a\x00b"))
+    assert spdyframes.decode_header_block(block) == (("streamtype", "error"), ("x", "a\x00b"))
 
 
 def test_compressed_block_is_zlib_with_the_dictionary_sync_flushed() -> None:
-    raw = spdy.FrameEncoder().encode(spdy.SynReply(1, (("streamtype", "error"),)))
+    raw = spdyframes.FrameEncoder().encode(spdyframes.SynReply(1, (("streamtype", "error"),)))
     block = raw[12:]
     assert block[:2] == b"\x78\xf9"  # deflate, 32K window, best compression, FDICT set: as Go's framer
     assert block.endswith(b"\x00\x00\xff\xff")  # Z_SYNC_FLUSH: the block ends where the frame ends
-    plain = zlib.decompressobj(zdict=spdy.DICTIONARY).decompress(block)
-    assert spdy.decode_header_block(plain) == (("streamtype", "error"),)
+    plain = zlib.decompressobj(zdict=spdyframes.DICTIONARY).decompress(block)
+    assert spdyframes.decode_header_block(plain) == (("streamtype", "error"),)
 
 
 def test_every_frame_round_trips_through_one_connection() -> None:
-    frames: list[spdy.Frame] = [
-        spdy.SynStream(1, (("streamtype", "error"),)),
-        spdy.SynReply(1),
-        spdy.SynStream(3, (("streamtype", "stdin"),), priority=3),
-        spdy.HeadersFrame(3, (("a", "1"), ("b", "x\x00y")), fin=True),
-        spdy.SynReply(3, (("streamtype", "stdin"),), fin=True),
-        spdy.Data(3, b"\x00\xff" * 40000),
-        spdy.Data(3, b"", fin=True),
-        spdy.RstStream(1, spdy.RstStatus.INTERNAL_ERROR),
-        spdy.Settings((spdy.Setting(4, 100), spdy.Setting(7, 1 << 20, flags=2))),
-        spdy.Ping(2),
-        spdy.WindowUpdate(0, 1),
-        spdy.SynStream(5, (("streamtype", "resize"), ("extra", "é")), unidirectional=True),
-        spdy.GoAway(5),
+    frames: list[spdyframes.Frame] = [
+        spdyframes.SynStream(1, (("streamtype", "error"),)),
+        spdyframes.SynReply(1),
+        spdyframes.SynStream(3, (("streamtype", "stdin"),), priority=3),
+        spdyframes.HeadersFrame(3, (("a", "1"), ("b", "x\x00y")), fin=True),
+        spdyframes.SynReply(3, (("streamtype", "stdin"),), fin=True),
+        spdyframes.Data(3, b"\x00\xff" * 40000),
+        spdyframes.Data(3, b"", fin=True),
+        spdyframes.RstStream(1, spdyframes.RstStatus.INTERNAL_ERROR),
+        spdyframes.Settings((spdyframes.Setting(4, 100), spdyframes.Setting(7, 1 << 20, flags=2))),
+        spdyframes.Ping(2),
+        spdyframes.WindowUpdate(0, 1),
+        spdyframes.SynStream(5, (("streamtype", "resize"), ("extra", "é")), unidirectional=True),
+        spdyframes.GoAway(5),
     ]
-    encoder, decoder = spdy.FrameEncoder(), spdy.FrameDecoder()
+    encoder, decoder = spdyframes.FrameEncoder(), spdyframes.FrameDecoder()
     wire = b"".join(encoder.encode(frame) for frame in frames)
     assert decoder.feed(wire[:1000]) + decoder.feed(wire[1000:]) == frames
 
 
 def test_header_contexts_run_for_the_connections_life() -> None:
     # The second block is compressed against the first: it decodes only in the same context.
-    encoder = spdy.FrameEncoder()
-    first = encoder.encode(spdy.SynStream(1, (("streamtype", "error"),)))
-    second = encoder.encode(spdy.SynStream(3, (("streamtype", "error"),)))
+    encoder = spdyframes.FrameEncoder()
+    first = encoder.encode(spdyframes.SynStream(1, (("streamtype", "error"),)))
+    second = encoder.encode(spdyframes.SynStream(3, (("streamtype", "error"),)))
     assert len(second) < len(first)
-    with pytest.raises(spdy.SpdyError, match="does not decompress"):
-        spdy.FrameDecoder().feed(second)
-    decoder = spdy.FrameDecoder()
+    with pytest.raises(spdyframes.SpdyError, match="does not decompress"):
+        spdyframes.FrameDecoder().feed(second)
+    decoder = spdyframes.FrameDecoder()
     assert [frame.stream_id for frame in decoder.feed(first + second)] == [1, 3]  # type: ignore[union-attr]
 
 
 def test_unknown_control_frames_are_skipped() -> None:
     unknown = bytes.fromhex("8003000a 00000002 abcd".replace(" ", ""))
-    assert spdy.FrameDecoder().feed(unknown + spdy.FrameEncoder().encode(spdy.Ping(1))) == [spdy.Ping(1)]
+    assert spdyframes.FrameDecoder().feed(unknown + spdyframes.FrameEncoder().encode(spdyframes.Ping(1))) == [
+        spdyframes.Ping(1)
+    ]
 
 
 def test_header_values_split_on_nul() -> None:
     headers = (("x-stream-protocol-version", "v4.channel.k8s.io\x00channel.k8s.io"), ("a", "b"))
-    assert spdy.header_values(headers, "x-stream-protocol-version") == ["v4.channel.k8s.io", "channel.k8s.io"]
-    assert spdy.header_values(headers, "missing") == []
+    assert spdyframes.header_values(headers, "x-stream-protocol-version") == [
+        "v4.channel.k8s.io",
+        "channel.k8s.io",
+    ]
+    assert spdyframes.header_values(headers, "missing") == []
 
 
 @pytest.mark.parametrize(
@@ -146,10 +151,10 @@ def test_header_values_split_on_nul() -> None:
 def test_malformed_frames(wire: str, message: str | None) -> None:
     raw = bytes.fromhex(wire.replace(" ", ""))
     if message is None:
-        assert spdy.FrameDecoder().feed(raw) == [spdy.WindowUpdate(0, 1)]
+        assert spdyframes.FrameDecoder().feed(raw) == [spdyframes.WindowUpdate(0, 1)]
         return
-    with pytest.raises(spdy.SpdyError) as caught:
-        spdy.FrameDecoder().feed(raw)
+    with pytest.raises(spdyframes.SpdyError) as caught:
+        spdyframes.FrameDecoder().feed(raw)
     assert message in str(caught.value)
 
 
@@ -169,30 +174,30 @@ def test_malformed_frames(wire: str, message: str | None) -> None:
     ],
 )
 def test_malformed_header_blocks(block: bytes, message: str) -> None:
-    with pytest.raises(spdy.SpdyError) as caught:
-        spdy.decode_header_block(block)
+    with pytest.raises(spdyframes.SpdyError) as caught:
+        spdyframes.decode_header_block(block)
     assert str(caught.value) == message
 
 
 def test_a_header_bomb_is_refused() -> None:
-    compressor = spdy.HeaderCompressor()
+    compressor = spdyframes.HeaderCompressor()
     block = compressor.compress((("a", "x" * 5000),))
-    with pytest.raises(spdy.SpdyError, match="header block larger than 1000 bytes"):
-        spdy.HeaderDecompressor(limit=1000).decompress(block)
+    with pytest.raises(spdyframes.SpdyError, match="header block larger than 1000 bytes"):
+        spdyframes.HeaderDecompressor(limit=1000).decompress(block)
 
 
 @pytest.mark.parametrize(
     ("frame", "message"),
     [
-        (spdy.Data(0, b""), "stream id 0 is not in 1..2**31-1"),
-        (spdy.SynReply(1 << 31), "stream id 2147483648 is not in 1..2**31-1"),
-        (spdy.SynStream(1, (("a", "1"), ("A", "2"))), "a SPDY header block names each header once"),
-        (spdy.Data(1, bytes(spdy.MAX_LENGTH + 1)), "a SPDY frame carries at most 16777215 bytes"),
+        (spdyframes.Data(0, b""), "stream id 0 is not in 1..2**31-1"),
+        (spdyframes.SynReply(1 << 31), "stream id 2147483648 is not in 1..2**31-1"),
+        (spdyframes.SynStream(1, (("a", "1"), ("A", "2"))), "a SPDY header block names each header once"),
+        (spdyframes.Data(1, bytes(spdyframes.MAX_LENGTH + 1)), "a SPDY frame carries at most 16777215 bytes"),
     ],
 )
-def test_the_encoder_refuses_what_cannot_be_sent(frame: spdy.Frame, message: str) -> None:
+def test_the_encoder_refuses_what_cannot_be_sent(frame: spdyframes.Frame, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace(".", r"\.")):
-        spdy.FrameEncoder().encode(frame)
+        spdyframes.FrameEncoder().encode(frame)
 
 
 def test_a_whole_tty_session_as_the_apiserver_sent_it() -> None:
@@ -201,18 +206,18 @@ def test_a_whole_tty_session_as_the_apiserver_sent_it() -> None:
     # then the client's resets once it had the status.
     session = (CAPTURED / "translator-tty-session.bin").read_bytes()
     stream = (("streamtype", "error"),), (("streamtype", "stdin"),), (("streamtype", "stdout"),)
-    assert spdy.FrameDecoder().feed(session) == [
-        spdy.SynStream(1, stream[0]),
-        spdy.SynStream(3, stream[1]),
-        spdy.SynStream(5, stream[2]),
-        spdy.SynStream(7, (("streamtype", "resize"),)),
-        spdy.Data(7, b'{"Width":120,"Height":40}\n'),
-        spdy.Data(3, b"hi\r"),
-        spdy.Data(7, b'{"Width":132,"Height":50}\n'),
-        spdy.Ping(1),
-        spdy.Data(3, b"q\r"),
-        spdy.Data(3, b"", fin=True),
-        spdy.RstStream(1, spdy.RstStatus.CANCEL),
-        spdy.RstStream(5, spdy.RstStatus.CANCEL),
-        spdy.RstStream(7, spdy.RstStatus.CANCEL),
+    assert spdyframes.FrameDecoder().feed(session) == [
+        spdyframes.SynStream(1, stream[0]),
+        spdyframes.SynStream(3, stream[1]),
+        spdyframes.SynStream(5, stream[2]),
+        spdyframes.SynStream(7, (("streamtype", "resize"),)),
+        spdyframes.Data(7, b'{"Width":120,"Height":40}\n'),
+        spdyframes.Data(3, b"hi\r"),
+        spdyframes.Data(7, b'{"Width":132,"Height":50}\n'),
+        spdyframes.Ping(1),
+        spdyframes.Data(3, b"q\r"),
+        spdyframes.Data(3, b"", fin=True),
+        spdyframes.RstStream(1, spdyframes.RstStatus.CANCEL),
+        spdyframes.RstStream(5, spdyframes.RstStatus.CANCEL),
+        spdyframes.RstStream(7, spdyframes.RstStatus.CANCEL),
     ]

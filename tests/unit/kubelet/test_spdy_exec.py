@@ -10,8 +10,8 @@ import pytest
 
 from tests.fixtures.spdyclient import SpdyClient
 from tests.unit.kubelet.execstub import ExecServer
-from wlmvk.kubelet import spdy, spdy_exec
-from wlmvk.kubelet.exec import Resize, StdinClosed, StdinData
+from wlmvk.kubelet.api.exec import spdy, spdyframes
+from wlmvk.kubelet.api.exec.requests import Resize, StdinClosed, StdinData
 
 V4_ONLY = ("v4.channel.k8s.io",)
 CAPTURED_TTY_SESSION = (
@@ -41,7 +41,7 @@ async def test_output_and_exit_code_as_the_apiserver_sees_them(exec_server: Exec
         "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
     }
     assert client.finished == {"error", "stdout", "stderr"}
-    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.OK)
+    assert client.goaway == spdyframes.GoAway(5, spdyframes.GoAwayStatus.OK)
     assert stub.requests[0].command == ("echo", "3")
     await client.close()
 
@@ -119,7 +119,7 @@ async def test_v1_resets_its_error_stream(exec_server: ExecServer) -> None:
     client = await connect(port, "command=echo&command=0&output=1", versions=("channel.k8s.io",))
     await client.open_all("error", "stdout")
     await client.until_closed()
-    assert spdy.RstStream(1, spdy.RstStatus.CANCEL) in client.frames
+    assert spdyframes.RstStream(1, spdyframes.RstStatus.CANCEL) in client.frames
     assert bytes(client.received["stdout"]) == b"out\n"
     assert "error" not in client.received
     await client.close()
@@ -155,10 +155,10 @@ async def test_pings_are_answered(exec_server: ExecServer) -> None:
     port = exec_server.port
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
-    client.send(spdy.Ping(7))
+    client.send(spdyframes.Ping(7))
     client.write("stdin", b"after-ping")
     await client.read_until("stdout", b"after-ping")
-    assert spdy.Ping(7) in client.frames
+    assert spdyframes.Ping(7) in client.frames
     client.write("stdin", b"", fin=True)
     await client.until_closed()
     await client.close()
@@ -167,7 +167,7 @@ async def test_pings_are_answered(exec_server: ExecServer) -> None:
 async def test_streams_never_opened_end_the_connection(
     exec_server: ExecServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spdy_exec, "STREAM_CREATION_TIMEOUT", 0.5)
+    monkeypatch.setattr(spdy, "STREAM_CREATION_TIMEOUT", 0.5)
     port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=echo&command=0&error=1&output=1", versions=V4_ONLY)
     await client.open("error")
@@ -183,7 +183,7 @@ async def test_a_protocol_error_ends_the_session_with_goaway(exec_server: ExecSe
     await client.open_all("error", "stdin", "stdout")
     client.writer.write(bytes.fromhex("8002000600000004 00000001".replace(" ", "")))  # SPDY/2
     await asyncio.wait_for(client.until_closed(), 10)
-    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.PROTOCOL_ERROR)
+    assert client.goaway == spdyframes.GoAway(5, spdyframes.GoAwayStatus.PROTOCOL_ERROR)
     await asyncio.wait_for(stub.gone.wait(), 10)
     await client.close()
 
@@ -192,12 +192,12 @@ async def test_even_or_reused_stream_ids_are_reset(exec_server: ExecServer) -> N
     port = exec_server.port
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open("error")
-    client.send(spdy.SynStream(2, (("streamtype", "stdin"),)))
-    client.send(spdy.SynStream(1, (("streamtype", "stdin"),)))
+    client.send(spdyframes.SynStream(2, (("streamtype", "stdin"),)))
+    client.send(spdyframes.SynStream(1, (("streamtype", "stdin"),)))
     client.next_id = 3
     await client.open_all("stdin", "stdout")
-    assert spdy.RstStream(2, spdy.RstStatus.PROTOCOL_ERROR) in client.frames
-    assert spdy.RstStream(1, spdy.RstStatus.PROTOCOL_ERROR) in client.frames
+    assert spdyframes.RstStream(2, spdyframes.RstStatus.PROTOCOL_ERROR) in client.frames
+    assert spdyframes.RstStream(1, spdyframes.RstStatus.PROTOCOL_ERROR) in client.frames
     client.write("stdin", b"ok", fin=True)
     await client.until_closed()
     assert bytes(client.received["stdout"]) == b"ok"
@@ -218,10 +218,10 @@ async def test_the_apiservers_captured_tty_session_replayed(exec_server: ExecSer
         StdinData(b"q\r"),
         StdinClosed(),
     ]
-    assert [frame for frame in client.frames if isinstance(frame, spdy.SynReply)] == [
-        spdy.SynReply(stream_id) for stream_id in (1, 3, 5, 7)
+    assert [frame for frame in client.frames if isinstance(frame, spdyframes.SynReply)] == [
+        spdyframes.SynReply(stream_id) for stream_id in (1, 3, 5, 7)
     ]
-    assert spdy.Ping(1) in client.frames
+    assert spdyframes.Ping(1) in client.frames
     await client.close()
 
 
@@ -256,14 +256,14 @@ async def test_stdin_nobody_reads_stops_being_read_and_nothing_is_lost(exec_serv
     await client.open_all("error", "stdin", "stdout")
     chunk = b"y" * 32768
     sent = 0
-    while sent < 64 * spdy_exec.STDIN_HIGH_WATER:
+    while sent < 64 * spdy.STDIN_HIGH_WATER:
         client.write("stdin", chunk)
         sent += len(chunk)
         try:
             await asyncio.wait_for(client.writer.drain(), 2)
         except TimeoutError:
             break
-    assert sent < 64 * spdy_exec.STDIN_HIGH_WATER, "the kubelet kept reading what nobody read"
+    assert sent < 64 * spdy.STDIN_HIGH_WATER, "the kubelet kept reading what nobody read"
     stub.release.set()
     client.write("stdin", b"", fin=True)
     await asyncio.wait_for(client.writer.drain(), 60)
@@ -291,12 +291,12 @@ async def test_a_connection_idle_past_the_timeout_is_closed(
     exec_server: ExecServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A client gone without a word (no FIN, no ping) must not keep its command running for ever.
-    monkeypatch.setattr(spdy_exec, "IDLE_TIMEOUT", 1.0)
+    monkeypatch.setattr(spdy, "IDLE_TIMEOUT", 1.0)
     port, stub = exec_server.port, exec_server.stub
     client = await connect(port, "command=cat&input=1&output=1", versions=V4_ONLY)
     await client.open_all("error", "stdin", "stdout")
     await asyncio.wait_for(client.until_closed(), 30)
-    assert client.goaway == spdy.GoAway(5, spdy.GoAwayStatus.OK)
+    assert client.goaway == spdyframes.GoAway(5, spdyframes.GoAwayStatus.OK)
     await asyncio.wait_for(stub.gone.wait(), 10)
     assert stub.events == [None]
     await client.close()

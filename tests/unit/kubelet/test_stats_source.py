@@ -20,8 +20,9 @@ from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.kube import tls
-from wlmvk.kubelet import server, stats
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api import server
+from wlmvk.kubelet.api.stats import sampling
+from wlmvk.kubelet.api.stats.summary import PodJob
 
 STARTED = datetime.now(UTC) - timedelta(minutes=5)
 PODS = [
@@ -56,8 +57,8 @@ class Usage:
         return UsageSample(usages, lost, "sstat: no answer within the budget of 7 s (killed)" if lost else "")
 
 
-def source(backend: Usage, interval: float, keep_for: float | None = None) -> stats.StatsSource:
-    return stats.StatsSource(
+def source(backend: Usage, interval: float, keep_for: float | None = None) -> sampling.StatsSource:
+    return sampling.StatsSource(
         backend=cast(Backend, backend),
         pods=lambda: PODS,
         nodes=lambda: ["slurm-c-cpu", "slurm-c-debug"],
@@ -84,7 +85,7 @@ async def get(port: int, path: str) -> tuple[int, str, str]:
         return response.status, response.headers["Content-Type"], await response.text()
 
 
-async def serve(src: stats.StatsSource) -> tuple[aiohttp.web.AppRunner, int]:
+async def serve(src: sampling.StatsSource) -> tuple[aiohttp.web.AppRunner, int]:
     handlers = server.Handlers(summary=src.summary, resource_metrics=src.resource_metrics)
     context = tls.server_context(cert="", key="", client_ca="", names=["localhost"], addresses=["127.0.0.1"])
     runner = aiohttp.web.AppRunner(server.kubelet_app(handlers))
@@ -152,8 +153,8 @@ async def test_red_box_down_is_the_collectors_error_and_an_unknown_node_404() ->
 async def test_the_call_gets_part_of_the_interval_as_its_budget() -> None:
     backend = Usage()
     await source(backend, interval=10).resource_metrics(None)
-    assert backend.budgets == [10 * stats.BUDGET_SHARE]
-    assert stats.BUDGET_SHARE < 1
+    assert backend.budgets == [10 * sampling.BUDGET_SHARE]
+    assert sampling.BUDGET_SHARE < 1
 
 
 async def test_an_unanswered_job_keeps_its_last_figures_and_their_time() -> None:

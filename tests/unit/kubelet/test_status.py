@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.kubelet import status
-from wlmvk.kubelet.status import PodFacts
+from wlmvk.kubelet.pods import status
+from wlmvk.kubelet.pods.status import PodFacts
 
 FACTS = PodFacts(container="main", image="busybox", host_ip="10.1.2.3", created="2026-12-02T14:40:00Z")
 SUBMIT = datetime(2026, 12, 2, 14, 43, 30, tzinfo=UTC)

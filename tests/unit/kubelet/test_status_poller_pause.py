@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.kubelet.status_poller import pause
+from wlmvk.kubelet.pods.poller import pause
 
 
 @pytest.mark.parametrize(

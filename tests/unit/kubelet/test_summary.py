@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet import summary
-from wlmvk.kubelet.ledger import CpuLedger
+from wlmvk.kubelet.api.stats import summary
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
 
 T0 = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 

@@ -7,7 +7,8 @@ import pytest
 from tests.unit.kubelet.podbodies import batch_pod, pod
 from wlmvk.core import names, sbatch
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kubelet.translate import ExecContext, Rejection, Target, exec_context, pod_to_job
+from wlmvk.kubelet.pods.environment import ExecContext, exec_context
+from wlmvk.kubelet.pods.translate import Rejection, Target, pod_to_job
 
 DEBUG = Target("debug")
 

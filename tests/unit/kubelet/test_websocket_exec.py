@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from tests.unit.kubelet.execstub import ExecServer
-from wlmvk.kubelet.exec import ExecRequest, Resize, StdinClosed, StdinData, exit_status
+from wlmvk.kubelet.api.exec.requests import ExecRequest, Resize, StdinClosed, StdinData, exit_status
 
 
 def url(base: str, pod: str, *command: str, tty: bool = False) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wlmvk.kubelet.exec import Resize, StdinClosed, StdinData
-from wlmvk.kubelet.wschannels import V4, V5, Inbound, Refusal, frame, negotiate
+from wlmvk.kubelet.api.exec.requests import Resize, StdinClosed, StdinData
+from wlmvk.kubelet.api.exec.wschannels import V4, V5, Inbound, Refusal, frame, negotiate
 
 KUBECTL = "v5.channel.k8s.io, v4.channel.k8s.io, v3.channel.k8s.io, v2.channel.k8s.io"
 

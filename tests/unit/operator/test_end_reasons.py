@@ -9,7 +9,7 @@ import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.core.names import EndReason
-from wlmvk.kubelet import status as pod_status
+from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.operator.observed import cancelled, view
 
 FACTS = pod_status.PodFacts(container="job")

@@ -9,7 +9,7 @@ log proxy presents; one wlmvk kubelet serves several nodes at one endpoint
 and answers once for all of them. A PodMetrics is a pod's containers'
 ``usageNanoCores`` and ``workingSetBytes``; a NodeMetrics is the sum over the
 pods the store places on that node (a wlmvk kubelet's summary cannot tell its
-nodes apart, see ``wlmvk.kubelet.summary``). A pod or node no kubelet reports
+nodes apart, see ``wlmvk.kubelet.api.stats.summary``). A pod or node no kubelet reports
 is absent, as with metrics-server: ``kubectl top`` says it has no metrics.
 """
 

@@ -1,7 +1,7 @@
 """kubectl exec over SPDY/3.1: the upgrade, the client's streams, an ``ExecChannel`` on them.
 
 This is what kube-apiserver v1.36 speaks to a kubelet for ``pods/exec``
-unless the Node declares ``ExtendWebSocketsToKubelet`` (see ``spdy`` for the
+unless the Node declares ``ExtendWebSocketsToKubelet`` (see ``spdyframes`` for the
 evidence): ``POST /exec/...`` with ``Upgrade: SPDY/3.1``, a version picked
 from ``X-Stream-Protocol-Version`` (``remotecommand.negotiate``), ``101``,
 then one stream per channel opened by the client. As the kubelet does, the
@@ -28,8 +28,15 @@ import structlog
 from aiohttp import web
 
 from wlmvk.core.errors import WlmvkError
-from wlmvk.kubelet import remotecommand, spdy
-from wlmvk.kubelet.exec import ExecHandler, ExecRequest, Resize, StdinClosed, StdinData, exit_status
+from wlmvk.kubelet.api.exec import remotecommand, spdyframes
+from wlmvk.kubelet.api.exec.requests import (
+    ExecHandler,
+    ExecRequest,
+    Resize,
+    StdinClosed,
+    StdinData,
+    exit_status,
+)
 
 _log = structlog.get_logger(__name__)
 
@@ -97,8 +104,8 @@ class _Session:
 
     version: str
     expected: frozenset[str]
-    decoder: spdy.FrameDecoder = field(default_factory=spdy.FrameDecoder)
-    encoder: spdy.FrameEncoder = field(default_factory=spdy.FrameEncoder)
+    decoder: spdyframes.FrameDecoder = field(default_factory=spdyframes.FrameDecoder)
+    encoder: spdyframes.FrameEncoder = field(default_factory=spdyframes.FrameEncoder)
     streams: dict[str, _Stream] = field(default_factory=dict)
     last_stream_id: int = 0
     events: deque[Event] = field(default_factory=deque)
@@ -111,7 +118,7 @@ class _Session:
         self._arrived = asyncio.Event()
         self._ready = asyncio.Event()
         self._eof = asyncio.Event()
-        self._inbound: deque[spdy.Frame | spdy.SpdyError | None] = deque()
+        self._inbound: deque[spdyframes.Frame | spdyframes.SpdyError | None] = deque()
         self._inbound_ready = asyncio.Event()
         self._write_lock = asyncio.Lock()
         self._response: web.StreamResponse | None = None
@@ -125,7 +132,7 @@ class _Session:
         self._last_frame = asyncio.get_running_loop().time()
         try:
             self._inbound.extend(self.decoder.feed(data))
-        except spdy.SpdyError as exc:
+        except spdyframes.SpdyError as exc:
             self._inbound.append(exc)
         self._inbound_ready.set()
         return False, b""
@@ -150,7 +157,9 @@ class _Session:
                 return
             if not remotecommand.error_stream_kept(self.version):
                 await self._send(
-                    spdy.RstStream(self.streams[remotecommand.ERROR].stream_id, spdy.RstStatus.CANCEL)
+                    spdyframes.RstStream(
+                        self.streams[remotecommand.ERROR].stream_id, spdyframes.RstStatus.CANCEL
+                    )
                 )
             channel = SpdyExecChannel(self)
             try:
@@ -177,7 +186,7 @@ class _Session:
         while (left := self._last_frame + IDLE_TIMEOUT - loop.time()) > 0:
             await asyncio.sleep(left)
         log.info("exec connection idle, closing it", idle_seconds=IDLE_TIMEOUT)
-        await self._send(spdy.GoAway(self.last_stream_id, spdy.GoAwayStatus.OK))
+        await self._send(spdyframes.GoAway(self.last_stream_id, spdyframes.GoAwayStatus.OK))
         self._client_gone()
         self.close()
 
@@ -196,41 +205,43 @@ class _Session:
                     self._client_gone()
                     self._eof.set()
                     return
-                if isinstance(item, spdy.SpdyError):
+                if isinstance(item, spdyframes.SpdyError):
                     log.info("exec client broke the SPDY protocol", error=str(item))
                     with contextlib.suppress(ConnectionError, RuntimeError):
-                        await self._send(spdy.GoAway(self.last_stream_id, spdy.GoAwayStatus.PROTOCOL_ERROR))
+                        await self._send(
+                            spdyframes.GoAway(self.last_stream_id, spdyframes.GoAwayStatus.PROTOCOL_ERROR)
+                        )
                     self._client_gone()
                     self.close()
                     return
                 await self._on_frame(item)
 
-    async def _on_frame(self, frame: spdy.Frame) -> None:
+    async def _on_frame(self, frame: spdyframes.Frame) -> None:
         match frame:
-            case spdy.SynStream(stream_id, headers):
+            case spdyframes.SynStream(stream_id, headers):
                 await self._on_open(stream_id, headers)
-            case spdy.Data(stream_id, data, fin):
+            case spdyframes.Data(stream_id, data, fin):
                 self._on_data(stream_id, data, fin)
-            case spdy.RstStream(stream_id, _):
+            case spdyframes.RstStream(stream_id, _):
                 kind = self._kind_of(stream_id)
                 if kind == remotecommand.STDIN:
                     self._push(StdinClosed())
                 if kind is not None:
                     self.streams[kind].closed_by_us = True
-            case spdy.Ping(ping_id) if ping_id % 2 == 1:
+            case spdyframes.Ping(ping_id) if ping_id % 2 == 1:
                 await self._send(frame)
-            case spdy.GoAway():
+            case spdyframes.GoAway():
                 self._client_gone()
             case _:
                 pass  # SETTINGS, WINDOW_UPDATE (no flow control: see spdy), replies to our nothing
 
-    async def _on_open(self, stream_id: int, headers: spdy.Headers) -> None:
+    async def _on_open(self, stream_id: int, headers: spdyframes.Headers) -> None:
         if stream_id % 2 == 0 or stream_id <= self.last_stream_id:
-            await self._send(spdy.RstStream(stream_id, spdy.RstStatus.PROTOCOL_ERROR))
+            await self._send(spdyframes.RstStream(stream_id, spdyframes.RstStatus.PROTOCOL_ERROR))
             return
         self.last_stream_id = stream_id
-        kinds = spdy.header_values(headers, remotecommand.STREAM_TYPE_HEADER)
-        await self._send(spdy.SynReply(stream_id))
+        kinds = spdyframes.header_values(headers, remotecommand.STREAM_TYPE_HEADER)
+        await self._send(spdyframes.SynReply(stream_id))
         if kinds and kinds[0] in self.expected and not self._ready.is_set():
             self.streams[kinds[0]] = _Stream(kinds[0], stream_id)
             if self.expected <= self.streams.keys():
@@ -293,11 +304,11 @@ class _Session:
             last = start + MAX_DATA_FRAME >= len(data)
             if not chunk and not (fin and last):
                 continue
-            await self._send(spdy.Data(stream.stream_id, chunk, fin=fin and last))
+            await self._send(spdyframes.Data(stream.stream_id, chunk, fin=fin and last))
         if fin:
             stream.closed_by_us = True
 
-    async def _send(self, frame: spdy.Frame) -> None:
+    async def _send(self, frame: spdyframes.Frame) -> None:
         if self._response is None:
             return
         async with self._write_lock:
@@ -315,7 +326,7 @@ class _Session:
             await self.write(
                 remotecommand.ERROR, remotecommand.status_payload(self.version, status), fin=True
             )
-        await self._send(spdy.GoAway(self.last_stream_id, spdy.GoAwayStatus.OK))
+        await self._send(spdyframes.GoAway(self.last_stream_id, spdyframes.GoAwayStatus.OK))
 
 
 class SpdyExecChannel:

@@ -1,7 +1,7 @@
 """kubectl exec over WebSocket (``v5``/``v4.channel.k8s.io``): the upgrade and an ``ExecChannel``.
 
 What kubectl v1.30+ speaks, and what kube-apiserver passes on to a kubelet
-whose Node declares ``ExtendWebSocketsToKubelet`` (see ``spdy`` for the
+whose Node declares ``ExtendWebSocketsToKubelet`` (see ``spdyframes`` for the
 evidence); the in-memory API server passes it on as well. The subprotocol is
 negotiated before the upgrade (``wschannels.negotiate``: 400 when none is
 served); the client's messages become exec events (``wschannels.Inbound``);
@@ -24,8 +24,8 @@ import structlog
 from aiohttp import web
 
 from wlmvk.core.errors import WlmvkError
-from wlmvk.kubelet import wschannels
-from wlmvk.kubelet.exec import ExecEvent, ExecHandler, ExecRequest, exit_status
+from wlmvk.kubelet.api.exec import wschannels
+from wlmvk.kubelet.api.exec.requests import ExecEvent, ExecHandler, ExecRequest, exit_status
 
 _log = structlog.get_logger(__name__)
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from wlmvk.kubelet.exec import ExecEvent, StdinClosed, StdinData
-from wlmvk.kubelet.remotecommand import ResizeDecoder
+from wlmvk.kubelet.api.exec.remotecommand import ResizeDecoder
+from wlmvk.kubelet.api.exec.requests import ExecEvent, StdinClosed, StdinData
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"

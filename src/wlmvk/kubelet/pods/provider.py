@@ -3,7 +3,7 @@
 As virtual-kubelet's ``PodLifecycleHandler``, the provider knows the workload manager and nothing
 of Kubernetes' plumbing: the pod controller calls it to create a pod's job and to delete it, and
 does the API writes (annotation, status, Events) from what it answers. It moves a pod's stage
-(``podstates``) for what it learns from red-box.
+(``states``) for what it learns from red-box.
 
 Exactly once: the pod UID is the job's idempotency key. A pod seen at start without a job id
 (stage UNVERIFIED) is looked up by that key before anything is submitted, after a short grace
@@ -24,12 +24,12 @@ from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
-from wlmvk.kubelet import status as pod_status
-from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.podrecords import PodRecord
-from wlmvk.kubelet.podstates import Happening, Stage
-from wlmvk.kubelet.translate import Rejection, Target, job_name, pod_to_job
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods.records import PodRecord
+from wlmvk.kubelet.pods.states import Happening, Stage
+from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job
 
 _log = structlog.get_logger(__name__)
 

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
@@ -35,6 +34,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
+from wlmvk.kubelet.pods import environment
 
 # Volumes a job pod may carry: the API server adds the service-account token volume
 # (projected) to every pod; emptyDir and downwardAPI are harmless to ignore.
@@ -222,37 +222,11 @@ def _deadline(value: Any) -> int:
     return seconds
 
 
-@dataclass(frozen=True)
-class ExecContext:
-    """What a command run into the pod's job (``kubectl exec``) is given, as its job script was."""
-
-    env: Mapping[str, str] = field(default_factory=dict)
-    working_dir: str = ""
-
-
-def exec_context(pod: Body) -> ExecContext:
-    """A plain pod's container env and workingDir, exactly as ``_container_script`` sets them.
-
-    A batch pod's or a WlmJob's script sets up its own environment and directory: an exec
-    gets the job's directory and red-box's environment there, as a step the script starts would.
-    """
-    annotations = objects.annotations(pod)
-    containers = objects.containers(pod)
-    scripted = names.ANNOTATION_BATCH in annotations or names.ANNOTATION_CONTAINER_JOB in annotations
-    if scripted or not containers:
-        return ExecContext()
-    container: Body = containers[0]
-    env = _environment(pod, container)
-    return ExecContext(
-        env={} if isinstance(env, Rejection) else dict(env),
-        working_dir=str(container.get("workingDir") or ""),
-    )
-
-
 def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
-    env = _environment(pod, container)
-    if isinstance(env, Rejection):
-        return env
+    try:
+        env = environment.container_env(pod, container)
+    except InvalidInput as exc:
+        return Rejection("UnsupportedEnv", exc.message)
     command = [str(part) for part in container.get("command") or []]
     args = [str(part) for part in container.get("args") or []]
     image = str(container.get("image", ""))
@@ -276,43 +250,3 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
             f" (the entrypoint of image {image!r} is unknown here)",
         )
     return "\n".join(lines) + "\n"
-
-
-def _environment(pod: Body, container: Body) -> list[tuple[str, str]] | Rejection:
-    out: list[tuple[str, str]] = []
-    for item in container.get("env") or []:
-        name = str(item.get("name", ""))
-        if not name.isidentifier():
-            return Rejection("UnsupportedEnv", f"environment variable name {name!r} is not valid in a shell")
-        if "valueFrom" not in item:
-            out.append((name, str(item.get("value", ""))))
-            continue
-        source: Body = item["valueFrom"] or {}
-        field_ref = source.get("fieldRef")
-        if not field_ref:
-            kinds = ", ".join(sorted(source)) or "unknown"
-            return Rejection("UnsupportedEnv", f"env {name} takes its value from {kinds}, not supported here")
-        value = _field_value(pod, str(field_ref.get("fieldPath", "")))
-        if value is None:
-            return Rejection(
-                "UnsupportedEnv", f"env {name}: field {field_ref.get('fieldPath')!r} is not supported"
-            )
-        out.append((name, value))
-    return out
-
-
-def _field_value(pod: Body, path: str) -> str | None:
-    metadata, spec = objects.meta(pod), objects.spec(pod)
-    simple = {
-        "metadata.name": metadata.get("name"),
-        "metadata.namespace": metadata.get("namespace"),
-        "metadata.uid": metadata.get("uid"),
-        "spec.nodeName": spec.get("nodeName"),
-        "spec.serviceAccountName": spec.get("serviceAccountName"),
-    }
-    if path in simple:
-        return str(simple[path] or "")
-    for prefix, key in (("metadata.labels", "labels"), ("metadata.annotations", "annotations")):
-        if path.startswith(prefix + "['") and path.endswith("']"):
-            return str((metadata.get(key) or {}).get(path[len(prefix) + 2 : -2], ""))
-    return None

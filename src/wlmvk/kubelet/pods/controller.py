@@ -2,10 +2,10 @@
 
 Split as virtual-kubelet splits it (``node/podcontroller.go``, ``node/pod.go``): this module
 knows Kubernetes and nothing of Slurm; ``provider`` creates and deletes jobs over the Backend;
-``status_poller`` asks Slurm for every job's state; ``podstates`` is each pod's lifecycle.
+``poller`` asks Slurm for every job's state; ``states`` is each pod's lifecycle.
 
 - the watcher: ONE list+watch of pods (``kube.watching``), filtered to the nodes in the
-  ``NodeDirectory``; each event updates a record (``podrecords``) and queues its key;
+  ``NodeDirectory``; each event updates a record (``records``) and queues its key;
 - the workers: take keys from a ``WorkQueue`` (one worker per pod at a time) and sync the pod:
   ask the provider for a job, write the job id annotation, the status and Events, release a
   deleted pod once the provider has ended its job;
@@ -38,14 +38,14 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
 from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
 from wlmvk.kube.workqueue import WorkQueue
-from wlmvk.kubelet import status as pod_status
-from wlmvk.kubelet.directory import NodeDirectory
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.podrecords import PodRecord, job_id_of, slim
-from wlmvk.kubelet.podstates import Happening, Presence, Stage, initial, urgent
-from wlmvk.kubelet.provider import Later, Logger, SlurmProvider, Started
-from wlmvk.kubelet.status_poller import StatusPoller
-from wlmvk.kubelet.translate import Rejection
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods.poller import StatusPoller
+from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
+from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
+from wlmvk.kubelet.pods.states import Happening, Presence, Stage, initial, urgent
+from wlmvk.kubelet.pods.translate import Rejection
 
 _log = structlog.get_logger(__name__)
 

@@ -30,8 +30,8 @@ from datetime import datetime
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.kubelet.ledger import CpuLedger
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.summary import PodJob
 
 PATH = "/metrics/resource"
 PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"

@@ -8,9 +8,9 @@ Metrics are served by ``metrics_app`` on their own port.
 ``/exec/{namespace}/{pod}/{container}`` parses the query and asks
 ``exec_check`` before any upgrade (so a pod not here is 404, a job not running
 400, in kubectl's words), then serves the session over the transport the
-request upgrades to: WebSocket (``websocket_exec``) or SPDY/3.1 (``spdy_exec``).
+request upgrades to: WebSocket (``websocket``) or SPDY/3.1 (``spdy``).
 
-With a ``gate`` (``auth.Gate``) every request is authenticated and authorized
+With a ``gate`` (``Gate``) every request is authenticated and authorized
 before its handler runs, as the kubelet does: 401 Unauthorized without an
 identity, 403 Forbidden without the right on the node. The metrics app has
 no gate: it listens apart, on loopback unless told otherwise.
@@ -36,9 +36,11 @@ from wlmvk.core.errors import (
     Unsupported,
     WlmvkError,
 )
-from wlmvk.kubelet import auth, resource_metrics, spdy_exec, websocket_exec
-from wlmvk.kubelet.exec import ExecHandler, ExecRequest, parse_exec_query
-from wlmvk.kubelet.logs import LogOptions, parse_options
+from wlmvk.kubelet.api.auth.gate import Gate, Request
+from wlmvk.kubelet.api.exec import spdy, websocket
+from wlmvk.kubelet.api.exec.requests import ExecHandler, ExecRequest, parse_exec_query
+from wlmvk.kubelet.api.logs import LogOptions, parse_options
+from wlmvk.kubelet.api.stats import resource_metrics
 
 _log = structlog.get_logger(__name__)
 
@@ -86,7 +88,7 @@ def _exception(code: int, message: str) -> web.HTTPException:
     return error
 
 
-def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.Application:
+def kubelet_app(handlers: Handlers, *, gate: Gate | None = None) -> web.Application:
     app = web.Application(middlewares=[_guarded_by(gate)] if gate is not None else [])
 
     async def healthz(request: web.Request) -> web.Response:
@@ -158,10 +160,10 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
                 await handlers.exec_check(exec_request)
         except WlmvkError as exc:
             raise _http_error(exc) from exc
-        if websocket_exec.is_websocket_upgrade(request):
-            return await websocket_exec.serve(request, exec_request, handlers.exec)
-        if spdy_exec.is_spdy_upgrade(request):
-            return await spdy_exec.serve(request, exec_request, handlers.exec)
+        if websocket.is_websocket_upgrade(request):
+            return await websocket.serve(request, exec_request, handlers.exec)
+        if spdy.is_spdy_upgrade(request):
+            return await spdy.serve(request, exec_request, handlers.exec)
         raise _exception(400, "Upgrade request required")
 
     def unsupported(kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -185,7 +187,7 @@ def kubelet_app(handlers: Handlers, *, gate: auth.Gate | None = None) -> web.App
     return app
 
 
-def _guarded_by(gate: auth.Gate) -> Any:
+def _guarded_by(gate: Gate) -> Any:
     @web.middleware
     async def guard(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -193,7 +195,7 @@ def _guarded_by(gate: auth.Gate) -> Any:
         transport = request.transport
         peercert = transport.get_extra_info("peercert") if transport is not None else None
         refusal = await gate.check(
-            auth.Request(
+            Request(
                 peercert=peercert or None,
                 authorization=request.headers.get("Authorization", ""),
                 method=request.method,

@@ -29,12 +29,10 @@ import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
-from wlmvk.core.jobs import JobStatus
 from wlmvk.core.usage import UsageSample
-from wlmvk.kubelet import resource_metrics, samples, summary
-from wlmvk.kubelet.ledger import CpuLedger
-from wlmvk.kubelet.pod_controller import PodController
-from wlmvk.kubelet.summary import PodJob
+from wlmvk.kubelet.api.stats import resource_metrics, samples, summary
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.summary import PodJob
 
 _log = structlog.get_logger(__name__)
 
@@ -147,28 +145,3 @@ class StatsSource:
             keep_for=self._keep_for,
         )
         self._ledger = self._ledger.advance(pods, self._samples.current)
-
-
-_RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
-
-
-def running_pods(controller: PodController, host_ip: str) -> list[summary.PodJob]:
-    """The pods of ``controller`` whose job Slurm last reported running."""
-    running: list[summary.PodJob] = []
-    for record in controller.records():
-        if record.job_id is None or record.state is None:
-            continue
-        if record.state.status not in _RUNNING:
-            continue
-        running.append(
-            summary.PodJob(
-                namespace=record.namespace,
-                name=record.name,
-                uid=record.uid,
-                node=record.node,
-                container=record.facts(host_ip).container,
-                job_id=record.job_id,
-                started=record.state.start_time,
-            )
-        )
-    return running

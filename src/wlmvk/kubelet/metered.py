@@ -1,17 +1,14 @@
-"""red-box reachability, learnt from every call the kubelet makes.
+"""The Backend as the kubelet uses it: every call timed into the metrics, its outcome told.
 
-``MeteredBackend`` wraps the ``Backend``: each call is timed into the
-metrics, and its outcome updates ``Reachability``. An ``Unavailable`` marks
-red-box unreachable (node conditions go not Ready, pods are left alone); the
-next call that succeeds marks it reachable again. Waiters on ``changed()``
-(the node controller) wake on each flip.
+``MeteredBackend`` wraps the ``Backend`` (red-box's client): each call is
+timed into ``KubeletMetrics``, and its outcome updates ``Reachability``
+(``node.health``): an ``Unavailable`` marks red-box unreachable, the next
+call that succeeds marks it reachable again.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TypeVar
 
 from wlmvk.core.backend import Backend
@@ -27,37 +24,9 @@ from wlmvk.core.jobs import (
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
 from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.node.health import Reachability
 
 T = TypeVar("T")
-
-
-class Reachability:
-    """Whether red-box answers, since when, and why not."""
-
-    def __init__(self) -> None:
-        self.reachable = True
-        self.message = ""
-        self.since = datetime.now(UTC)
-        self._flipped = asyncio.Event()
-
-    def ok(self) -> None:
-        if not self.reachable:
-            self.reachable, self.message, self.since = True, "", datetime.now(UTC)
-            self._flip()
-
-    def failed(self, message: str) -> None:
-        if self.reachable:
-            self.reachable, self.since = False, datetime.now(UTC)
-            self._flip()
-        self.message = message
-
-    def _flip(self) -> None:
-        self._flipped.set()
-        self._flipped = asyncio.Event()
-
-    async def changed(self) -> None:
-        """Resolve at the next flip."""
-        await self._flipped.wait()
 
 
 class MeteredBackend:

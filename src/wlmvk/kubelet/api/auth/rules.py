@@ -11,7 +11,7 @@ the HTTP method and a subresource named after the path
 ``/exec``...) -> ``proxy``; with fine-grained authorization (on by default
 since v1.33), ``/pods`` may use ``pods`` and ``/healthz`` ``healthz``, with
 ``proxy`` as the fallback. This module holds those rules and the review
-bodies; ``auth`` does the I/O.
+bodies; ``gate`` does the I/O.
 
 One wlmvk kubelet serves several nodes (one per partition): a request about
 one pod is authorized on the pod's node, one about one node

@@ -31,9 +31,9 @@ from wlmvk.kube.bodies import NODES, Body, labels_of, name_of, owner_reference
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.times import rfc3339
-from wlmvk.kubelet import nodes
-from wlmvk.kubelet.directory import NodeDirectory
-from wlmvk.kubelet.health import Reachability
+from wlmvk.kubelet.node import nodes
+from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.node.health import Reachability
 
 _log = structlog.get_logger(__name__)
 

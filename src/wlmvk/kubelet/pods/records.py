@@ -2,7 +2,7 @@
 
 The controller, the provider and the status poller share these records (one event loop, one
 worker per pod at a time). A record's ``stage`` says where the pod is in its lifecycle
-(``podstates``); the other fields are data, not flags: the job followed, the last state Slurm
+(``states``); the other fields are data, not flags: the job followed, the last state Slurm
 reported, and the last status written.
 """
 
@@ -15,8 +15,8 @@ from wlmvk.core import names
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
-from wlmvk.kubelet import status as pod_status
-from wlmvk.kubelet.podstates import Happening, Presence, Stage, advance
+from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods.states import Happening, Presence, Stage, advance
 
 
 @dataclass

@@ -22,7 +22,7 @@ from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 
 if TYPE_CHECKING:  # the Summary is built on the ledger; the ledger reads two fields of a PodJob
-    from wlmvk.kubelet.summary import PodJob
+    from wlmvk.kubelet.api.stats.summary import PodJob
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.bodies import Body
-from wlmvk.kubelet import resource_metrics
+from wlmvk.kubelet.api.stats import resource_metrics
 
 KUBELET_VERSION = f"v1.32.0-wlmvk-{__version__}"
 READY = "Ready"

@@ -4,7 +4,7 @@
 request proves no identity (no verified client certificate, no bearer token
 the API server's TokenReview accepts, anonymous access off), 403 when the
 API server's SubjectAccessReview allows none of the request's alternatives
-(``access.attributes``) on one of its nodes, 500 when a review could not be
+(``rules.attributes``) on one of its nodes, 500 when a review could not be
 asked. Answers are cached as the kubelet's webhooks cache them: a token for
 2 minutes, an allowed review for 5 minutes, a denied one for 30 seconds, in
 bounded maps.
@@ -23,7 +23,7 @@ import structlog
 
 from wlmvk.core.errors import WlmvkError
 from wlmvk.kube.bodies import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, Body, Resource
-from wlmvk.kubelet import access
+from wlmvk.kubelet.api.auth import rules
 
 _log = structlog.get_logger(__name__)
 
@@ -106,8 +106,8 @@ class Gate:
         self.settings = settings
         self._create = create
         self._nodes_for = nodes_for
-        self._tokens: _Cache[str, access.User | None] = _Cache()
-        self._decisions: _Cache[access.Attributes, bool] = _Cache()
+        self._tokens: _Cache[str, rules.User | None] = _Cache()
+        self._decisions: _Cache[rules.Attributes, bool] = _Cache()
 
     async def check(self, request: Request) -> Refusal | None:
         try:
@@ -120,7 +120,7 @@ class Gate:
         if self.settings.authorization_mode == ALWAYS_ALLOW:
             return None
         for node in self._nodes_for(request.path):
-            alternatives = access.attributes(user, request.method, request.path, node)
+            alternatives = rules.attributes(user, request.method, request.path, node)
             try:
                 allowed = await self._any_allowed(alternatives)
             except WlmvkError as exc:
@@ -135,41 +135,41 @@ class Gate:
                 )
             if not allowed:
                 _log.info("refused a request", user=user.name, path=request.path, node=node)
-                return Refusal(403, access.forbidden_message(alternatives))
+                return Refusal(403, rules.forbidden_message(alternatives))
         return None
 
-    async def _authenticate(self, request: Request) -> access.User | None:
+    async def _authenticate(self, request: Request) -> rules.User | None:
         if request.peercert:
-            user = access.user_from_certificate(request.peercert)
+            user = rules.user_from_certificate(request.peercert)
             if user is not None:
                 return user
-        token = access.bearer_token(request.authorization)
+        token = rules.bearer_token(request.authorization)
         if token is not None and self.settings.token_webhook and self._create is not None:
             return await self._review_token(token)
         if token is None and self.settings.anonymous:
-            return access.ANONYMOUS_USER
+            return rules.ANONYMOUS_USER
         return None
 
-    async def _review_token(self, token: str) -> access.User | None:
+    async def _review_token(self, token: str) -> rules.User | None:
         key = hashlib.sha256(token.encode()).hexdigest()
         cached = self._tokens.get(key)
         if cached is not None:
             return cached
         assert self._create is not None
-        user = access.user_from_token_review(await self._create(TOKEN_REVIEWS, access.token_review(token)))
+        user = rules.user_from_token_review(await self._create(TOKEN_REVIEWS, rules.token_review(token)))
         if user is not None:
             self._tokens.put(key, user, TOKEN_TTL)
         return user
 
-    async def _any_allowed(self, alternatives: tuple[access.Attributes, ...]) -> bool:
+    async def _any_allowed(self, alternatives: tuple[rules.Attributes, ...]) -> bool:
         for attrs in alternatives:
             cached = self._decisions.get(attrs)
             if cached is None:
                 if self._create is None:
                     cached = False
                 else:
-                    answer = await self._create(SUBJECT_ACCESS_REVIEWS, access.subject_access_review(attrs))
-                    cached = access.allowed_by(answer)
+                    answer = await self._create(SUBJECT_ACCESS_REVIEWS, rules.subject_access_review(attrs))
+                    cached = rules.allowed_by(answer)
                 self._decisions.put(attrs, cached, ALLOWED_TTL if cached else DENIED_TTL)
             if cached:
                 return True

@@ -39,7 +39,7 @@ from typing import Any
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.kube import times
-from wlmvk.kubelet.loglines import MAX_LINE, LineCutter, stamp_pieces
+from wlmvk.kubelet.api.loglines import MAX_LINE, LineCutter, stamp_pieces
 
 
 @dataclass(frozen=True)

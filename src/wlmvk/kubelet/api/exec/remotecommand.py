@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wlmvk.kubelet.exec import ExecRequest, Resize
+from wlmvk.kubelet.api.exec.requests import ExecRequest, Resize
 
 V4 = "v4.channel.k8s.io"
 V3 = "v3.channel.k8s.io"

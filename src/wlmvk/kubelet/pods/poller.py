@@ -19,11 +19,11 @@ import structlog
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import WlmvkError
 from wlmvk.core.jobs import JobId
-from wlmvk.kubelet import status as pod_status
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.podrecords import PodRecord
-from wlmvk.kubelet.podstates import FOLLOWED, Happening, Stage
-from wlmvk.kubelet.provider import belongs
+from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods.provider import belongs
+from wlmvk.kubelet.pods.records import PodRecord
+from wlmvk.kubelet.pods.states import FOLLOWED, Happening, Stage
 
 _log = structlog.get_logger(__name__)
 

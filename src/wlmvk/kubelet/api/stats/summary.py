@@ -28,7 +28,7 @@ from typing import Any
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.kube.times import rfc3339
-from wlmvk.kubelet.ledger import CpuLedger
+from wlmvk.kubelet.api.stats.ledger import CpuLedger
 
 _NANO = 1_000_000_000
 

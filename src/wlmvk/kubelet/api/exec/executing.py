@@ -10,7 +10,7 @@ only once the command has started; a client that goes away ends the command.
 
 Only the job id the kubelet verified (the job's key matched the pod) is used:
 a forged ``wlm.sylabs.io/job-id`` annotation reaches no job. The command gets
-the container's env and workingDir (``translate.exec_context``), as
+the container's env and workingDir (``pods.environment.exec_context``), as
 ``kubectl exec`` into a container does.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -38,8 +38,7 @@ from wlmvk.core.sessions import (
     StdoutData,
     exec_spec,
 )
-from wlmvk.kubelet.exec import ExecChannel, ExecRequest, exit_status
-from wlmvk.kubelet.translate import ExecContext
+from wlmvk.kubelet.api.exec.requests import ExecChannel, ExecRequest, exit_status
 
 _log = structlog.get_logger(__name__)
 
@@ -54,8 +53,10 @@ class Target:
     container: str
     job_id: JobId | None
     state: JobState | None
-    context: ExecContext = field(default_factory=ExecContext)
-    """The container's environment and working directory, which the command gets."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The container's environment, which the command gets."""
+    working_dir: str = ""
+    """The container's working directory ("" = the job's), where the command starts."""
 
 
 Lookup = Callable[[str, str], Target | None]
@@ -71,8 +72,8 @@ class Executor:
         """Raise the error kubectl should see before a session starts (nothing when it may)."""
         self._target(request)
 
-    def _target(self, request: ExecRequest) -> tuple[JobId, ExecContext]:
-        """The pod's job, verified running as far as the kubelet knows, and the command's context."""
+    def _target(self, request: ExecRequest) -> tuple[JobId, Target]:
+        """The pod's job, verified running as far as the kubelet knows, and the pod's target."""
         target = self._lookup(request.namespace, request.pod)
         if target is None:
             raise NotFound(f'pod "{request.pod}" not found on this kubelet')
@@ -92,19 +93,19 @@ class Executor:
             raise FailedPrecondition(
                 f"{where} is not running: Slurm job {target.job_id} is {state.status.value}{why}"
             )
-        return target.job_id, target.context
+        return target.job_id, target
 
     async def run(self, request: ExecRequest, channel: ExecChannel) -> None:
         """The ``ExecHandler``: the command in the pod's job, relayed until its exit code."""
-        job_id, context = self._target(request)
+        job_id, target = self._target(request)
         size, early = await _first_size(channel) if request.tty else (None, [])
         spec = exec_spec(
             job_id,
             request.command,
             tty=request.tty,
             size=size,
-            env=context.env,
-            working_dir=context.working_dir,
+            env=target.env,
+            working_dir=target.working_dir,
         )
         started = asyncio.Event()
         gone = asyncio.Event()
