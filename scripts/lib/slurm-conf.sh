@@ -1,0 +1,147 @@
+# shellcheck shell=bash
+# The local Slurm's configuration, in one place: slurm.conf, gres.conf and
+# slurmdbd.conf for a single-host cluster on loopback. Sourced by
+# scripts/slurm-local (the host's own Slurm release) and by scripts that run
+# other releases in their own namespaces; nothing here starts a daemon, creates
+# a directory or writes anywhere but the config directory it is given.
+#
+#   . scripts/lib/slurm-conf.sh
+#   slurm_conf_write CONF_DIR base=/var/tmp/x mode=accounting ctld_port=6917 ...
+#
+# Keys (key=value words; defaults in brackets):
+#   base          the base directory as the daemons see it: state, spool, run,
+#                 log and dev (fake GPUs) live under it                [required]
+#   mode          accounting | no-accounting                             [accounting]
+#   host          NodeName and SlurmctldHost                           [hostname -s]
+#   cluster       ClusterName                                          [testcluster]
+#   ctld_port     SlurmctldPort                                        [6917]
+#   slurmd_port   SlurmdPort                                           [6918]
+#   dbd_port      slurmdbd's port (DbdPort, AccountingStoragePort)    [6919]
+#   db_port       MariaDB's TCP port (StoragePort)                     [3317]
+#   munge_socket  munged's socket (AuthInfo=socket=...)                [<base>/munge/munged.socket]
+#   cpus          CPUs declared for the node; more than the machine has
+#                 is allowed (SlurmdParameters=config_overrides) so test
+#                 jobs run side by side on a small machine             [8]
+#   memory        RealMemory in MB                                     [16000]
+#   slurm_user    SlurmUser                                            [slurm]
+#
+# slurmdbd.conf is written only in accounting mode (and removed otherwise),
+# owned by slurm_user and mode 600 when run as root, as slurmdbd demands.
+
+# The defaults, also read by scripts that need the same figures (ports to
+# print, the socket to start munged on).
+SLURM_CONF_DEFAULT_CTLD_PORT=6917
+SLURM_CONF_DEFAULT_SLURMD_PORT=6918
+SLURM_CONF_DEFAULT_DBD_PORT=6919
+SLURM_CONF_DEFAULT_DB_PORT=3317
+SLURM_CONF_DEFAULT_CPUS=8
+
+slurm_conf_write() {
+    local dir=${1:?slurm_conf_write: config directory missing}; shift
+    local base='' mode=accounting host='' cluster=testcluster
+    local ctld_port=$SLURM_CONF_DEFAULT_CTLD_PORT slurmd_port=$SLURM_CONF_DEFAULT_SLURMD_PORT
+    local dbd_port=$SLURM_CONF_DEFAULT_DBD_PORT db_port=$SLURM_CONF_DEFAULT_DB_PORT
+    local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm
+    local kv key value
+    for kv in "$@"; do
+        key=${kv%%=*}; value=${kv#*=}
+        [ "$key" != "$kv" ] || { echo "slurm_conf_write: expected key=value, got '$kv'" >&2; return 2; }
+        case $key in
+            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user)
+                printf -v "$key" '%s' "$value" ;;
+            *) echo "slurm_conf_write: unknown key '$key'" >&2; return 2 ;;
+        esac
+    done
+    [ -n "$base" ] || { echo "slurm_conf_write: base=... is required" >&2; return 2; }
+    case $mode in accounting|no-accounting) ;; *) echo "slurm_conf_write: mode is accounting or no-accounting, not '$mode'" >&2; return 2 ;; esac
+    [ -n "$host" ] || host=$(hostname -s)
+    [ -n "$munge_socket" ] || munge_socket=$base/munge/munged.socket
+
+    local storage
+    if [ "$mode" = accounting ]; then
+        storage="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$dbd_port
+AccountingStoreFlags=job_comment"
+    else
+        storage="AccountingStorageType=accounting_storage/none"
+    fi
+    cat > "$dir/slurm.conf" <<CONF
+# Written by wlmvk scripts/lib/slurm-conf.sh: a single-host Slurm on loopback,
+# with its own ports and munged socket so it runs beside a site's Slurm.
+ClusterName=$cluster
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=$slurm_user
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$munge_socket
+CredType=cred/munge
+StateSaveLocation=$base/state
+SlurmdSpoolDir=$base/spool
+SlurmctldPidFile=$base/run/slurmctld.pid
+SlurmdPidFile=$base/run/slurmd.pid
+SlurmctldLogFile=$base/log/slurmctld.log
+SlurmdLogFile=$base/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# The node declares more CPUs than the machine may have: slurmd reports what
+# is written here instead of draining the node.
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+GresTypes=gpu
+ReturnToService=2
+MinJobAge=10
+KillWait=5
+InactiveLimit=0
+Waittime=0
+MpiDefault=none
+EnforcePartLimits=ALL
+MailProg=/bin/true
+MaxJobCount=50000
+$storage
+JobCompType=jobcomp/none
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$memory Feature=avx2 Gres=gpu:2 State=UNKNOWN
+# Partitions of different limits: a short default, a general "cpu" one (the
+# original README's examples target slurm-<cluster>-cpu), a long one with a
+# memory cap, a GPU one, and one without a time limit but one CPU per node.
+PartitionName=debug Nodes=$host Default=YES MaxTime=10:00 State=UP
+PartitionName=cpu Nodes=$host MaxTime=01:00:00 State=UP
+PartitionName=long Nodes=$host MaxTime=1-00:00:00 MaxMemPerNode=8000 DefMemPerNode=1000 State=UP
+PartitionName=gpu Nodes=$host MaxTime=02:00:00 State=UP
+PartitionName=unlimited Nodes=$host MaxTime=UNLIMITED MaxCPUsPerNode=1 State=UP
+CONF
+    # gpu needs character devices as File= (a count alone is dropped by slurmd).
+    echo "NodeName=$host Name=gpu File=$base/dev/gpu[0-1]" > "$dir/gres.conf"
+    if [ "$mode" = accounting ]; then
+        (umask 077; cat > "$dir/slurmdbd.conf" <<CONF
+# Written by wlmvk scripts/lib/slurm-conf.sh.
+AuthType=auth/munge
+AuthInfo=socket=$munge_socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbd_port
+SlurmUser=$slurm_user
+LogFile=$base/log/slurmdbd.log
+PidFile=$base/run/slurmdbd.pid
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=slurm
+StoragePass=slurmpw
+StorageLoc=slurm_acct_db
+CONF
+        )
+        chmod 600 "$dir/slurmdbd.conf"
+        [ "$(id -u)" != 0 ] || chown "$slurm_user:" "$dir/slurmdbd.conf"
+    else
+        rm -f "$dir/slurmdbd.conf"
+    fi
+}
