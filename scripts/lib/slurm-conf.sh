@@ -18,7 +18,9 @@
 #   slurmd_port   SlurmdPort                                           [6918]
 #   dbd_port      slurmdbd's port (DbdPort, AccountingStoragePort)    [6919]
 #   db_port       MariaDB's TCP port (StoragePort)                     [3317]
-#   munge_socket  munged's socket (AuthInfo=socket=...)                [<base>/munge/munged.socket]
+#   munge_socket  munged's socket: AuthInfo=socket=... for Slurm's own
+#                 messages, AccountingStoragePass for those to slurmdbd
+#                 (without it they go to the default socket)           [<base>/munge/munged.socket]
 #   cpus          CPUs declared for the node; more than the machine has
 #                 is allowed (SlurmdParameters=config_overrides) so test
 #                 jobs run side by side on a small machine             [8]
@@ -62,6 +64,7 @@ slurm_conf_write() {
         storage="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$dbd_port
+AccountingStoragePass=$munge_socket
 AccountingStoreFlags=job_comment"
     else
         storage="AccountingStorageType=accounting_storage/none"

@@ -55,7 +55,7 @@ async def test_kubectl_get_nodes_lists_one_ready_node_per_partition(stack: Stack
         conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
         assert conditions["Ready"] == "True"
     debug = nodes["slurm-test-debug"]["metadata"]["labels"]
-    assert debug[names.LABEL_CPU_PER_NODE] == "2"
+    assert debug[names.LABEL_CPU_PER_NODE] == "8"
     assert debug[names.LABEL_WALL_TIME] == "600"
     assert debug[names.LABEL_NODES] == "1"
     assert debug.get("wlm.sylabs.io/avx2") in ("1", "true")

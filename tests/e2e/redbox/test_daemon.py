@@ -121,7 +121,7 @@ async def test_discovery_and_config_override(redbox_factory: Factory, tmp_path: 
         assert unlimited.wall_time is None
         assert unlimited.cpu_per_node == 1
         gpu = await client.resources("gpu")
-        assert (gpu.wall_time, gpu.cpu_per_node, gpu.mem_per_node) == (7200, 2, 16000)
+        assert (gpu.wall_time, gpu.cpu_per_node, gpu.mem_per_node) == (7200, 8, 16000)
     finally:
         await client.close()
 

@@ -1,0 +1,57 @@
+"""The local Slurm of ``scripts/slurm-local``, as tests, benchmarks and the demo reach it.
+
+That Slurm keeps its configuration, munged and state in a base directory of
+its own (never /etc/slurm), so a Slurm command finds it only through
+``SLURM_CONF``, and a site's Slurm on the same machine is found by nobody here.
+The script is the one place that knows the layout: ``environment()`` takes its
+``env`` answer, ``use()`` puts it in this process's environment, where every
+Slurm command, red-box and job started from here inherits it (whatever
+``SLURM_CONF`` the caller's shell had, e.g. a site's, is replaced).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "scripts" / "slurm-local"
+
+
+@functools.cache
+def environment() -> dict[str, str]:
+    """The variables ``scripts/slurm-local env`` exports (SLURM_CONF, WLMVK_SLURM_BASE)."""
+    out = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True, check=True).stdout
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            name, _, value = words[1].partition("=")
+            found[name] = value
+    if "SLURM_CONF" not in found or "WLMVK_SLURM_BASE" not in found:
+        raise RuntimeError(f"{SCRIPT} env printed no SLURM_CONF/WLMVK_SLURM_BASE: {out!r}")
+    return found
+
+
+def use() -> dict[str, str]:
+    """Point this process, and every child it starts from now on, at the local Slurm."""
+    variables = environment()
+    os.environ.update(variables)
+    return variables
+
+
+def base() -> Path:
+    """The local Slurm's base directory (config, state, logs, pid files)."""
+    return Path(environment()["WLMVK_SLURM_BASE"])
+
+
+def jobs_root() -> Path:
+    """The shared working directory jobs run in (mode 1777, created by ``up``)."""
+    return base() / "jobs"
+
+
+def slurmctld_pid_file() -> Path:
+    return base() / "run" / "slurmctld.pid"
