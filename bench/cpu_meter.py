@@ -15,9 +15,10 @@ import asyncio
 import functools
 import os
 import resource
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
+
+from wlmvk_dev import localslurm
 
 DAEMONS = {"slurmctld": ("slurmctld",), "munged": ("munged",), "slurmdbd+db": ("slurmdbd", "mariadbd")}
 PARTS = ("server", "sbatch", *DAEMONS, "client", "total")
@@ -35,10 +36,11 @@ def process_times(pid: int) -> tuple[float, float]:
     return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
 
 
-@functools.cache  # the daemons stay up for the run; pgrep's own CPU stays out of the readings
+@functools.cache  # the daemons stay up for the run
 def _pids(name: str) -> tuple[int, ...]:
-    done = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False)
-    return tuple(int(p) for p in done.stdout.split())
+    """The local Slurm's own ``name`` (by its pid file), not another Slurm's on the machine."""
+    found = localslurm.pid(name)
+    return () if found is None else (found,)
 
 
 def reading(server: int | None) -> dict[str, float]:

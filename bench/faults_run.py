@@ -46,11 +46,12 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
+from wlmvk_dev import localslurm  # noqa: E402
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
 from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
-SLURMCTLD_PID = Path("/var/tmp/wlmvk-slurm/run/slurmctld.pid")
+SLURMCTLD_PID = localslurm.pid_file("slurmctld")
 FAULTS = ("none", "kill9", "kill9-running", "redbox", "watch", "slurmctld")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0

@@ -23,9 +23,11 @@ import cpu_meter
 
 from wlmvk.core.errors import NotFound
 from wlmvk.kube.bodies import NODES
+from wlmvk_dev import localslurm
 
 ROOT = Path(__file__).resolve().parents[1]
-JOBS = Path("/var/tmp/wlmvk-slurm/jobs")
+localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here
+JOBS = localslurm.jobs_root()
 SLURM_COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "scontrol", "sinfo")
 
 

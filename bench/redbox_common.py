@@ -23,8 +23,10 @@ from wlmvk.core.errors import Unavailable
 from wlmvk.redbox import config as cfg
 from wlmvk.redbox.app import Assembly, build
 from wlmvk.wlm.client import RedBoxClient
+from wlmvk_dev import localslurm
 
-JOBS_ROOT = Path("/var/tmp/wlmvk-slurm/jobs")
+localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here
+JOBS_ROOT = localslurm.jobs_root()
 
 
 @contextlib.asynccontextmanager

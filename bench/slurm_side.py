@@ -39,8 +39,10 @@ from typing import Any
 import cpu_meter
 from kubelet_stack import counting_shims, free_port, wait_until
 
+from wlmvk_dev import localslurm
+
 ROOT = Path(__file__).resolve().parents[1]
-JOBS = Path("/var/tmp/wlmvk-slurm/jobs")
+JOBS = localslurm.jobs_root()
 USER = "wlmvk-bench"
 _SINCE = re.compile(r"^Data since\s+(.*)$", re.M)
 _ROW = re.compile(r"^\s+(\S+)\s+\(\s*(\d+)\)\s+count:(\d+)", re.M)

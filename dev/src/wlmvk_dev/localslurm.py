@@ -53,5 +53,26 @@ def jobs_root() -> Path:
     return base() / "jobs"
 
 
-def slurmctld_pid_file() -> Path:
-    return base() / "run" / "slurmctld.pid"
+_PID_FILES = {
+    "munged": "munge/munged.pid",
+    "mariadbd": "db/mysqld.pid",
+    "slurmdbd": "run/slurmdbd.pid",
+    "slurmctld": "run/slurmctld.pid",
+    "slurmd": "run/slurmd.pid",
+}
+
+
+def pid_file(daemon: str) -> Path:
+    """Where ``scripts/slurm-local`` keeps ``daemon``'s pid (munged, mariadbd, slurmdbd,
+    slurmctld, slurmd): of this Slurm's own daemon, not of any other on the machine."""
+    return base() / _PID_FILES[daemon]
+
+
+def pid(daemon: str) -> int | None:
+    """The pid of this Slurm's ``daemon`` while it runs, else None."""
+    try:
+        found = int(pid_file(daemon).read_text().strip())
+        comm = Path(f"/proc/{found}/comm").read_text().strip()
+    except (OSError, ValueError):
+        return None
+    return found if comm == daemon else None

@@ -33,13 +33,13 @@ from pathlib import Path
 import yaml
 
 from wlmvk.core import names
+from wlmvk_dev import localslurm
 from wlmvk_dev.demo.processes import Processes
 from wlmvk_dev.demo.progress import Progress, StepFailed
 
 ROOT = Path(__file__).resolve().parents[4]
 JOB_UID = 1000
 SOCKET_DIR = Path("/var/run/syslurm")
-JOBS_ROOT = Path("/var/tmp/wlmvk-slurm/jobs")
 IMAGE = "wlmvk:latest"
 """The manifests' image; on the real plane the host node runs this checkout's wlmvk for it."""
 RED_BOX_LABEL = "wlm.sylabs.io/red-box"
@@ -172,8 +172,11 @@ class Demo:
     # --- steps ---------------------------------------------------------------------------------
 
     def slurm(self) -> None:
-        with self.progress.step("Slurm is up (scripts/slurm-local)", log="/var/tmp/wlmvk-slurm/log"):
-            subprocess.run([str(ROOT / "scripts" / "slurm-local"), "up"], check=True, capture_output=True)
+        # Its own Slurm, never the site's: every process started from here on
+        # (red-box, its sbatch, the jobs) finds it through SLURM_CONF.
+        localslurm.use()
+        with self.progress.step("Slurm is up (scripts/slurm-local)", log=str(localslurm.base() / "log")):
+            subprocess.run([str(localslurm.SCRIPT), "up"], check=True, capture_output=True)
             subprocess.run([str(ROOT / "scripts" / "install-kubectl")], check=True, capture_output=True)
 
     def job_owner(self) -> str:
@@ -187,7 +190,7 @@ class Demo:
             os.chown(SOCKET_DIR, JOB_UID, JOB_UID)
             SOCKET_DIR.chmod(0o755)
             for cluster in CLUSTERS:
-                work = JOBS_ROOT / cluster.name
+                work = localslurm.jobs_root() / cluster.name
                 work.mkdir(parents=True, exist_ok=True)
                 os.chown(work, JOB_UID, JOB_UID)
         return user
@@ -200,8 +203,8 @@ class Demo:
             with self.progress.step(title, log=str(log)):
                 argv = ["runuser", "-u", user, "--", self.wlmvk_for(user), "red-box"]
                 argv += ["--socket", str(cluster.socket)]
-                argv += ["--work-dir", str(JOBS_ROOT / cluster.name)]
-                argv += ["--state-dir", str(JOBS_ROOT / cluster.name / ".red-box")]
+                argv += ["--work-dir", str(localslurm.jobs_root() / cluster.name)]
+                argv += ["--state-dir", str(localslurm.jobs_root() / cluster.name / ".red-box")]
                 if cluster.config:
                     conf = self.state / f"red-box-{cluster.name}.yaml"
                     conf.write_text(cluster.config)
@@ -471,6 +474,7 @@ class Demo:
             if self.real:
                 print(f"  export PATH={Path(self.kubectl_bin).parent}:$PATH")
             print("  kubectl get nodes")
+            print(f"  export SLURM_CONF={localslurm.environment()['SLURM_CONF']}  # its own Slurm: squeue")
             print("Stop it with: scripts/demo down")
         else:
             self.down()
