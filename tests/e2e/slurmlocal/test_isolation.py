@@ -5,7 +5,9 @@ covers /etc/slurm, /etc/munge and munged's directories, holding a fake site's
 slurm.conf, gres.conf and munge key and a "site" munged on the default socket
 (site.sh): nothing of the real host's is written. In it ``scripts/slurm-local``
 comes up in a fresh base directory on free ports (so it also runs beside the
-machine's other local Slurms), runs a job as the job owner and goes down.
+machine's other local Slurms), runs a job as the job owner and goes down; or
+the demo (``wlmvk dev up``, what scripts/demo runs) brings it up and runs every
+example on it.
 Afterwards the site's files are byte for byte what they were, the site's
 munged still answers, and no process of that Slurm is left.
 """
@@ -16,6 +18,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ import pytest
 from tests.fixtures.shared_dirs import SharedDir
 
 HERE = Path(__file__).resolve().parent
+WLMVK = str(Path(sys.executable).parent / "wlmvk")
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="mounts a namespace and starts daemons as root"),
@@ -89,7 +93,9 @@ def processes_naming(text: str) -> list[str]:
     return found
 
 
-def in_site_namespace(directory: Path, base: Path, *command: str, timeout: float) -> None:
+def in_site_namespace(
+    directory: Path, base: Path, *command: str, timeout: float
+) -> subprocess.CompletedProcess[str]:
     """``command`` in a private mount namespace over the fake site, with its own Slurm base and ports."""
     ctld, slurmd, dbd, db = free_ports(4)
     env = {
@@ -104,7 +110,7 @@ def in_site_namespace(directory: Path, base: Path, *command: str, timeout: float
     done = subprocess.run(
         [*argv, *command], env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return done
 
 
 def assert_site_untouched(directory: Path, base: Path) -> None:
@@ -125,8 +131,31 @@ def test_slurm_local_runs_a_job_beside_a_site_and_leaves_it_as_it_was(
     out = tmp_path / "out"
     out.mkdir()
 
-    in_site_namespace(tmp_path, base, str(HERE / "flow.sh"), str(out), timeout=300)
+    done = in_site_namespace(tmp_path, base, str(HERE / "flow.sh"), str(out), timeout=300)
 
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert (out / "state.txt").read_text() == "JobState=COMPLETED\n"
     assert (out / "job.out").read_text() == f"conf={base}/etc/slurm.conf\nstep-ran\n"
+    assert_site_untouched(tmp_path, base)
+
+
+@pytest.mark.kubectl
+@pytest.mark.timeout(900)
+def test_the_demo_beside_a_site_runs_every_example_and_leaves_the_site_as_it_was(
+    shared_dir: SharedDir, tmp_path: Path
+) -> None:
+    base = shared_dir("wlmvk-iso-slurm-")
+    # The job owner (uid 1000) must reach the demo's state dir; tmp_path is root's alone.
+    state = shared_dir("wlmvk-iso-demo-", 0o700)
+    fake_site(tmp_path)
+    out = tmp_path / "demo.out"
+    (port,) = free_ports(1)
+
+    done = in_site_namespace(
+        tmp_path, base, str(HERE / "demo.sh"), WLMVK, str(state), str(port), str(out), timeout=900
+    )
+
+    shown = out.read_text()
+    assert "all examples ended as expected" in shown, f"{shown[-6000:]}\nlogs: {out}.logs"
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert_site_untouched(tmp_path, base)
