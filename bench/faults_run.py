@@ -14,7 +14,7 @@ same rounds are tests/faults/test_churn.py.
     bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
 
 ``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
-then ``slurmctld`` again, waiting for ``scontrol ping``): off by default.
+then ``slurmctld -f`` its own config again, waiting for ``scontrol ping``): off by default.
 ``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
 JSON (bench/run-all keeps both in docs/raw/ and fills docs/reliability.md's
 table from them). Exit status 1 when any count is not zero.
@@ -73,7 +73,8 @@ def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
         while await asyncio.to_thread(os.path.exists, f"/proc/{pid}") and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         await asyncio.sleep(rng.uniform(2.0, 5.0))
-        await asyncio.to_thread(subprocess.run, ["slurmctld"], check=False)
+        conf = localslurm.environment()["SLURM_CONF"]
+        await asyncio.to_thread(subprocess.run, ["slurmctld", "-f", conf], check=False)
         deadline = time.monotonic() + 90
         while not await asyncio.to_thread(_slurmctld_up):
             if time.monotonic() > deadline:
