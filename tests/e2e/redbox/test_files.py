@@ -17,6 +17,7 @@ from grpclib.client import Channel
 from grpclib.const import Status
 
 from tests.fixtures.redbox import RedBox
+from tests.fixtures.slurm import JOBS_ROOT
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.wlm.client import RedBoxClient
@@ -148,7 +149,7 @@ async def test_tail_file_waits_for_a_file_and_ends_on_read_to_end_and_close(redb
         "../outside.txt",
         "sub/../../outside.txt",
         "/etc/passwd",
-        "/var/tmp/wlmvk-slurm",
+        str(JOBS_ROOT.parent),  # the local Slurm's base: config, state, munge key
         "escape-link/passwd",
         "escape-file",
     ],
