@@ -11,7 +11,7 @@ import pytest
 
 from wlmvk.core import durations, gres, memory
 from wlmvk.core.errors import InvalidInput
-from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.slurm import partitions
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_memory_rounds_up_as_sbatch(text: str, mb: int | None) -> None:
 
 def test_red_box_reads_a_kilobyte_limit_as_sbatch_does() -> None:
     # red-box floored (1025K -> 1 MB) where the operator and sbatch round up (2 MB).
-    assert parsing._memory_mb("1025K") == 2
+    assert partitions._memory_mb("1025K") == 2
 
 
 @pytest.mark.parametrize(
@@ -91,4 +91,4 @@ def test_gres_sbatch_refuses_is_refused(text: str) -> None:
 
 def test_red_box_does_not_count_a_gres_sbatch_refuses() -> None:
     # red-box counted "gpu:a100:x" as one GPU where the operator refused it.
-    assert parsing.gres_gpus("gpu:a100:x") == 0
+    assert partitions.gres_gpus("gpu:a100:x") == 0

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.redbox.slurm import arrays, parsing
+from wlmvk.redbox.slurm import arrays, sacct, squeue
+from wlmvk.redbox.slurm.releases import Release
 
+SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 
 
@@ -42,7 +44,7 @@ def test_a_row_stands_for_its_tasks(job_id: str, count: int, part: bool) -> None
 
 
 def test_a_running_array_is_running_with_its_task_counts() -> None:
-    rows = parsing.squeue_rows(read("squeue_arrays_running.txt"))
+    rows = squeue.squeue_rows(read("squeue_arrays_running.txt"), release=SLURM_22_05, user="wlmvk")
     assert rows.skipped == ()
     states = by_id(rows.states)
     assert set(states) == {53481, 53484}
@@ -54,13 +56,13 @@ def test_a_running_array_is_running_with_its_task_counts() -> None:
 
 
 def test_a_lone_task_left_in_squeue_is_marked_as_part_of_an_array() -> None:
-    (state,) = parsing.squeue_rows(read("squeue_arrays_ended.txt")).states
+    (state,) = squeue.squeue_rows(read("squeue_arrays_ended.txt"), release=SLURM_22_05, user="wlmvk").states
     assert (state.job_id, state.status) == (53481, JobStatus.COMPLETED)
     assert arrays.combined(state), "red-box must ask accounting: squeue forgot the failed task"
 
 
 def test_an_array_with_a_failed_task_failed() -> None:
-    rows = parsing.sacct_rows(read("sacct_arrays.txt"))
+    rows = sacct.sacct_rows(read("sacct_arrays.txt"))
     assert rows.skipped == ()
     states = by_id(rows.states)
     array = states[53481]

@@ -24,6 +24,7 @@ class CountingRunner:
         self.outputs = {
             ("scontrol", "-o", "show", "partition"): captured("scontrol_partitions.txt"),
             ("scontrol", "-o", "show", "node"): captured("scontrol_nodes.txt"),
+            ("sinfo", "-V"): captured("sinfo_version.txt"),
         }
         self.failing = False
 
@@ -79,7 +80,28 @@ async def test_a_failed_look_at_the_partitions_is_not_kept() -> None:
 async def test_squeue_skips_the_federation_lookup() -> None:
     runner = CountingRunner()
     await Slurm(runner, user="1000").queue()  # type: ignore[arg-type]
-    assert runner.argvs[0][:2] == ("squeue", "--local")
+    assert [argv[:2] for argv in runner.argvs] == [("sinfo", "-V"), ("squeue", "--local")]
+
+
+async def test_the_release_is_read_once_for_every_query_and_the_version() -> None:
+    runner = CountingRunner()
+    slurm = Slurm(runner, user="1000")  # type: ignore[arg-type]
+    await slurm.queue()
+    await slurm.queue()
+    assert await slurm.version() == "22.05.8"
+    assert str(await slurm.release()) == "22.05.8"
+    assert [argv[0] for argv in runner.argvs] == ["sinfo", "squeue", "squeue"]
+
+
+async def test_a_release_that_cannot_be_read_is_unavailable_and_asked_again() -> None:
+    runner = CountingRunner()
+    runner.outputs[("sinfo", "-V")] = "slurm\n"
+    slurm = Slurm(runner, user="1000")  # type: ignore[arg-type]
+    with pytest.raises(Unavailable, match="sinfo -V names no Slurm release: 'slurm'"):
+        await slurm.queue()
+    runner.outputs[("sinfo", "-V")] = captured("sinfo_version.txt")
+    assert await slurm.queue() == []
+    assert [argv[0] for argv in runner.argvs] == ["sinfo", "sinfo", "squeue"]
 
 
 async def test_a_lookup_by_key_reads_only_our_users_jobs_of_the_last_three_days() -> None:

@@ -1,4 +1,6 @@
-"""Slurm output -> values, on output captured from the real Slurm 22.05 of this project."""
+"""Slurm output -> values, on output captured from the real Slurm 22.05 of this project.
+
+The same jobs on every release: test_releases.py."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import Feature, JobStatus
-from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.slurm import exits, partitions, records, sacct, squeue, values
+from wlmvk.redbox.slurm import rows as listing
+from wlmvk.redbox.slurm.releases import Release
 
+SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 
 
@@ -17,12 +22,16 @@ def captured(name: str) -> str:
     return (CAPTURED / name).read_text()
 
 
+def read_queue(output: str) -> listing.Rows:
+    return squeue.squeue_rows(output, release=SLURM_22_05, user="slurmuser")
+
+
 def by_id(states: list) -> dict:  # type: ignore[type-arg]
     return {s.job_id: s for s in states}
 
 
 def test_squeue_finished_jobs_carry_exit_code_signal_and_key() -> None:
-    rows = parsing.squeue_rows(captured("squeue_states_1.txt"))
+    rows = read_queue(captured("squeue_states_1.txt"))
     assert rows.skipped == ()
     states = by_id(rows.states)
     assert set(states) == {3, 4, 5, 8, 10, 11, 12, 13, 14}
@@ -52,54 +61,54 @@ def test_squeue_finished_jobs_carry_exit_code_signal_and_key() -> None:
 
 
 def test_squeue_skips_and_reports_a_foreign_row() -> None:
-    rows = parsing.squeue_rows("1|RUNNING|None\n")
-    assert rows == parsing.Rows(states=[], skipped=("1|RUNNING|None",))
+    rows = read_queue("1|RUNNING|None\n")
+    assert rows == listing.Rows(states=[], skipped=("1|RUNNING|None",))
 
 
 def test_squeue_reads_every_job_around_hostile_names_comments_and_paths() -> None:
     """Captured: jobs named ``nl\\nin|name`` (working dir with a newline and ``|``, a comment forging a row
     after a newline) and ``sep\\x1fin\\x1fname``, between two plain jobs. The plain ones are read, the
     hostile ones are skipped and reported, nothing raises."""
-    rows = parsing.squeue_rows(captured("squeue_hostile.txt"))
+    rows = read_queue(captured("squeue_hostile.txt"))
     assert sorted((s.job_id, s.name, s.idempotency_key) for s in rows.states) == [
         (625, "plain", "key-plain"),
         (628, "after", "key-after"),
     ]
-    assert [text.split(parsing.SEP, 1)[0] for text in rows.skipped] == ["627", "626", "99"]
+    assert [text.split(listing.SEP, 1)[0] for text in rows.skipped] == ["627", "626", "99"]
     unknown = rows.unreadable()
     assert [(s.job_id, s.status, s.reason) for s in unknown] == [
-        (job_id, JobStatus.UNKNOWN, parsing.UNREADABLE_REASON) for job_id in (627, 626, 99)
+        (job_id, JobStatus.UNKNOWN, listing.UNREADABLE_REASON) for job_id in (627, 626, 99)
     ]
 
 
 def squeue_line(**values: str) -> str:
     """One squeue -O row as Slurm prints it: every field followed by the separator."""
-    row = dict.fromkeys(parsing.SQUEUE_FIELDS, "") | {"State": "RUNNING", "exit_code": "0"} | values
-    return "".join(row[name] + parsing.SEP for name in parsing.SQUEUE_FIELDS) + "\n"
+    row = dict.fromkeys(squeue.FIELDS, "") | {"State": "RUNNING", "exit_code": "0"} | values
+    return "".join(row[name] + listing.SEP for name in squeue.FIELDS) + "\n"
 
 
 def test_a_newline_in_a_field_is_part_of_the_field() -> None:
-    rows = parsing.squeue_rows(squeue_line(JobID="7", Comment="wlmvk:k", WorkDir="/w\nx", Name="a\n\nb"))
+    rows = read_queue(squeue_line(JobArrayID="7", Comment="wlmvk:k", WorkDir="/w\nx", Name="a\n\nb"))
     assert rows.skipped == ()
     (state,) = rows.states
     assert (state.working_dir, state.name, state.idempotency_key) == ("/w\nx", "a\n\nb", "k")
 
 
 def test_a_row_whose_values_do_not_read_is_skipped_alone() -> None:
-    bad = squeue_line(JobID="9", State="COMPLETED", exit_code="not-a-number")
-    rows = parsing.squeue_rows(bad + squeue_line(JobID="8", State="COMPLETED"))
+    bad = squeue_line(JobArrayID="9", State="COMPLETED", exit_code="not-a-number")
+    rows = read_queue(bad + squeue_line(JobArrayID="8", State="COMPLETED"))
     assert [s.job_id for s in rows.states] == [8]
     assert rows.skipped == (bad.removesuffix("\n"),)
 
 
 def test_a_skipped_fragment_does_not_hide_a_readable_row_of_its_job() -> None:
-    rows = parsing.squeue_rows("8" + parsing.SEP + "forged\n" + squeue_line(JobID="8"))
+    rows = read_queue("8" + listing.SEP + "forged\n" + squeue_line(JobArrayID="8"))
     assert [(s.job_id, s.status) for s in rows.states] == [(8, JobStatus.RUNNING)]
     assert rows.unreadable() == []
 
 
 def test_sacct_states_cover_every_terminal_kind() -> None:
-    rows = parsing.sacct_rows(captured("sacct_states.txt"), sep="|")
+    rows = sacct.sacct_rows(captured("sacct_states.txt"), sep="|")
     assert rows.skipped == ()
     states = by_id(rows.states)
     assert (states[2].status, states[2].exit_code, states[2].idempotency_key) == (
@@ -123,25 +132,25 @@ def test_sacct_states_cover_every_terminal_kind() -> None:
 
 def test_sacct_skips_step_rows_and_keeps_bars_in_names() -> None:
     times = ["2026-12-02T16:06:43"] * 3
-    line = parsing.SEP.join(["7", "FAILED", "None", "3:0", "", "debug", "vm", *times, "/w", "a|b"])
-    step = parsing.SEP.join(["7.batch", "FAILED", "None", "3:0", "", "", "", *times, "", "batch"])
-    rows = parsing.sacct_rows(f"{line}\n{step}\n")
+    line = listing.SEP.join(["7", "FAILED", "None", "3:0", "", "debug", "vm", *times, "/w", "a|b"])
+    step = listing.SEP.join(["7.batch", "FAILED", "None", "3:0", "", "", "", *times, "", "batch"])
+    rows = sacct.sacct_rows(f"{line}\n{step}\n")
     assert [s.name for s in rows.states] == ["a|b"]
     assert rows.skipped == ()
 
 
 def test_sacct_reads_every_job_around_hostile_names_comments_and_paths() -> None:
     """Captured with ``--delimiter=\\x1f`` after cancelling the jobs of ``squeue_hostile.txt``."""
-    rows = parsing.sacct_rows(captured("sacct_hostile.txt"))
+    rows = sacct.sacct_rows(captured("sacct_hostile.txt"))
     assert sorted((s.job_id, s.status, s.idempotency_key) for s in rows.states) == [
         (625, JobStatus.CANCELLED, "key-plain"),
         (628, JobStatus.CANCELLED, "key-after"),
     ]
-    assert [text.split(parsing.SEP, 1)[0] for text in rows.skipped] == ["626", "99", "627"]
+    assert [text.split(listing.SEP, 1)[0] for text in rows.skipped] == ["626", "99", "627"]
 
 
 def test_sacct_steps_of_the_original_query() -> None:
-    steps = parsing.sacct_steps(captured("sacct_steps.txt"))
+    steps = sacct.sacct_steps(captured("sacct_steps.txt"))
     assert [(s.id, s.name, s.exit_code, s.status) for s in steps] == [
         ("7", "cap-fail", 3, JobStatus.FAILED),
         ("7.batch", "batch", 3, JobStatus.FAILED),
@@ -162,7 +171,7 @@ def test_sacct_steps_of_the_original_query() -> None:
     ],
 )
 def test_job_status_names(text: str, status: JobStatus) -> None:
-    assert parsing.job_status(text) is status
+    assert values.job_status(text) is status
 
 
 @pytest.mark.parametrize(
@@ -179,18 +188,18 @@ def test_job_status_names(text: str, status: JobStatus) -> None:
     ],
 )
 def test_durations(text: str, expected: timedelta | None) -> None:
-    assert parsing.duration(text) == expected
+    assert values.duration(text) == expected
 
 
 def test_wait_status_and_exit_pairs() -> None:
-    assert parsing.wait_status("768") == (3, 0)
-    assert parsing.wait_status("15") == (0, 15)
-    assert parsing.exit_pair("3:0") == (3, 0)
-    assert parsing.exit_pair("0:15") == (0, 15)
+    assert exits.wait_status("768") == (3, 0)
+    assert exits.wait_status("15") == (0, 15)
+    assert exits.pair("3:0") == (3, 0)
+    assert exits.pair("0:15") == (0, 15)
 
 
 def test_scontrol_record_keeps_values_with_spaces_and_equals() -> None:
-    (node,) = parsing.scontrol_records(captured("scontrol_nodes.txt"))
+    (node,) = records.scontrol_records(captured("scontrol_nodes.txt"))
     assert node["OS"].startswith("Linux ")
     assert "SMP" in node["OS"]
     assert node["CfgTRES"] == "cpu=2,mem=16000M,billing=2"
@@ -198,11 +207,11 @@ def test_scontrol_record_keeps_values_with_spaces_and_equals() -> None:
 
 
 def test_scontrol_job_one_line_and_blocks_agree() -> None:
-    (one,) = parsing.scontrol_records(captured("scontrol_job_held_oneline.txt"))
-    (block,) = parsing.scontrol_blocks(captured("scontrol_job_held.txt"))
+    (one,) = records.scontrol_records(captured("scontrol_job_held_oneline.txt"))
+    (block,) = records.scontrol_blocks(captured("scontrol_job_held.txt"))
     assert one["JobState"] == block["JobState"] == "PENDING"
     assert one["StdOut"] == block["StdOut"]
-    fields = parsing.job_info_fields(one)
+    fields = records.job_info_fields(one)
     assert fields["JobId"] == "3"
     assert fields["JobName"] == "capt2"
     assert fields["StartTime"] == ""
@@ -211,12 +220,12 @@ def test_scontrol_job_one_line_and_blocks_agree() -> None:
 
 
 def test_partitions_fix_the_original_mistakes() -> None:
-    nodes = parsing.node_records(captured("scontrol_nodes.txt"))
+    nodes = partitions.node_records(captured("scontrol_nodes.txt"))
     assert nodes[0].features == ("avx2",)
     assert nodes[0].gpus == 2
     assert nodes[0].cpus == 2
-    parts = {p.name: p for p in parsing.partition_records(captured("scontrol_partitions.txt"), nodes)}
-    assert parsing.partition_names(captured("scontrol_partitions.txt"))[0] == "debug"
+    parts = {p.name: p for p in partitions.partition_records(captured("scontrol_partitions.txt"), nodes)}
+    assert partitions.partition_names(captured("scontrol_partitions.txt"))[0] == "debug"
     debug = parts["debug"]
     assert debug.default
     assert debug.state == "UP"
@@ -236,21 +245,21 @@ def test_partitions_fix_the_original_mistakes() -> None:
     [("gpu:2", 2), ("(null)", 0), ("", 0), ("gpu:tesla:2(S:0-1)", 2), ("gpu:a:1,gpu:b:1", 2), ("mps:100", 0)],
 )
 def test_gres_gpus(gres: str, gpus: int) -> None:
-    assert parsing.gres_gpus(gres) == gpus
+    assert partitions.gres_gpus(gres) == gpus
 
 
 def test_version_and_config() -> None:
-    assert parsing.slurm_version(captured("sinfo_version.txt")) == "22.05.8"
-    assert parsing.config_value(captured("scontrol_config.txt"), "ClusterName") == "testcluster"
-    assert parsing.config_value(captured("scontrol_config.txt"), "NoSuchKey") == ""
+    assert records.slurm_version(captured("sinfo_version.txt")) == "22.05.8"
+    assert records.config_value(captured("scontrol_config.txt"), "ClusterName") == "testcluster"
+    assert records.config_value(captured("scontrol_config.txt"), "NoSuchKey") == ""
 
 
 def test_idempotency_key_only_from_wlmvk_comments() -> None:
-    assert parsing.idempotency_key("wlmvk:abc") == "abc"
-    assert parsing.idempotency_key("(null)") == ""
-    assert parsing.idempotency_key("somebody else's note") == ""
+    assert values.idempotency_key("wlmvk:abc") == "abc"
+    assert values.idempotency_key("(null)") == ""
+    assert values.idempotency_key("somebody else's note") == ""
 
 
 @pytest.mark.parametrize(("text", "job"), [("12", 12), ("12_3", 12), ("12_[1-3]", 12), ("12+0", 12)])
 def test_leading_job_ids(text: str, job: int) -> None:
-    assert parsing.leading_id(text) == job
+    assert values.leading_id(text) == job

@@ -14,8 +14,10 @@ import pytest
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.redbox.slurm import slices, stats
+from wlmvk.redbox.slurm.releases import Release
 from wlmvk.redbox.slurm.slices import Answered, Slice
 
+SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 AT = datetime(2026, 12, 3, 20, 10, tzinfo=UTC)
 THREE, SPIN, HELD, UNKNOWN = JobId(305139), JobId(305140), JobId(305141), JobId(9999991)
@@ -153,7 +155,8 @@ def test_a_job_whose_step_a_slice_could_not_read_is_unanswered_not_underreported
     output = (CAPTURED / "sstat_step_stopped.txt").read_text()
     stderr = (CAPTURED / "sstat_step_stopped.stderr").read_text()
     combined = slices.combine(
-        [Answered(part, stats.step_rows(output), unreadable=stats.unreadable(stderr))], sampled=AT
+        [Answered(part, stats.step_rows(output), unreadable=stats.unreadable(stderr, release=SLURM_22_05))],
+        sampled=AT,
     )
     assert combined.usages == {SPIN: JobUsage(SPIN, timedelta(0), 3160 * 1024, AT, 1)}
     assert combined.unanswered == {THREE}

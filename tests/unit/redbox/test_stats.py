@@ -11,7 +11,9 @@ import pytest
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
 from wlmvk.redbox.slurm import stats
+from wlmvk.redbox.slurm.releases import Release
 
+SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 AT = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 
@@ -82,7 +84,7 @@ def test_a_step_that_did_not_answer_makes_its_job_unreadable() -> None:
         (JobId(305139), "2"),
         (JobId(305140), "batch"),
     ]
-    assert stats.unreadable(stderr) == {
+    assert stats.unreadable(stderr, release=SLURM_22_05) == {
         JobId(
             305139
         ): "sstat: problem getting step_layout for StepId=305139.0: Communication connection failure"
@@ -108,4 +110,4 @@ def test_a_step_that_did_not_answer_makes_its_job_unreadable() -> None:
     ],
 )
 def test_unreadable_lines(line: str, expected: dict[JobId, str]) -> None:
-    assert stats.unreadable(line) == expected
+    assert stats.unreadable(line, release=SLURM_22_05) == expected

@@ -1,7 +1,10 @@
 """The Slurm commands red-box needs, as typed async methods.
 
 Each method builds one argv list, runs it through ``runner.Runner`` and
-hands the text to ``parsing``. Failures become ``core.errors`` classes with
+hands the text to the module that reads that output (``squeue``, ``sacct``,
+``records``, ``partitions``, ``stats``). Where Slurm releases print a field
+differently, the rules of the release read once from ``sinfo -V``
+(``releases``) apply. Failures become ``core.errors`` classes with
 Slurm's stderr in the message: a controller that does not answer is
 ``Unavailable``, an unknown job id ``NotFound``, a rejected submission
 ``InvalidInput``. Accounting that is switched off is not an error: the
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -25,7 +29,7 @@ import structlog
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
-from wlmvk.redbox.slurm import parsing, slices, stats
+from wlmvk.redbox.slurm import partitions, records, releases, rows, sacct, slices, squeue, stats
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 _log = structlog.get_logger(__name__)
@@ -100,7 +104,9 @@ class Slurm:
         self.user = user or str(os.geteuid())
         self._table: asyncio.Future[Completed] | None = None
         self._table_at = 0.0
-        self._nodes: tuple[str, float, list[parsing.NodeRecord]] | None = None
+        self._nodes: tuple[str, float, list[partitions.NodeRecord]] | None = None
+        self._detecting = asyncio.Lock()
+        self._detected: tuple[str, releases.Release] | None = None
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -126,7 +132,8 @@ class Slurm:
         """
         # --local: no REQUEST_FED_INFO first (a third of what each look cost slurmctld); red-box
         # submits to its own cluster only.
-        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", parsing.SQUEUE_FORMAT]
+        release = await self.release()
+        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", squeue.FORMAT]
         if job_ids is not None:
             if not job_ids:
                 return []
@@ -137,7 +144,7 @@ class Slurm:
             if isinstance(error, NotFound):
                 return []
             raise error
-        return _read(parsing.squeue_rows(done.stdout), "squeue")
+        return _read(squeue.squeue_rows(done.stdout, release=release, user=_user_name(self.user)), "squeue")
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         """``sacct`` rows of these jobs, or None when accounting is off."""
@@ -150,14 +157,14 @@ class Slurm:
         return await self._sacct(["-S", ACCOUNTING_WINDOW])
 
     async def _sacct(self, selection: Sequence[str]) -> list[JobState] | None:
-        argv = ["sacct", "-X", "-n", "-u", self.user, "--parsable2", f"--delimiter={parsing.SEP}"]
-        argv += ["-o", parsing.SACCT_FORMAT, *selection]
+        argv = ["sacct", "-X", "-n", "-u", self.user, "--parsable2", f"--delimiter={rows.SEP}"]
+        argv += ["-o", sacct.FORMAT, *selection]
         done = await self.runner.run(argv)
         if not done.ok:
             if no_accounting(done):
                 return None
             raise classify(done)
-        return _read(parsing.sacct_rows(done.stdout), "sacct")
+        return _read(sacct.sacct_rows(done.stdout), "sacct")
 
     async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
         """CPU time and memory of these jobs' running steps, read within ``budget`` seconds.
@@ -181,14 +188,22 @@ class Slurm:
             raise error
         plan = slices.plan(slices.running_steps(listing.stdout, job_ids), per_slice=USAGE_SLICE_STEPS)
         gate = asyncio.Semaphore(USAGE_CONCURRENCY)
-        answers = await asyncio.gather(*(self._read_slice(part, gate, deadline, limit) for part in plan))
+        release = await self.release()
+        answers = await asyncio.gather(
+            *(self._read_slice(part, gate, deadline, limit, release) for part in plan)
+        )
         combined = slices.combine(answers, sampled=datetime.now(UTC))
         if combined.unanswered:
             _log.warning("usage slices unanswered", jobs=len(combined.unanswered), reason=combined.reason)
         return UsageSample(combined.usages, combined.unanswered, combined.reason)
 
     async def _read_slice(
-        self, part: slices.Slice, gate: asyncio.Semaphore, deadline: float, budget: float
+        self,
+        part: slices.Slice,
+        gate: asyncio.Semaphore,
+        deadline: float,
+        budget: float,
+        release: releases.Release,
     ) -> slices.Answered:
         # One wording for every slice the budget cut short, so the answer names it once.
         late = f"sstat: no answer within the budget of {budget:g} s"
@@ -205,16 +220,18 @@ class Slurm:
         # sstat names a job without a running step on stderr and still exits 0.
         if not done.ok and not done.stdout and not isinstance(classify(done), NotFound):
             return slices.Answered(part, failure=done.message())
-        return slices.Answered(part, stats.step_rows(done.stdout), unreadable=stats.unreadable(done.stderr))
+        return slices.Answered(
+            part, stats.step_rows(done.stdout), unreadable=stats.unreadable(done.stderr, release=release)
+        )
 
     async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
         """``scontrol -o show job ID``: one record per job (an array has several)."""
         done = await self.runner.run(["scontrol", "-o", "show", "job", str(job_id)])
         if not done.ok:
             raise classify(done)
-        return parsing.scontrol_records(done.stdout)
+        return records.scontrol_records(done.stdout)
 
-    async def steps(self, job_id: JobId) -> list[parsing.StepRecord] | None:
+    async def steps(self, job_id: JobId) -> list[sacct.StepRecord] | None:
         """The original JobSteps query, or None without accounting."""
         argv = ["sacct", "-p", "-n", "-j", str(job_id), "-o", "start,end,exitcode,state,jobid,jobname"]
         done = await self.runner.run(argv)
@@ -222,9 +239,9 @@ class Slurm:
             if no_accounting(done):
                 return None
             raise classify(done)
-        return parsing.sacct_steps(done.stdout)
+        return sacct.sacct_steps(done.stdout)
 
-    async def partitions(self) -> list[parsing.PartitionRecord]:
+    async def partitions(self) -> list[partitions.PartitionRecord]:
         """Partition records joined with their nodes.
 
         The partition table is read each time (limits and state change at any moment);
@@ -241,14 +258,14 @@ class Slurm:
             done = await self.runner.run(["scontrol", "-o", "show", "node"])
             if not done.ok:
                 raise classify(done)
-            nodes = self._nodes = (parts.stdout, time.monotonic(), parsing.node_records(done.stdout))
-        return parsing.partition_records(parts.stdout, nodes[2])
+            nodes = self._nodes = (parts.stdout, time.monotonic(), partitions.node_records(done.stdout))
+        return partitions.partition_records(parts.stdout, nodes[2])
 
     async def partition_names(self) -> list[str]:
         done = await self._partition_table()
         if not done.ok:
             raise classify(done)
-        return parsing.partition_names(done.stdout)
+        return partitions.partition_names(done.stdout)
 
     async def _partition_table(self) -> Completed:
         """``scontrol -o show partition``, one look shared for PARTITION_TABLE_TTL seconds.
@@ -273,20 +290,46 @@ class Slurm:
         return done
 
     async def version(self) -> str:
-        done = await self.runner.run(["sinfo", "-V"])
-        if not done.ok:
-            raise classify(done)
-        return parsing.slurm_version(done.stdout)
+        """The version ``sinfo -V`` printed (``22.05.8``), read once."""
+        return (await self._detect())[0]
+
+    async def release(self) -> releases.Release:
+        """The Slurm release whose output forms red-box reads, read once from ``sinfo -V``."""
+        return (await self._detect())[1]
+
+    async def _detect(self) -> tuple[str, releases.Release]:
+        async with self._detecting:
+            if self._detected is None:
+                done = await self.runner.run(["sinfo", "-V"])
+                if not done.ok:
+                    raise classify(done)
+                try:
+                    release = releases.detected(done.stdout)
+                except ValueError as exc:
+                    raise Unavailable(str(exc)) from exc
+                self._detected = (records.slurm_version(done.stdout), release)
+                _log.info("slurm release detected", release=str(release))
+            return self._detected
 
     async def cluster_name(self) -> str:
         done = await self.runner.run(["scontrol", "show", "config"])
         if not done.ok:
             raise classify(done)
-        return parsing.config_value(done.stdout, "ClusterName")
+        return records.config_value(done.stdout, "ClusterName")
 
 
-def _read(rows: parsing.Rows, command: str) -> list[JobState]:
+def _read(read: rows.Rows, command: str) -> list[JobState]:
     """The readable rows, and UNKNOWN for a job whose row is not: its pod is left as it is."""
-    for text in rows.skipped:
+    for text in read.skipped:
         _log.warning("unreadable job row skipped", command=command, row=text[:500])
-    return rows.states + rows.unreadable()
+    return read.states + read.unreadable()
+
+
+def _user_name(user: str) -> str:
+    """The name of the user given by name or uid (``%u`` of a job's output path)."""
+    if not user.isdigit():
+        return user
+    try:
+        return pwd.getpwuid(int(user)).pw_name
+    except KeyError:
+        return user

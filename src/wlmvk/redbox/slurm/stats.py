@@ -13,7 +13,8 @@ line on stderr: it is absent from the answer.
 A step whose node does not answer is no row either: sstat waits for it
 (MessageTimeout), names it on stderr (``problem getting step_layout for
 StepId=<job>.<step>: <reason>``) and exits 0 with the other rows. Such a job's
-rows would sum to less than it used, so ``unreadable`` names it instead.
+rows would sum to less than it used, so ``unreadable`` names it instead
+(sstat words the job ``job 12`` up to 25.05, ``JobId=12`` since: ``releases``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from datetime import datetime, timedelta
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
+from wlmvk.redbox.slurm.releases import Release
 
 FIELDS = "JobID,TRESUsageInTot"
 
@@ -33,9 +35,11 @@ FIELDS = "JobID,TRESUsageInTot"
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)", re.IGNORECASE)
 _UNIT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _STEP_ID = re.compile(r"(\d+)(?:_\d+)?(?:\+\d+)?\.(\w+)")
-# sstat's errors about one step, or one job, that it could not read (Slurm 22.05's wording).
-_UNREADABLE = re.compile(
-    r"problem getting step_layout for (?:StepId=)?(\d+)\.\S+?: .*|couldn't get (?:steps|info) for job (\d+).*"
+# sstat's errors about one step, or one job, that it could not read; the release says how it
+# names the job (``releases.Release.sstat_job``).
+_UNREADABLE = (
+    r"problem getting step_layout for (?:StepId=)?(\d+)\.\S+?: .*"
+    r"|couldn't get (?:steps|info) for {job}(\d+).*"
 )
 
 
@@ -116,11 +120,12 @@ def job_usage(steps: Iterable[StepUsage], *, sampled: datetime) -> dict[JobId, J
     return jobs
 
 
-def unreadable(stderr: str) -> dict[JobId, str]:
+def unreadable(stderr: str, *, release: Release) -> dict[JobId, str]:
     """The jobs sstat's stderr says it could not read (a step that did not answer), with its words."""
+    pattern = re.compile(_UNREADABLE.format(job=re.escape(release.sstat_job())))
     jobs: dict[JobId, str] = {}
     for line in stderr.splitlines():
-        match = _UNREADABLE.search(line)
+        match = pattern.search(line)
         if match is not None:
             job = JobId(int(match.group(1) or match.group(2)))
             jobs.setdefault(job, "sstat: " + match.group(0))
