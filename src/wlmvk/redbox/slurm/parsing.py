@@ -13,10 +13,16 @@ from __future__ import annotations
 
 from wlmvk.redbox.slurm.partitions import PartitionRecord
 from wlmvk.redbox.slurm.records import job_info_fields
-from wlmvk.redbox.slurm.rows import UNREADABLE_REASON
+from wlmvk.redbox.slurm.rows import SEP, UNREADABLE_REASON
+from wlmvk.redbox.slurm.sacct import FORMAT as SACCT_FORMAT
+from wlmvk.redbox.slurm.squeue import FORMAT as SQUEUE_FORMAT
 from wlmvk.redbox.slurm.values import duration, idempotency_key, job_status, timestamp
 
+# SEP and the formats: scripts/slurm-capture reads red-box's formats under these names.
 __all__ = [
+    "SACCT_FORMAT",
+    "SEP",
+    "SQUEUE_FORMAT",
     "UNREADABLE_REASON",
     "PartitionRecord",
     "duration",

@@ -9,6 +9,10 @@ Slurm's own source history:
 - ``squeue -O exit_code`` printed the raw wait status up to 22.05
   (``768`` for exit 3, ``9`` for SIGKILL) and ``code:signal`` from 23.02
   (``3:0``, ``0:9``), the form ``sacct`` and ``scontrol`` always printed.
+- ``squeue -O STDOUT`` of a job that set none printed ``<workdir>/slurm-<own
+  job id>.out`` up to 23.11, also for an array task, whose file is
+  ``slurm-<array id>_<task>.out``; since 24.05 it prints Slurm's pattern
+  (``slurm-%j.out``, ``slurm-%A_%a.out``).
 - ``sstat`` names a job it cannot read ``couldn't get steps for job 12``
   up to 25.05 and ``... for JobId=12`` from 25.11.
 
@@ -41,6 +45,10 @@ class Release:
         """The reader of ``squeue -O exit_code`` on this release: (exit code, signal)."""
         return exits.pair if self >= EXIT_PAIRS_SINCE else exits.wait_status
 
+    def squeue_fills_default_output(self) -> bool:
+        """Whether squeue prints an unset stdout as ``<workdir>/slurm-<own job id>.out``."""
+        return self < OUTPUT_PATTERNS_SINCE
+
     def sstat_job(self) -> str:
         """How sstat's errors name a job on this release, before its id (``job ``, ``JobId=``)."""
         return "JobId=" if self >= STEP_ID_WORDS_SINCE else "job "
@@ -48,6 +56,9 @@ class Release:
 
 EXIT_PAIRS_SINCE = Release(23, 2)
 """The first release whose ``squeue -O exit_code`` prints ``code:signal``."""
+
+OUTPUT_PATTERNS_SINCE = Release(24, 5)
+"""The first release whose squeue prints an unset stdout as Slurm's default pattern."""
 
 STEP_ID_WORDS_SINCE = Release(25, 11)
 """The first release whose sstat errors name a job ``JobId=12`` (``job 12`` before)."""

@@ -3,7 +3,8 @@
 The format is asked with a control character after every field
 (``rows.SEP``) and read one job per row (``rows``). What differs between
 releases is decided by the release red-box detected (``releases``): the exit
-code's form. The output paths are read by ``outputs``' one rule.
+code's form, and whether squeue filled in an unset stdout itself (with the
+wrong name for an array task). The output paths are read by ``outputs``' one rule.
 """
 
 from __future__ import annotations
@@ -57,15 +58,30 @@ def squeue_rows(output: str, *, release: Release, user: str) -> rows.Rows:
         row = dict(zip(FIELDS, fields, strict=True))
         row["JobID"] = row["JobArrayID"]
         try:
-            std_out, std_err = outputs.paths(
-                values.text(row["STDOUT"]), values.text(row["STDERR"]), output_job(row, user=user)
-            )
+            job = output_job(row, user=user)
+            std_out, std_err = outputs.paths(*_set_paths(row, job, release), job)
             state = rows.job_state(row, exit_of, std_out=std_out, std_err=std_err)
         except ValueError:
             skipped.append(text)
             continue
         groups.setdefault(state.job_id, []).append(arrays.task(state, row["JobArrayID"]))
     return rows.Rows([arrays.combine(tasks) for tasks in groups.values()], tuple(skipped))
+
+
+def _set_paths(row: Mapping[str, str], job: outputs.Job, release: Release) -> tuple[str, str]:
+    """The STDOUT and STDERR the job set, '' for unset.
+
+    Where squeue fills in an unset stdout as ``<workdir>/slurm-<own job id>.out``, an array
+    task's row names the task's own job id, which no pattern of the array could have given:
+    that is Slurm's default, whose file is ``slurm-<array id>_<task>.out``.
+    """
+    std_out, std_err = values.text(row["STDOUT"]), values.text(row["STDERR"])
+    if job.array_task_id is None or not release.squeue_fills_default_output():
+        return std_out, std_err
+    filled = re.escape(job.working_dir.rstrip("/")) + r"/slurm-\d+\.out"
+    if not re.fullmatch(filled, std_out):
+        return std_out, std_err
+    return "", "" if std_err == std_out else std_err
 
 
 def output_job(row: Mapping[str, str], *, user: str) -> outputs.Job:
