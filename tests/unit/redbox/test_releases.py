@@ -38,12 +38,19 @@ class Capture:
         # The files the jobs wrote, as ``=== <path>`` lines of work-dir-files.txt.
         self.files = set(re.findall(r"^=== (.+)$", self.read("work-dir-files.txt"), re.MULTILINE))
 
+    def more(self) -> Capture:
+        """The second run, of tests/fixtures/slurm_captured/capture-more: a job killed by SIGKILL
+        (signal) and one with relative --output/--error patterns (patterns)."""
+        return Capture(f"{self.dir.name}/more")
+
     def read(self, name: str) -> str:
         return (self.dir / name).read_text()
 
     def queue(self) -> dict[str, JobState]:
         """squeue's rows, the timed-out job's taken alone once it ended, by the job's role."""
-        output = self.read("squeue-finished.stdout") + self.read("squeue-timeout.stdout")
+        output = self.read("squeue-finished.stdout")
+        if (self.dir / "squeue-timeout.stdout").exists():
+            output += self.read("squeue-timeout.stdout")
         read = squeue.squeue_rows(output, release=self.release, user=self.user)
         assert read.skipped == ()
         return self.by_role(read.states)
@@ -59,7 +66,7 @@ def capture(request: pytest.FixtureRequest) -> Capture:
 
 
 def test_every_release_is_captured() -> None:
-    assert CAPTURED == ["22.05", "24.11"]
+    assert CAPTURED == ["22.05", "24.11", "26.05"]
 
 
 def test_slurm_22_05_names_an_array_tasks_default_output_wrongly_and_red_box_corrects_it() -> None:
@@ -223,3 +230,41 @@ def test_release_from_sinfo(text: str, release: Release) -> None:
 def test_no_release_in_sinfo_is_an_error(text: str) -> None:
     with pytest.raises(ValueError, match="sinfo -V names no Slurm release"):
         releases.detected(text)
+
+
+# Slurm's own reason for a batch script killed by a signal changed after 22.05.
+SIGNAL_REASONS = {
+    "22.05": "JobLaunchFailure",
+    "24.11": "RaisedSignal:9(Killed)",
+    "26.05": "RaisedSignal:9(Killed)",
+}
+
+
+def test_a_job_killed_by_a_signal_failed_with_that_signal(capture: Capture) -> None:
+    more = capture.more()
+    signalled = more.queue()["signal"]
+    reason = SIGNAL_REASONS[capture.dir.name]
+    assert (signalled.status, signalled.exit_code, signalled.signal, signalled.reason) == (
+        JobStatus.FAILED,
+        0,
+        9,
+        reason,
+    )
+    assert signalled.std_out == signalled.std_err == f"{signalled.working_dir}/slurm-{more.ids['signal']}.out"
+    assert signalled.std_out in more.files
+    accounted = more.by_role(sacct.sacct_rows(more.read("sacct.stdout")).states)["signal"]
+    assert (accounted.status, accounted.exit_code, accounted.signal) == (JobStatus.FAILED, 0, 9)
+
+
+def test_relative_output_patterns_name_the_files_slurm_wrote(capture: Capture) -> None:
+    # --output='p-%x-%u-%N-%4j-100%%.out' --error='p-%x.err', job name pat, on node vm.
+    more = capture.more()
+    job = more.ids["patterns"]
+    state = more.queue()["patterns"]
+    where = state.working_dir + "/"
+    expected = (f"{where}p-pat-slurmuser-vm-{job:04d}-100%.out", f"{where}p-pat.err")
+    assert (state.std_out, state.std_err) == expected
+    assert set(expected) <= more.files
+    (record,) = records.scontrol_records(more.read("scontrol-job-patterns.stdout"))
+    fields = records.job_info_fields(record)
+    assert (fields["StdOut"], fields["StdErr"]) == expected, "scontrol's partial expansion completed"

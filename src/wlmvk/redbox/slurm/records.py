@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from wlmvk.redbox.slurm import values
+from wlmvk.redbox.slurm import outputs, values
 
 # A key of a ``scontrol -o`` record: a word (with / : _ .) right before '='.
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:.]*)=")
@@ -70,14 +70,31 @@ JOB_INFO_KEYS = (
 
 
 def job_info_fields(record: Mapping[str, str]) -> dict[str, str]:
-    """JOB_INFO_KEYS of one job record, blanks normalised.
+    """JOB_INFO_KEYS of one job record, blanks normalised, StdOut and StdErr the files the job writes.
 
-    scontrol expands StdOut on every release; StdErr is empty on 26.05 when the job
-    did not set it, where the job writes its errors to stdout's file (as 22.05 said).
+    scontrol expands only some patterns of a path up to 24.11 (captured: ``%x`` and ``%u``
+    on 22.05, not ``%N`` nor ``%4j``), and StdErr is empty on 26.05 when the job did not
+    set it, where the job writes its errors to stdout's file (as 22.05 said): both are
+    read by ``outputs``' rule, which leaves an expanded path as it is.
     """
     fields = {key: values.text(record.get(key, "")) for key in JOB_INFO_KEYS}
-    fields["StdErr"] = fields["StdErr"] or fields["StdOut"]
+    job = output_job(record)
+    fields["StdOut"], fields["StdErr"] = outputs.paths(fields["StdOut"], fields["StdErr"], job)
     return fields
+
+
+def output_job(record: Mapping[str, str]) -> outputs.Job:
+    """What the patterns of a job record's paths may name."""
+    task = values.text(record.get("ArrayTaskId", ""))
+    return outputs.Job(
+        job_id=int(record.get("JobId", "0") or 0),
+        working_dir=values.text(record.get("WorkDir", "")),
+        user=record.get("UserId", "").partition("(")[0],
+        name=record.get("JobName", ""),
+        batch_host=values.text(record.get("BatchHost", "")),
+        array_job_id=int(values.text(record.get("ArrayJobId", "")) or 0),
+        array_task_id=int(task) if task.isdigit() else None,
+    )
 
 
 def slurm_version(output: str) -> str:
