@@ -107,6 +107,26 @@ def effective(script: str) -> dict[str, Directive]:
     return {directive.name: directive for directive in directives(script)}
 
 
+def combined(script: str, argv: Sequence[str]) -> dict[str, Directive]:
+    """Each option sbatch ends with for ``script`` run with the options ``argv``.
+
+    The script's directives, then the command line's over them (the command
+    line wins); ``argv`` is read with the same rules, its directives have line 0.
+    """
+    found = effective(script)
+    tokens = list(argv)
+    index = 0
+    while index < len(tokens):
+        directive, index = _option(tokens, index, 0)
+        found[directive.name] = directive
+    return found
+
+
+def setting(name: str) -> str:
+    """The setting an option decides: ``mem`` for ``--mem-per-cpu``, ``gres`` for ``--gpus``..."""
+    return _SETTING.get(name, name)
+
+
 def settings(script: str) -> frozenset[str]:
     """The settings the script decides (``mem`` also for ``--mem-per-cpu``, ``gres`` for ``--gpus``)."""
     return frozenset(_SETTING.get(directive.name, directive.name) for directive in directives(script))

@@ -42,13 +42,19 @@ from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.health import Health
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.service import OriginalService, Service
+from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm.restapi import RestSlurm
+from wlmvk.redbox.slurm.restd import Restd
 from wlmvk.redbox.slurm.runner import Runner
 from wlmvk.redbox.store import Store
 
 _log = structlog.get_logger("wlmvk.redbox")
 
 SHUTDOWN_GRACE = 5.0
+
+READY_WAIT = 15.0
+"""Seconds startup waits for red-box's slurmrestd to serve."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -135,6 +141,15 @@ def parser() -> argparse.ArgumentParser:
         help="what runs WlmJob images: auto takes the first installed of "
         f"{', '.join(runtimes.AUTO_ORDER)}; none refuses container jobs (default %(default)s)",
     )
+    p.add_argument(
+        "--slurm-api",
+        choices=cfg.SLURM_APIS,
+        default="auto",
+        help="how jobs are submitted and cancelled: cli runs sbatch and scancel; rest runs red-box's own "
+        "slurmrestd (as red-box's user, on a private socket; restarted when it dies, sbatch used "
+        "meanwhile) and refuses to start without it; auto is rest when slurmrestd is installed and "
+        "speaks an OpenAPI version red-box knows, else cli (default %(default)s)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
     return p
 
@@ -175,6 +190,7 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         poll_interval=args.poll_interval,
         log_level=args.log_level,
         container_runtime=args.container_runtime,
+        slurm_api=args.slurm_api,
     )
 
 
@@ -261,13 +277,35 @@ class Assembly:
     jobs: Jobs
     service: Service
     health: Health
+    restd: Restd | None = None
+    restd_task: asyncio.Task[None] | None = None
+
+
+async def slurm_for(settings: cfg.Settings, runner: Runner) -> tuple[Slurm, Restd | None]:
+    """The CLI, or the CLI with submission and cancel through a slurmrestd (``--slurm-api``)."""
+    if settings.slurm_api == "cli":
+        return Slurm(runner), None
+    restd = await Restd.find(timeout=settings.slurm_timeout)
+    if restd is None:
+        if settings.slurm_api == "rest":
+            raise InvalidInput(
+                "--slurm-api rest: no slurmrestd on PATH that offers an OpenAPI version red-box speaks "
+                f"({', '.join(restfields.VERSIONS)})"
+            )
+        _log.info("submitting through sbatch: no usable slurmrestd", api=settings.slurm_api)
+        return Slurm(runner), None
+    return RestSlurm(runner, restd=restd), restd
 
 
 async def build(settings: cfg.Settings) -> Assembly:
-    """Check the config against Slurm, open the state store and wire the service."""
+    """Check the config against Slurm, open the state store and wire the service.
+
+    A slurmrestd is started here (and kept up by a guarded task); the caller stops it
+    with ``stop_restd``.
+    """
     overrides = cfg.load_overrides(settings.config)
     runner = Runner(timeout=settings.slurm_timeout, cwd=str(settings.work_dir))
-    slurm = Slurm(runner)
+    slurm, restd = await slurm_for(settings, runner)
     if overrides:
         cfg.check_partitions(overrides, await slurm.partition_names(), settings.config)
     store = Store(settings.state_dir)
@@ -282,7 +320,20 @@ async def build(settings: cfg.Settings) -> Assembly:
         overrides=overrides,
         container_runtime=settings.container_runtime,
     )
-    return Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health())
+    parts = Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health(), restd=restd)
+    if restd is not None:
+        parts.restd_task = guarded(restd.run(), name="slurmrestd supervisor")
+        if not await restd.ready(READY_WAIT):
+            if settings.slurm_api == "rest":
+                await stop(parts.restd_task)
+                raise Unavailable(f"--slurm-api rest: slurmrestd did not serve within {READY_WAIT:g} s")
+            _log.warning("slurmrestd not serving yet: sbatch meanwhile", waited=READY_WAIT)
+    return parts
+
+
+async def stop_restd(parts: Assembly) -> None:
+    if parts.restd_task is not None:
+        await stop(parts.restd_task)
 
 
 async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -> None:
@@ -313,6 +364,7 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
         work_dir=str(settings.work_dir),
         roots=[str(r) for r in settings.roots],
         original_api_only=settings.original_api_only,
+        slurm_api="rest" if parts.restd is not None else "cli",
         uid=os.geteuid(),
     )
     stopping = asyncio.Event()
@@ -337,6 +389,7 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in servers)), SHUTDOWN_GRACE)
         await stop(*tasks)
+        await stop_restd(parts)
         store.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -24,6 +24,8 @@ from wlmvk.redbox.slurm.parsing import PartitionRecord
 
 DEFAULT_SOCKET = "/var/run/syslurm/red-box.sock"
 
+SLURM_APIS = ("auto", "cli", "rest")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -45,6 +47,9 @@ class Settings:
     log_level: str = "info"
     # apptainer, singularity, podman, none, or auto (core.runtimes.AUTO_ORDER).
     container_runtime: str = "auto"
+    # How jobs are submitted and cancelled: cli (sbatch, scancel), rest (red-box's own
+    # slurmrestd, required), auto (slurmrestd when installed with a version red-box speaks).
+    slurm_api: str = "auto"
 
     @property
     def roots(self) -> tuple[Path, ...]:

@@ -1,0 +1,160 @@
+"""Submission and cancel through slurmrestd, the CLI kept for everything else and as the fallback.
+
+``RestSlurm`` is ``commands.Slurm`` with two methods taken over: ``submit``
+sends the job to red-box's slurmrestd (one RPC from a long-lived process
+instead of an ``sbatch`` process per job) and ``cancel`` asks it to cancel.
+Status, accounting and the rest stay on the CLI: one ``squeue`` is cheaper
+for slurmctld and red-box than slurmrestd's ``GET /jobs``, which returns
+every user's jobs.
+
+The CLI is used for a job when:
+
+- slurmrestd is not serving (starting, restarting), or no connection to it
+  could be made: nothing was sent, so sbatch cannot make a second job;
+- ``restfields`` cannot express one of the job's options (``CliOnly``);
+- slurmrestd refused the job: sbatch decides with its own words, so both
+  paths refuse (or accept) a job the same way.
+
+A request that got no answer (slurmrestd died or hung mid-request) may have
+made the job. That slurmrestd is ended first (so it cannot act on it
+later), then the job is looked for under its idempotency key in squeue; only
+when it is not there does sbatch submit it. A job without a key cannot be
+looked for: that answers UNAVAILABLE, as a hung sbatch does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+
+import structlog
+
+from wlmvk.core import sbatch
+from wlmvk.core.errors import NotFound, Unavailable
+from wlmvk.core.jobs import JobId
+from wlmvk.redbox.slurm import restfields
+from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm.restd import Restd
+from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
+from wlmvk.redbox.slurm.runner import Runner
+
+_log = structlog.get_logger(__name__)
+
+HELD = 2042
+"""slurmrestd's 'Job is in held state': a held job was submitted, with its id."""
+INVALID_JOB_ID = 2017
+"""ESLURM_INVALID_JOB_ID."""
+
+
+def _unreachable(code: int) -> bool:
+    # Slurm's communication errors (1000-1999: connection, send, receive, controller down).
+    return 1000 <= code < 2000
+
+
+class RestSlurm(Slurm):
+    """Slurm's CLI, with submission and cancel through ``restd`` while it serves."""
+
+    def __init__(self, runner: Runner, *, restd: Restd, user: str = "") -> None:
+        super().__init__(runner, user=user)
+        self.restd = restd
+        self.counts = {"rest": 0, "cli": 0, "recovered": 0}
+
+    async def submit(
+        self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> JobId:
+        client = self.restd.client
+        if client is None:
+            return await self._by_cli(script, options, env, why="slurmrestd is not serving")
+        try:
+            body = restfields.job_request(script.decode(), options, os.environ if env is None else env)
+        except (restfields.CliOnly, UnicodeDecodeError) as exc:
+            reason = exc.reason if isinstance(exc, restfields.CliOnly) else "the script is not UTF-8"
+            return await self._by_cli(script, options, env, why=reason)
+        target = f"/slurm/{self.restd.version}/job/submit"
+        try:
+            answer = await client.request("POST", target, json.dumps(body).encode())
+        except NotSent as exc:
+            return await self._by_cli(script, options, env, why=str(exc))
+        except Lost as exc:
+            return await self._recover(client, script, options, env, lost=str(exc))
+        job_id, refusal = _submitted(answer)
+        if job_id is None:
+            return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {refusal}")
+        self.counts["rest"] += 1
+        return job_id
+
+    async def cancel(self, job_id: JobId) -> None:
+        client = self.restd.client
+        if client is None:
+            return await super().cancel(job_id)
+        try:
+            answer = await client.request("DELETE", f"/slurm/{self.restd.version}/job/{int(job_id)}")
+        except (NotSent, Lost):
+            return await super().cancel(job_id)  # cancelling twice is harmless
+        if answer.status == 200:
+            return None
+        code, text = _first_error(answer)
+        if code == INVALID_JOB_ID:
+            raise NotFound(f"scancel {job_id}: {text}")
+        if _unreachable(code):
+            raise Unavailable(f"slurmrestd: cancel {job_id}: {text}")
+        return await super().cancel(job_id)  # its own error, in scancel's words
+
+    async def _by_cli(
+        self, script: bytes, options: Sequence[str], env: Mapping[str, str] | None, *, why: str
+    ) -> JobId:
+        _log.debug("submitting through sbatch", reason=why)
+        self.counts["cli"] += 1
+        return await super().submit(script, options, env=env)
+
+    async def _recover(
+        self,
+        client: Client,
+        script: bytes,
+        options: Sequence[str],
+        env: Mapping[str, str] | None,
+        *,
+        lost: str,
+    ) -> JobId:
+        await self.restd.recycle(client)
+        key = _key(options)
+        if not key:
+            raise Unavailable(f"{lost}; the job may exist and has no key to look it up by")
+        for state in await self.queue():
+            if state.idempotency_key == key:
+                _log.warning("job found by key after slurmrestd went away", job_id=state.job_id, key=key)
+                self.counts["recovered"] += 1
+                return state.job_id
+        return await self._by_cli(script, options, env, why=f"{lost}; not in squeue under key {key}")
+
+
+def _submitted(answer: Response) -> tuple[JobId | None, str]:
+    """The job id slurmrestd answered (a held job's 2042 included), else why it refused."""
+    try:
+        body = json.loads(answer.body)
+    except ValueError:
+        return None, f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}"
+    job_id = body.get("job_id") if isinstance(body, dict) else None
+    if isinstance(job_id, int) and job_id > 0:
+        # A job id is a job, whatever else the answer says (2042: it is held): never submit again.
+        return JobId(job_id), ""
+    code, text = _first_error(answer)
+    return None, f"HTTP {answer.status}, error {code}: {text}"
+
+
+def _first_error(answer: Response) -> tuple[int, str]:
+    try:
+        errors = json.loads(answer.body).get("errors") or []
+    except (ValueError, AttributeError):
+        return 0, answer.body[:200].decode(errors="replace")
+    if not errors:
+        return 0, f"HTTP {answer.status}"
+    return int(errors[0].get("error_code", 0)), str(errors[0].get("error", ""))
+
+
+def _key(options: Sequence[str]) -> str:
+    for option in options:
+        if option.startswith("--comment="):
+            return sbatch.comment_key(option.removeprefix("--comment="))
+    return ""

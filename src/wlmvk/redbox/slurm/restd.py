@@ -1,0 +1,205 @@
+"""red-box's own slurmrestd: started as red-box's user on a private socket, restarted when it dies.
+
+slurmrestd with ``rest_auth/local`` serves only clients of its own uid (it
+checks each connection's peer credentials) and refuses to run as root or
+as SlurmUser, so red-box, which runs as the job owner, runs one for itself:
+``slurmrestd -a rest_auth/local -s openapi/<version> -t 2 unix:<socket>``,
+the socket in a directory only red-box's user may enter. No slurm.conf
+change is needed. It dies with red-box (``setpriv --pdeathsig``).
+
+The supervisor (``run``) keeps it up: when it exits, ``client`` is None
+(callers use the CLI meanwhile), and it is started again after a back-off
+that doubles up to RESTART_MAX while it keeps failing to come up. What it
+printed last is logged when it exits. ``recycle`` ends the current process
+on purpose: a request that got no answer must not be acted on later by a
+slurmrestd that was only slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import structlog
+
+from wlmvk.redbox.slurm import restfields
+from wlmvk.redbox.slurm.resthttp import Client
+
+_log = structlog.get_logger(__name__)
+
+THREADS = 2
+"""slurmrestd's worker threads (``-t``): 1 is refused; 2 used less CPU than the default 20 at full rate."""
+
+READY_TIMEOUT = 10.0
+"""Seconds a starting slurmrestd has to accept connections."""
+
+RESTART_MIN = 0.5
+RESTART_MAX = 30.0
+"""Back-off between restarts, doubled while slurmrestd keeps dying before it served."""
+
+_TAIL = 4096
+
+
+def _dies_with_us(argv: list[str]) -> list[str]:
+    # setpriv (util-linux) sets the parent-death signal and execs: slurmrestd gets SIGTERM when
+    # red-box dies, even by SIGKILL. Without setpriv it would outlive a killed red-box.
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
+
+
+async def offered_versions(binary: str = "slurmrestd") -> list[str]:
+    """The OpenAPI plugins ``slurmrestd -s list`` names (it prints them on stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        binary, "-s", "list", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await proc.communicate()
+    names = []
+    for line in (out + err).decode(errors="replace").splitlines():
+        word = line.removeprefix("slurmrestd:").strip()
+        if word.startswith("openapi/"):
+            names.append(word)
+    return names
+
+
+class Restd:
+    """One supervised slurmrestd; ``client`` reaches it while it serves, else is None."""
+
+    def __init__(
+        self, *, version: str, binary: str = "slurmrestd", connections: int = 8, timeout: float = 30.0
+    ):
+        self.version = version
+        self.binary = binary
+        self.connections = connections
+        self.timeout = timeout
+        self.client: Client | None = None
+        self.starts = 0
+        self._directory = Path(tempfile.mkdtemp(prefix="wlmvk-restd-"))  # mode 0700
+        self.socket = str(self._directory / "slurmrestd.sock")
+        self._proc: asyncio.subprocess.Process | None = None
+        self._up = asyncio.Event()
+
+    @classmethod
+    async def find(cls, binary: str = "slurmrestd", **kwargs: object) -> Restd | None:
+        """A supervisor for the installed slurmrestd, None when it is missing or speaks no version we do.
+
+        Also None for root: slurmrestd refuses to run as root (red-box runs as the job owner).
+        """
+        path = shutil.which(binary)
+        if path is None or os.geteuid() == 0:
+            return None
+        version = restfields.choose_version(await offered_versions(path))
+        if version is None:
+            return None
+        return cls(version=version, binary=path, **kwargs)  # type: ignore[arg-type]
+
+    async def run(self) -> None:
+        """Keep slurmrestd up until cancelled; it is stopped then."""
+        pause = RESTART_MIN
+        try:
+            while True:
+                started = time.monotonic()
+                served = await self._serve_once()
+                if served or time.monotonic() - started > RESTART_MAX:
+                    pause = RESTART_MIN
+                _log.info("slurmrestd restarting", after=pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RESTART_MAX)
+        finally:
+            await self._end()
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+    async def ready(self, timeout: float) -> bool:
+        """Wait until slurmrestd serves, at most ``timeout`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._up.wait(), timeout)
+        return self._up.is_set()
+
+    async def recycle(self, client: Client) -> None:
+        """End the slurmrestd ``client`` belongs to, if it still runs, and wait until it is gone."""
+        proc = self._proc
+        if self.client is client and proc is not None:
+            self._down()
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        if proc is not None:
+            await proc.wait()
+
+    async def _serve_once(self) -> bool:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket)
+        argv = [self.binary, "-a", "rest_auth/local", "-s", f"openapi/{self.version}"]
+        argv += ["-t", str(THREADS), f"unix:{self.socket}"]
+        self.starts += 1
+        proc = self._proc = await asyncio.create_subprocess_exec(
+            *_dies_with_us(argv),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        tail = bytearray()
+        drain = asyncio.ensure_future(_keep_tail(proc, tail))
+        served = False
+        try:
+            if await self._accepting(proc):
+                served = True
+                self.client = Client(self.socket, connections=self.connections, timeout=self.timeout)
+                self._up.set()
+                _log.info("slurmrestd serving", pid=proc.pid, version=self.version, socket=self.socket)
+            code = await proc.wait()
+        finally:
+            self._down()
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await asyncio.shield(proc.wait())
+            await asyncio.shield(drain)
+        _log.warning(
+            "slurmrestd exited", pid=proc.pid, code=code, printed=tail.decode(errors="replace")[-1000:]
+        )
+        return served
+
+    async def _accepting(self, proc: asyncio.subprocess.Process) -> bool:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while proc.returncode is None and time.monotonic() < deadline:
+            try:
+                _, writer = await asyncio.open_unix_connection(self.socket)
+            except OSError:
+                await asyncio.sleep(0.02)  # startup only: slurmrestd loads its plugins
+                continue
+            writer.close()
+            return True
+        if proc.returncode is None:
+            _log.warning("slurmrestd did not accept connections in time", timeout=READY_TIMEOUT)
+            proc.kill()
+        return False
+
+    def _down(self) -> None:
+        self._up.clear()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    async def _end(self) -> None:
+        proc = self._proc
+        self._down()
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5)
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+async def _keep_tail(proc: asyncio.subprocess.Process, tail: bytearray) -> None:
+    # slurmrestd logs two lines per request: only the last few KB are kept, to log at its exit.
+    assert proc.stderr is not None
+    while chunk := await proc.stderr.read(65536):
+        tail += chunk
+        del tail[:-_TAIL]
