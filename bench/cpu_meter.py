@@ -12,16 +12,18 @@ milliseconds per job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import resource
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from wlmvk_dev import localslurm
 
 DAEMONS = {"slurmctld": ("slurmctld",), "munged": ("munged",), "slurmdbd+db": ("slurmdbd", "mariadbd")}
-PARTS = ("server", "sbatch", *DAEMONS, "client", "total")
+PARTS = ("server", "slurmrestd", "sbatch", *DAEMONS, "client", "total")
 """The parts a reading's ``per_job`` names, in the order the tables show them."""
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -54,7 +56,21 @@ def reading(server: int | None) -> dict[str, float]:
         out["server"], out["sbatch"] = 0.0, children.ru_utime + children.ru_stime
     else:
         out["server"], out["sbatch"] = process_times(server)
+    out["slurmrestd"] = sum(process_times(pid)[0] for pid in _children(server, "slurmrestd"))
     return out | _daemon_parts()
+
+
+def _children(pid: int | None, name: str) -> list[int]:
+    """The live children of ``pid`` named ``name`` (red-box's own slurmrestd)."""
+    if pid is None:
+        return []
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in task.read_text().split():
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{child}/comm").read_text().strip() == name:
+                    found.append(int(child))
+    return found
 
 
 async def settled(limit: float = 15.0) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -93,18 +94,32 @@ async def wait_serving(client: RedBoxClient) -> None:
             await asyncio.sleep(0.1)
 
 
+JOB_OWNER = 1000
+"""The uid a red-box with its own slurmrestd runs as (slurmrestd refuses root), as deployed."""
+
+
 @contextlib.asynccontextmanager
 async def red_box_process(
-    work: Path | None = None, pids: list[int] | None = None
+    work: Path | None = None,
+    pids: list[int] | None = None,
+    *,
+    args: Sequence[str] = (),
+    owner: bool = False,
 ) -> AsyncIterator[RedBoxClient]:
     """A red-box in its own process, as deployed (working root ``work``); the client in this one.
 
-    Its process id is appended to ``pids`` when given (for CPU readings)."""
+    Its process id is appended to ``pids`` when given (for CPU readings). With ``owner`` it
+    runs as the job owner (uid JOB_OWNER, through ``setpriv``, which execs: the pid is
+    red-box's), as it must to run its own slurmrestd (``args`` ``--slurm-api rest``)."""
     home = Path(tempfile.mkdtemp(prefix="rbbench", dir="/tmp"))
     work = work or Path(tempfile.mkdtemp(prefix="bench-", dir=JOBS_ROOT))
     socket = str(home / "rb.sock")
     argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", socket, "--work-dir", str(work)]
-    argv += ["--state-dir", str(home / "state"), "--log-level", "warning", "--poll-interval", "0"]
+    argv += ["--state-dir", str(home / "state"), "--log-level", "warning", "--poll-interval", "0", *args]
+    if owner:
+        os.chown(home, JOB_OWNER, JOB_OWNER)
+        os.chown(work, JOB_OWNER, JOB_OWNER)
+        argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
     proc = _spawn(argv)
     if pids is not None:
         pids.append(proc.pid)

@@ -11,6 +11,9 @@ the end of its round):
   kubelet drives it, with the real client over its Unix socket, C calls in
   flight, each with its own idempotency key (the pod UID, in the kubelet);
 - ``redbox-nokeys@C``: the same without keys (the original API's calls);
+- ``rest-keys@C``, ``rest-nokeys@C``: the same two through red-box's own
+  slurmrestd (``--slurm-api rest``; red-box runs as the job owner, uid 1000,
+  as slurmrestd requires); the ``slurmrestd`` column is its CPU;
 - ``original@C``: the original Go red-box (sylabs/wlm-operator's
   ``cmd/red-box``) behind the same client at the same concurrency, when
   ``--original PATH`` names its binary. CI cannot build it: its figure is a
@@ -140,10 +143,13 @@ async def measure(
     rates: dict[str, list[float]] = {}
     costs: dict[str, list[dict[str, float]]] = {}
     ours_pid: list[int] = []
+    rest_pid: list[int] = []
     theirs_pid: list[int] = []
     older_pid: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
-        ours = await stack.enter_async_context(red_box_process(pids=ours_pid))
+        ours = await stack.enter_async_context(red_box_process(pids=ours_pid, args=("--slurm-api", "cli")))
+        rest_args = ("--slurm-api", "rest")
+        rest = await stack.enter_async_context(red_box_process(pids=rest_pid, args=rest_args, owner=True))
         theirs = await stack.enter_async_context(original_process(original, theirs_pid)) if original else None
         older = await stack.enter_async_context(red_box_from(before, older_pid)) if before else None
         arms: dict[str, tuple[Arm, int | None]] = {
@@ -158,6 +164,14 @@ async def measure(
             arms[f"redbox-nokeys@{c}"] = (
                 lambda n, c=c: through(ours, n, concurrency=c, keyed=False),
                 ours_pid[0],
+            )
+            arms[f"rest-keys@{c}"] = (
+                lambda n, c=c: through(rest, n, concurrency=c, keyed=True),
+                rest_pid[0],
+            )
+            arms[f"rest-nokeys@{c}"] = (
+                lambda n, c=c: through(rest, n, concurrency=c, keyed=False),
+                rest_pid[0],
             )
             if theirs is not None:
                 arms[f"original@{c}"] = (

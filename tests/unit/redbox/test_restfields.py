@@ -1,0 +1,213 @@
+"""slurmrestd's fields for a job: the options sbatch ends with, or the reason only sbatch can submit it."""
+
+from __future__ import annotations
+
+import pytest
+
+from wlmvk.core import sbatch
+from wlmvk.redbox import scripts
+from wlmvk.redbox.slurm import restfields
+from wlmvk.redbox.slurm.restfields import CliOnly, job_request
+
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u"}
+
+
+def _job(
+    *lines: str, argv: tuple[str, ...] = ("--partition=debug",), env: dict[str, str] | None = None
+) -> dict:
+    script = "\n".join(["#!/bin/sh", *lines, "echo hi"]) + "\n"
+    body = job_request(script, list(argv), ENV if env is None else env)
+    assert body["script"] == script  # the script travels unchanged
+    job = body["job"]
+    assert isinstance(job, dict)
+    return job
+
+
+def _only_sbatch(*lines: str, env: dict[str, str] | None = None) -> str:
+    with pytest.raises(CliOnly) as refused:
+        _job(*lines, env=env)
+    return refused.value.reason
+
+
+def test_red_box_command_line_as_sbatch_gets_it() -> None:
+    argv = scripts.sbatch_options(
+        script="#!/bin/sh\n#SBATCH --comment='theirs'\necho\n",
+        partition="cpu",
+        name="pod-a",
+        working_dir="/w/j",
+        std_out="/w/j/out-%j",
+        std_err="/w/j/err",
+        idempotency_key="uid-1",
+    )
+    body = job_request("#!/bin/sh\n#SBATCH --comment='theirs'\necho\n", argv, ENV)
+    assert body["job"] == {
+        "partition": "cpu",
+        "name": "pod-a",
+        "current_working_directory": "/w/j",
+        "standard_output": "/w/j/out-%j",
+        "standard_error": "/w/j/err",
+        "comment": "wlmvk:uid-1 theirs",
+        "environment": {"SLURM_UMASK": "0022", **ENV},
+    }
+
+
+def test_the_command_line_wins_over_the_script() -> None:
+    job = _job("#SBATCH -p gpu --job-name=mine", argv=("--partition=debug", "--chdir=/w"))
+    assert job["partition"] == "debug"
+    assert job["name"] == "mine"
+    assert job["current_working_directory"] == "/w"
+
+
+def test_the_last_occurrence_in_the_script_wins() -> None:
+    assert _job("#SBATCH --time=5", "#SBATCH -t 7")["time_limit"] == 7
+
+
+def test_a_job_without_a_name_gets_sbatchs_name_for_a_script_on_stdin() -> None:
+    assert _job()["name"] == "sbatch"
+
+
+@pytest.mark.parametrize(
+    ("directive", "field", "value"),
+    [
+        ("--time=5", "time_limit", 5),
+        ("-t 1:30", "time_limit", 2),  # sbatch rounds seconds up to a minute
+        ("-t 2:00:00", "time_limit", 120),
+        ("--time=1-0", "time_limit", 1440),
+        ("--time=1-2:03:04", "time_limit", 1564),
+        ("--time-min=10", "time_minimum", 10),
+        ("--mem=100", "memory_per_node", 100),
+        ("--mem=4G", "memory_per_node", 4096),
+        ("--mem=500K", "memory_per_node", 1),
+        ("--mem-per-cpu=50", "memory_per_cpu", 50),
+        ("-c 2", "cpus_per_task", 2),
+        ("--cpus-per-task=4", "cpus_per_task", 4),
+        ("-n 3", "tasks", 3),
+        ("--ntasks-per-node=2", "tasks_per_node", 2),
+        ("--mincpus=2", "minimum_cpus_per_node", 2),
+        ("-N 2", "nodes", "2-2"),
+        ("--nodes=1-3", "nodes", "1-3"),
+        ("--gres=gpu:1", "gres", "gpu:1"),
+        ("-G 2", "gpus", "2"),
+        ("--gpus-per-node=1", "gpus_per_node", "1"),
+        ("--gpus-per-task=1", "gpus_per_task", "1"),
+        ("-C avx2", "constraints", "avx2"),
+        ("--constraint='a&b'", "constraints", "a&b"),
+        ("-J named", "name", "named"),
+        ("--output=o-%j.out", "standard_output", "o-%j.out"),
+        ("-e e.err", "standard_error", "e.err"),
+        ("-i in.txt", "standard_input", "in.txt"),
+        ("--comment='a note'", "comment", "a note"),
+        ("--array=0-3%2", "array", "0-3%2"),
+        ("-d afterok:12", "dependency", "afterok:12"),
+        ("-A proj", "account", "proj"),
+        ("-q normal", "qos", "normal"),
+        ("--reservation=r1", "reservation", "r1"),
+        ("-L lic:2", "licenses", "lic:2"),
+        ("--wckey=w", "wckey", "w"),
+        ("--mail-type=END,FAIL", "mail_type", "END,FAIL"),
+        ("--mail-user=a@b.c", "mail_user", "a@b.c"),
+        ("--nice=5", "nice", 5),
+        ("--hold", "hold", True),
+        ("-H", "hold", True),
+        ("--requeue", "requeue", True),
+        ("--oversubscribe", "oversubscribe", True),
+        ("-s", "oversubscribe", True),
+        ("--exclusive", "exclusive", "exclusive"),
+        ("--exclusive=user", "exclusive", "user"),
+        ("--exclusive=mcs", "exclusive", "mcs"),
+    ],
+)
+def test_each_directive_becomes_its_field(directive: str, field: str, value: object) -> None:
+    assert _job(f"#SBATCH {directive}")[field] == value
+
+
+@pytest.mark.parametrize(
+    "directive", ["--parsable", "--quiet", "-Q", "--verbose", "--export=ALL", "--export"]
+)
+def test_what_only_changes_sbatchs_printing_adds_nothing(directive: str) -> None:
+    assert _job(f"#SBATCH {directive}") == _job()
+
+
+def test_bundled_short_flags() -> None:
+    job = _job("#SBATCH -HQ -N 1")
+    assert job["hold"] is True
+    assert job["nodes"] == "1-1"
+
+
+@pytest.mark.parametrize(
+    ("directive", "reason"),
+    [
+        ("--time=UNLIMITED", "--time (line 2): 'UNLIMITED' is not a duration this table converts"),
+        ("--time=soon", "--time (line 2): 'soon' is not a duration this table converts"),
+        ("--mem=0", "--mem (line 2): '0' is not a size this table converts"),
+        ("--mem=lots", "--mem (line 2): 'lots' is not a size this table converts"),
+        ("-c two", "--cpus-per-task (line 2): 'two' is not a whole number"),
+        ("-N 0", "--nodes (line 2): '0' is not N or N-M"),
+        ("-N 1-", "--nodes (line 2): '1-' is not N or N-M"),
+        ("--account=", "--account (line 2): an empty value"),
+        ("--no-requeue", "--no-requeue (line 2): no slurmrestd field carries it the way sbatch does"),
+        ("--begin=now+60", "--begin (line 2)=now+60: no slurmrestd field carries it the way sbatch does"),
+        ("--nice", "--nice (line 2): no slurmrestd field carries it the way sbatch does"),
+        (
+            "--signal=B:USR1@60",
+            "--signal (line 2)=B:USR1@60: no slurmrestd field carries it the way sbatch does",
+        ),
+        ("--wrap=id", "--wrap (line 2)=id: no slurmrestd field carries it the way sbatch does"),
+        ("--export=NONE", "--export (line 2)=NONE: no slurmrestd field carries it the way sbatch does"),
+        ("--exclusive=topo", "--exclusive (line 2)=topo: no slurmrestd field carries it the way sbatch does"),
+        ("--part=cpu", "--part (line 2)=cpu: no slurmrestd field carries it the way sbatch does"),
+        ("--some-future-option=1", "--some-future-option (line 2)=1: no slurmrestd field carries it"),
+        ("--mem=1G --mem-per-cpu=100", "--mem-per-cpu and --mem decide one setting"),
+        ("--gres=gpu:1 -G 1", "--gpus and --gres decide one setting"),
+        ("--comment 'unclosed", "sbatch's own reading decides: line 2: cannot read #SBATCH directive"),
+    ],
+)
+def test_what_rest_cannot_say_as_sbatch_does_goes_to_sbatch(directive: str, reason: str) -> None:
+    assert _only_sbatch(f"#SBATCH {directive}").startswith(reason)
+
+
+def test_a_script_sbatch_reads_differently_goes_to_sbatch() -> None:
+    with pytest.raises(CliOnly, match="no #! line"):
+        job_request("echo hi\n", [], ENV)
+    with pytest.raises(CliOnly, match="DOS line breaks"):
+        job_request("#!/bin/sh\r\necho hi\r\n", [], ENV)
+    assert "#PBS lines" in _only_sbatch("#PBS -l walltime=1:00:00")
+
+
+def test_sbatch_variables_in_the_environment_go_to_sbatch() -> None:
+    reason = _only_sbatch(env={**ENV, "SBATCH_TIMELIMIT": "5"})
+    assert reason == "environment variable SBATCH_TIMELIMIT: sbatch reads it as an option"
+
+
+def test_the_environment_is_always_sent_with_sbatchs_umask() -> None:
+    assert _job(env={})["environment"] == {"SLURM_UMASK": "0022"}
+    assert _job(env={"SLURM_UMASK": "0077"})["environment"] == {"SLURM_UMASK": "0077"}
+
+
+def test_directives_after_the_first_command_are_not_options() -> None:
+    script = "#!/bin/sh\necho hi\n#SBATCH --no-requeue\n"
+    assert "requeue" not in job_request(script, [], ENV)["job"]  # type: ignore[operator]
+
+
+def test_combined_reads_the_command_line_with_the_scripts_rules() -> None:
+    found = sbatch.combined("#!/bin/sh\n#SBATCH -J a -t 5\n", ["--job-name=b", "--comment=wlmvk:k x"])
+    assert {name: d.value for name, d in found.items()} == {
+        "job-name": "b",
+        "time": "5",
+        "comment": "wlmvk:k x",
+    }
+    assert found["job-name"].line == 0
+    assert found["time"].line == 2
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen"),
+    [
+        (["openapi/dbv0.0.38", "openapi/v0.0.38", "openapi/v0.0.36"], "v0.0.38"),
+        (["v0.0.38"], "v0.0.38"),
+        (["openapi/v0.0.40", "openapi/v0.0.41", "openapi/slurmctld"], None),
+        ([], None),
+    ],
+)
+def test_the_version_is_chosen_from_what_slurmrestd_offers(offered: list[str], chosen: str | None) -> None:
+    assert restfields.choose_version(offered) == chosen
