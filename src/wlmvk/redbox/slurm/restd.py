@@ -8,8 +8,8 @@ the socket in a directory only red-box's user may enter. No slurm.conf
 change is needed. It dies with red-box (``setpriv --pdeathsig``).
 
 The supervisor (``run``) keeps it up: when it exits, ``client`` is None
-(callers use the CLI meanwhile), and it is started again after a back-off
-that doubles up to RESTART_MAX while it keeps failing to come up. What it
+(callers use the CLI meanwhile), and it is started again at once when it
+had served a while, else after a back-off that doubles up to RESTART_MAX. What it
 printed last is logged when it exits. ``recycle`` ends the current process
 on purpose: a request that got no answer must not be acted on later by a
 slurmrestd that was only slow.
@@ -40,7 +40,10 @@ READY_TIMEOUT = 10.0
 
 RESTART_MIN = 0.5
 RESTART_MAX = 30.0
-"""Back-off between restarts, doubled while slurmrestd keeps dying before it served."""
+"""Back-off between restarts, doubled while slurmrestd keeps dying before it served STEADY seconds;
+one that served that long is started again at once."""
+
+STEADY = 2.0
 
 _TAIL = 4096
 
@@ -99,16 +102,17 @@ class Restd:
 
     async def run(self) -> None:
         """Keep slurmrestd up until cancelled; it is stopped then."""
-        pause = RESTART_MIN
+        pause = 0.0
         try:
             while True:
                 started = time.monotonic()
                 served = await self._serve_once()
-                if served or time.monotonic() - started > RESTART_MAX:
-                    pause = RESTART_MIN
+                if served and time.monotonic() - started >= STEADY:
+                    pause = 0.0  # it served a while: the CLI carries the jobs until it is back
+                else:
+                    pause = min(max(pause * 2, RESTART_MIN), RESTART_MAX)
                 _log.info("slurmrestd restarting", after=pause)
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, RESTART_MAX)
         finally:
             await self._end()
             shutil.rmtree(self._directory, ignore_errors=True)
