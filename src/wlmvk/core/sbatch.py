@@ -26,6 +26,7 @@ number, so the SlurmJob or pod gets a clear reason rather than a crash.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -92,6 +93,13 @@ class Directive:
 
 def directives(script: str) -> list[Directive]:
     """Every option of the script's ``#SBATCH`` block, in order."""
+    return list(_read(script))
+
+
+@functools.lru_cache(maxsize=32)
+def _read(script: str) -> tuple[Directive, ...]:
+    # One submission reads its script twice (red-box's command line, then slurmrestd's
+    # fields), and pods of one workload share theirs: the reading is kept for a while.
     found: list[Directive] = []
     for number, text in _directive_lines(script):
         tokens = _tokens(text, number)
@@ -99,7 +107,7 @@ def directives(script: str) -> list[Directive]:
         while index < len(tokens):
             directive, index = _option(tokens, index, number)
             found.append(directive)
-    return found
+    return tuple(found)
 
 
 def effective(script: str) -> dict[str, Directive]:

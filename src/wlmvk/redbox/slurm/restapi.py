@@ -58,7 +58,9 @@ class RestSlurm(Slurm):
     def __init__(self, runner: Runner, *, restd: Restd, user: str = "") -> None:
         super().__init__(runner, user=user)
         self.restd = restd
-        self.counts = {"rest": 0, "cli": 0, "recovered": 0}
+        # What sbatch inherits when a job asks for no variables: red-box's environment,
+        # read once (iterating os.environ decodes every entry, on every submission).
+        self.inherited = dict(os.environ)
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -67,7 +69,7 @@ class RestSlurm(Slurm):
         if client is None:
             return await self._by_cli(script, options, env, why="slurmrestd is not serving")
         try:
-            body = restfields.job_request(script.decode(), options, os.environ if env is None else env)
+            body = restfields.job_request(script.decode(), options, self.inherited if env is None else env)
         except (restfields.CliOnly, UnicodeDecodeError) as exc:
             reason = exc.reason if isinstance(exc, restfields.CliOnly) else "the script is not UTF-8"
             return await self._by_cli(script, options, env, why=reason)
@@ -81,7 +83,6 @@ class RestSlurm(Slurm):
         job_id, refusal = _submitted(answer)
         if job_id is None:
             return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {refusal}")
-        self.counts["rest"] += 1
         return job_id
 
     async def cancel(self, job_id: JobId) -> None:
@@ -105,7 +106,6 @@ class RestSlurm(Slurm):
         self, script: bytes, options: Sequence[str], env: Mapping[str, str] | None, *, why: str
     ) -> JobId:
         _log.debug("submitting through sbatch", reason=why)
-        self.counts["cli"] += 1
         return await super().submit(script, options, env=env)
 
     async def _recover(
@@ -124,7 +124,6 @@ class RestSlurm(Slurm):
         for state in await self.queue():
             if state.idempotency_key == key:
                 _log.warning("job found by key after slurmrestd went away", job_id=state.job_id, key=key)
-                self.counts["recovered"] += 1
                 return state.job_id
         return await self._by_cli(script, options, env, why=f"{lost}; not in squeue under key {key}")
 
