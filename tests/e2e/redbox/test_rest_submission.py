@@ -25,8 +25,8 @@ import pytest
 from tests.e2e.redbox.helpers import slurm_cmd
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.slurm import JOBS_ROOT
-from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import JobSpec
+from wlmvk.core.errors import InvalidInput, NotFound
+from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.redbox.slurm.parsing import scontrol_records
 from wlmvk.wlm.client import RedBoxClient
 
@@ -153,3 +153,16 @@ async def test_both_refuse_with_sbatchs_words(pair: Pair) -> None:
             errors.append(refused.value.message)
         assert errors[0] == errors[1], directives
         assert errors[0].startswith("SubmitJob: sbatch: "), directives
+
+
+async def test_cancel_through_rest_as_through_scancel(pair: Pair) -> None:
+    errors = []
+    for client in (pair.cli, pair.rest):
+        job_id = await client.submit(JobSpec(script=_script("-t 1"), partition="debug", idempotency_key=""))
+        await client.cancel(job_id)
+        assert (await client.states([job_id]))[job_id].status.name == "CANCELLED"
+        with pytest.raises(NotFound) as unknown:
+            await client.cancel(JobId(2_000_000_000))
+        errors.append(unknown.value.message)
+    assert errors[0] == errors[1]
+    assert "cancelling through scancel" not in pair.rest_box.log()

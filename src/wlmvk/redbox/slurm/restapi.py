@@ -13,7 +13,7 @@ The CLI is used for a job when:
   could be made: nothing was sent, so sbatch cannot make a second job;
 - ``restfields`` cannot express one of the job's options (``CliOnly``);
 - slurmrestd refused the job: sbatch decides with its own words, so both
-  paths refuse (or accept) a job the same way.
+  paths refuse (or accept) a job the same way (a refused cancel: scancel).
 
 A request that got no answer (slurmrestd died or hung mid-request) may have
 made the job. That slurmrestd is ended first (so it cannot act on it
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 import structlog
 
 from wlmvk.core import sbatch
-from wlmvk.core.errors import NotFound, Unavailable
+from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
 from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.commands import Slurm
@@ -43,8 +43,6 @@ _log = structlog.get_logger(__name__)
 
 HELD = 2042
 """slurmrestd's 'Job is in held state': a held job was submitted, with its id."""
-INVALID_JOB_ID = 2017
-"""ESLURM_INVALID_JOB_ID."""
 
 
 def _unreachable(code: int) -> bool:
@@ -96,11 +94,11 @@ class RestSlurm(Slurm):
         if answer.status == 200:
             return None
         code, text = _first_error(answer)
-        if code == INVALID_JOB_ID:
-            raise NotFound(f"scancel {job_id}: {text}")
         if _unreachable(code):
             raise Unavailable(f"slurmrestd: cancel {job_id}: {text}")
-        return await super().cancel(job_id)  # its own error, in scancel's words
+        # scancel decides in its own words (an unknown id, say: it says nothing and exits 0).
+        _log.debug("cancelling through scancel", job_id=job_id, reason=f"slurmrestd: {code} {text}")
+        return await super().cancel(job_id)
 
     async def _by_cli(
         self, script: bytes, options: Sequence[str], env: Mapping[str, str] | None, *, why: str
@@ -149,7 +147,9 @@ def _first_error(answer: Response) -> tuple[int, str]:
         return 0, answer.body[:200].decode(errors="replace")
     if not errors:
         return 0, f"HTTP {answer.status}"
-    return int(errors[0].get("error_code", 0)), str(errors[0].get("error", ""))
+    first = errors[0]
+    # Submission answers name the code error_code, cancel answers error_number.
+    return int(first.get("error_code") or first.get("error_number") or 0), str(first.get("error", ""))
 
 
 def _key(options: Sequence[str]) -> str:
