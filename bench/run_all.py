@@ -205,7 +205,9 @@ def cpu_table(result: dict[str, Any]) -> list[str]:
     ]
     medians: dict[str, dict[str, float]] = {}
     for name, arm in arms.items():
-        parts = {part: cpu_meter.median([r[part] for r in arm["cpu_ms_per_job"]]) for part in cpu_meter.PARTS}
+        # Runs recorded before a part was measured (slurmrestd) read it as 0.
+        rounds = arm["cpu_ms_per_job"]
+        parts = {part: cpu_meter.median([r.get(part, 0.0) for r in rounds]) for part in cpu_meter.PARTS}
         medians[name] = parts
         busy = arm["jobs_per_s"] * parts["total"] / 1000
         bound = cores * 1000 / parts["total"] / loop_rate
@@ -258,6 +260,8 @@ def describe(arm: str) -> str:
         "parallel4": "4 `sbatch` at once",
         "redbox-keys": "red-box, idempotency keys (as the kubelet)",
         "redbox-nokeys": "red-box, no keys",
+        "rest-keys": "red-box through its slurmrestd, idempotency keys (as the kubelet)",
+        "rest-nokeys": "red-box through its slurmrestd, no keys",
         "original": "the original Go red-box",
         "before-keys": "red-box before the change (`--before`), keys",
     }
