@@ -9,7 +9,7 @@ change is needed. It dies with red-box (``setpriv --pdeathsig``).
 
 The supervisor (``run``) keeps it up: when it exits, ``client`` is None
 (callers use the CLI meanwhile), and it is started again at once when it
-had served a while, else after a back-off that doubles up to RESTART_MAX. What it
+had come up and served, else after a back-off that doubles up to RESTART_MAX. What it
 printed last is logged when it exits. ``recycle`` ends the current process
 on purpose: a request that got no answer must not be acted on later by a
 slurmrestd that was only slow.
@@ -40,10 +40,8 @@ READY_TIMEOUT = 10.0
 
 RESTART_MIN = 0.5
 RESTART_MAX = 30.0
-"""Back-off between restarts, doubled while slurmrestd keeps dying before it served STEADY seconds;
-one that served that long is started again at once."""
-
-STEADY = 2.0
+"""Back-off between starts that fail (slurmrestd exits or never accepts a connection), doubled
+while they keep failing; one that served is started again at once."""
 
 _TAIL = 4096
 
@@ -80,10 +78,10 @@ class Restd:
         self.connections = connections
         self.timeout = timeout
         self.client: Client | None = None
-        self.starts = 0
         self._directory = Path(tempfile.mkdtemp(prefix="wlmvk-restd-"))  # mode 0700
         self.socket = str(self._directory / "slurmrestd.sock")
         self._proc: asyncio.subprocess.Process | None = None
+        self._process_of: dict[Client, asyncio.subprocess.Process] = {}
         self._up = asyncio.Event()
 
     @classmethod
@@ -105,12 +103,10 @@ class Restd:
         pause = 0.0
         try:
             while True:
-                started = time.monotonic()
                 served = await self._serve_once()
-                if served and time.monotonic() - started >= STEADY:
-                    pause = 0.0  # it served a while: the CLI carries the jobs until it is back
-                else:
-                    pause = min(max(pause * 2, RESTART_MIN), RESTART_MAX)
+                # One that came up and served is started again at once (the CLI carries the
+                # jobs meanwhile); one that fails to come up waits longer each time.
+                pause = 0.0 if served else min(max(pause * 2, RESTART_MIN), RESTART_MAX)
                 _log.info("slurmrestd restarting", after=pause)
                 await asyncio.sleep(pause)
         finally:
@@ -124,21 +120,26 @@ class Restd:
         return self._up.is_set()
 
     async def recycle(self, client: Client) -> None:
-        """End the slurmrestd ``client`` belongs to, if it still runs, and wait until it is gone."""
-        proc = self._proc
-        if self.client is client and proc is not None:
+        """End the slurmrestd ``client`` belongs to, if it still runs, and wait until it is gone.
+
+        Several requests to one hung slurmrestd may ask at once: each returns only once it
+        has exited. One that exited already (the supervisor may have started the next) is gone.
+        """
+        proc = self._process_of.get(client)
+        if proc is None:
+            return
+        if self.client is client:
             self._down()
+        if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-        if proc is not None:
-            await proc.wait()
+        await asyncio.shield(proc.wait())
 
     async def _serve_once(self) -> bool:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket)
         argv = [self.binary, "-a", "rest_auth/local", "-s", f"openapi/{self.version}"]
         argv += ["-t", str(THREADS), f"unix:{self.socket}"]
-        self.starts += 1
         proc = self._proc = await asyncio.create_subprocess_exec(
             *_dies_with_us(argv),
             stdin=asyncio.subprocess.DEVNULL,
@@ -152,6 +153,7 @@ class Restd:
             if await self._accepting(proc):
                 served = True
                 self.client = Client(self.socket, connections=self.connections, timeout=self.timeout)
+                self._process_of[self.client] = proc
                 self._up.set()
                 _log.info("slurmrestd serving", pid=proc.pid, version=self.version, socket=self.socket)
             code = await proc.wait()
@@ -161,6 +163,7 @@ class Restd:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await asyncio.shield(proc.wait())
+            self._process_of = {c: p for c, p in self._process_of.items() if p is not proc}
             await asyncio.shield(drain)
         _log.warning(
             "slurmrestd exited", pid=proc.pid, code=code, printed=tail.decode(errors="replace")[-1000:]
