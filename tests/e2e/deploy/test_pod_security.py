@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from tests.e2e.deploy.accounts import as_account
 from tests.fixtures.controlplane import RealKube
+from tests.fixtures.polling import eventually
 from wlmvk.core import names
 from wlmvk.operator import pods, resources
 from wlmvk.operator.directives import Requirements
@@ -23,13 +27,15 @@ from wlmvk.operator.settings import StagingSettings
 
 pytestmark = pytest.mark.kube_real
 
+ROOT = Path(__file__).resolve().parents[3]
 LEVELS = ("restricted", "baseline", "privileged")
+POLICY = "wlmvk-operator-hostpath-socket-only"
 WORKING_DIR = "/jobs/default/sj"
 
 
-def slurmjob(namespace: str) -> resources.Job:
-    # The user's volume is an emptyDir: what the staging pod needs is its own hostPath.
-    inputs = {"name": "inputs", "emptyDir": {}}
+def slurmjob(namespace: str, inputs: dict[str, Any] | None = None) -> resources.Job:
+    # By default the user's volume is an emptyDir: what the staging pod needs is its own hostPath.
+    inputs = inputs or {"name": "inputs", "emptyDir": {}}
     body = {
         "apiVersion": "wlm.sylabs.io/v1alpha1",
         "kind": "SlurmJob",
@@ -44,9 +50,9 @@ def virtual_node() -> dict[str, Any]:
     return {"metadata": {"name": "slurm-c-debug", "labels": labels}}
 
 
-def pod_bodies(namespace: str) -> dict[str, dict[str, Any]]:
+def pod_bodies(namespace: str, inputs: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The operator's job pod and prepare pod, as its code builds them."""
-    job = slurmjob(namespace)
+    job = slurmjob(namespace, inputs)
     assert job.prepare is not None
     settings = StagingSettings(image="wlmvk:latest")
     return {
@@ -90,3 +96,39 @@ def test_job_pods_need_baseline_and_staging_pods_privileged(
         'violates PodSecurity "baseline:latest": hostPath volumes (volume "wlmvk-red-box-socket")' in refused
     )
     assert answers[("prepare", "privileged")] == ""
+
+
+@pytest.fixture
+def confined(real_kube: RealKube, namespaces: dict[str, str]) -> Iterator[str]:
+    """manifests/confine/, its binding narrowed to one test namespace (the plane is shared)."""
+    namespace = namespaces["privileged"]
+    docs = list(yaml.safe_load_all((ROOT / "manifests" / "confine" / "staging.yaml").read_text()))
+    for doc in docs:
+        if doc["kind"] == "ValidatingAdmissionPolicyBinding":
+            only = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            doc["spec"]["matchResources"] = {"namespaceSelector": only}
+    real_kube.must("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    yield namespace
+    real_kube.run_kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", POLICY)
+
+
+async def test_a_confined_operator_mounts_no_host_directory_of_the_user(
+    real_kube: RealKube, confined: str
+) -> None:
+    # As the operator itself: its staging pod with a hostPath as the user's volume, then an emptyDir.
+    smuggled = pod_bodies(confined, {"name": "inputs", "hostPath": {"path": "/etc"}})["prepare"]
+
+    def refusal() -> str:
+        # The API server enforces a new policy once its informer has it: wait for that.
+        return as_account(real_kube, "wlmvk-operator", "create", "--dry-run=server", body=smuggled)
+
+    refused = await eventually(refusal, timeout=30, what="the confining policy in force")
+    message = (
+        "wlmvk-operator may mount by hostPath only the red-box socket directory /var/run/syslurm, "
+        "not volume inputs"
+    )
+    assert (
+        f"ValidatingAdmissionPolicy '{POLICY}' with binding '{POLICY}' denied request: {message}" in refused
+    )
+    staged = pod_bodies(confined)["prepare"]
+    assert as_account(real_kube, "wlmvk-operator", "create", "--dry-run=server", body=staged) == ""
