@@ -10,11 +10,14 @@ run lowers the two it would otherwise set (``--ulimit``).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fixtures.shared_dirs import SharedDir
 from wlmvk.cli import SUBCOMMANDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,8 +39,10 @@ def image() -> str:
     return IMAGE
 
 
-def run(image: str, *args: str, entrypoint: str | None = None) -> subprocess.CompletedProcess[str]:
-    argv = ["podman", "run", "--rm", *CONFINED, *LIMITS]
+def run(
+    image: str, *args: str, entrypoint: str | None = None, mounts: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    argv = ["podman", "run", "--rm", *CONFINED, *LIMITS, *(f"--volume={m}" for m in mounts)]
     if entrypoint is not None:
         argv.append(f"--entrypoint={entrypoint}")
     return subprocess.run(
@@ -89,3 +94,38 @@ def test_its_size(image: str) -> None:
     assert info["Config"]["User"] == "1000:1000"
     assert info["Config"]["Entrypoint"] == ["wlmvk"]
     assert info["Size"] / 1e6 < MAX_MB
+
+
+@pytest.mark.slurm
+def test_stage_in_and_out_run_in_the_image_against_red_box(
+    image: str, redbox: Any, shared_dir: SharedDir
+) -> None:
+    """As a staging pod runs: the socket's directory and the user's volume mounted, uid 1000."""
+    # The staging user (1000) reaches this red-box (root's) as it reaches the job owner's socket.
+    socket = Path(redbox.socket)
+    socket.parent.chmod(0o711)
+    socket.chmod(0o666)
+    red_box = f"{socket.parent}:/var/run/wlmvk-red-box"
+    inputs = shared_dir("img-in-", mode=0o777)
+    (inputs / "sub").mkdir()
+    (inputs / "sub" / "data.bin").write_bytes(payload := os.urandom(100_000))
+    workdir = "default/image-job"
+    up = run(
+        image, "stage", "in", "--socket", f"/var/run/wlmvk-red-box/{socket.name}",
+        "--from", "/mnt/inputs", "--to", workdir, mounts=(red_box, f"{inputs}:/mnt/inputs:ro"),
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    assert "uploaded 1 files (100000 bytes)" in up.stdout
+    assert (redbox.work_dir / workdir / "inputs" / "sub" / "data.bin").read_bytes() == payload
+
+    (redbox.work_dir / workdir / "bar").mkdir()
+    (redbox.work_dir / workdir / "bar" / "out.txt").write_text("done\n")
+    outputs = shared_dir("img-out-", mode=0o777)
+    down = run(
+        image, "stage", "out", "--socket", f"/var/run/wlmvk-red-box/{socket.name}",
+        "--from", f"{workdir}/bar", "--to", "/collect", mounts=(red_box, f"{outputs}:/collect"),
+    )  # fmt: skip
+    assert down.returncode == 0, down.stderr
+    result = outputs / "bar" / "out.txt"
+    assert result.read_text() == "done\n"
+    assert (result.stat().st_uid, result.stat().st_gid) == (1000, 1000)
