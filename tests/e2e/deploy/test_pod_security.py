@@ -10,6 +10,7 @@ the operator's code builds. docs/security.md says what a site does with the answ
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,11 +66,14 @@ def pod_bodies(namespace: str, inputs: dict[str, Any] | None = None) -> dict[str
 
 @pytest.fixture
 def namespaces(real_kube: RealKube) -> Iterator[dict[str, str]]:
-    """One namespace per Pod Security level, enforced."""
-    made = {level: f"wlmvk-pss-{level}" for level in LEVELS}
+    """One namespace per Pod Security level, enforced (a fresh name: a namespace's deletion takes time)."""
+    run = uuid.uuid4().hex[:6]
+    made = {level: f"wlmvk-pss-{level}-{run}" for level in LEVELS}
     for level, namespace in made.items():
         real_kube.must("create", "namespace", namespace)
         real_kube.must("label", "namespace", namespace, f"pod-security.kubernetes.io/enforce={level}")
+    for namespace in made.values():  # a pod is admitted once its namespace's default account exists
+        real_kube.must("wait", "--for=create", "serviceaccount/default", "-n", namespace, "--timeout=60s")
     yield made
     real_kube.run_kubectl("delete", "namespace", *made.values(), "--wait=false")
 
