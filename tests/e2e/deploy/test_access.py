@@ -3,17 +3,22 @@
 RBAC (manifests/rbac.yaml): ``kubectl auth can-i --list`` for each account, in each namespace
 it works in, must equal the verbs its component's code uses: a verb more is a privilege nobody
 reviewed, a verb less a Forbidden in production. Admission (manifests/admission.yaml) narrows
-those verbs to the account's own objects, which RBAC cannot name: asked with server-side
-dry runs, so nothing changes whatever the answer.
+those verbs to the account's own objects, which RBAC cannot name: tried with each account's own
+token (a TokenRequest kubeconfig, not impersonation), as server-side dry runs where a success
+would change what is not the test's; the kubelet's own node is registered, changed and removed
+for real. The in-memory API server stores admission policies but never enforces them: these
+tests need the real one (kube_real).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.deploy.accounts import as_account
 from tests.fixtures.controlplane import RealKube
 
 pytestmark = pytest.mark.kube_real
@@ -81,13 +86,19 @@ def test_each_account_may_do_exactly_what_its_component_needs(
     assert granted(real_kube, user, namespace) == NEED[(user, namespace)]
 
 
-def dry_run(kube: RealKube, user: str, *args: str, body: dict[str, object] | None = None) -> str:
-    """A write as ``user``, server-side dry run: '' when admitted, else the refusal."""
-    argv = [*args, "--as", user, "--dry-run=server"]
-    if body is not None:
-        argv += ["-f", "-"]
-    done = kube.run_kubectl(*argv, input=json.dumps(body) if body is not None else None)
-    return "" if done.returncode == 0 else done.stderr.strip()
+# -- admission: each account's own objects, tried with the account's own token --------------------------
+
+KUBELET_SA = "wlmvk-kubelet"
+OPERATOR_SA = "wlmvk-operator"
+# A virtual node the kubelet registers here, and a real HPC host whose name looks like one:
+# names are never what makes a node wlmvk's, the label given at creation is.
+VIRTUAL = "slurm-access-debug"
+LOOKALIKE = "slurm-hpc-01"
+
+
+def tried(kube: RealKube, account: str, *args: str, body: dict[str, object] | None = None) -> str:
+    """A write as the account, server-side dry run: nothing changes whatever the answer."""
+    return as_account(kube, account, *args, "--dry-run=server", body=body)
 
 
 def node(name: str, **labels: str) -> dict[str, object]:
@@ -103,12 +114,15 @@ def lease(name: str) -> dict[str, object]:
     }
 
 
-def pod(name: str, node_name: str, **metadata: object) -> dict[str, object]:
+def pod(name: str, node_name: str | None, **metadata: object) -> dict[str, object]:
+    spec: dict[str, object] = {"containers": [{"name": "c", "image": "busybox"}]}
+    # Unbound pods stay unbound: no scheduler by that name.
+    spec.update({"nodeName": node_name} if node_name else {"schedulerName": "nobody"})
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", **metadata},
-        "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "busybox"}]},
+        "spec": spec,
     }
 
 
@@ -116,55 +130,157 @@ def denied(policy: str, message: str) -> str:
     return f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: {message}"
 
 
-NOT_VIRTUAL = "wlmvk-kubelet may change only virtual nodes (label type=virtual-kubelet)"
-NOT_ITS_POD = "wlmvk-kubelet may change only pods bound to its virtual nodes (slurm-...)"
-NOT_ITS_LEASE = "wlmvk-kubelet may hold only the Leases of its virtual nodes (slurm-...)"
+AT_CREATION = (
+    "the label type=virtual-kubelet is given to a node only when it is created, and never removed: "
+    "it marks the nodes wlmvk-kubelet registered"
+)
+NOT_REGISTERED = (
+    "wlmvk-kubelet may change only the nodes it registered (created with the label type=virtual-kubelet)"
+)
+UNBOUND = "wlmvk-kubelet may change only pods bound to a node it registered"
+
+
+def pods_of(name: str) -> str:
+    return f"wlmvk-kubelet may not change the pods of node {name}: it did not register it"
+
+
+def lease_of(name: str) -> str:
+    return f"wlmvk-kubelet may not hold the Lease of node {name}: it did not register it"
+
+
+@pytest.fixture
+def virtual_node(real_kube: RealKube) -> Iterator[str]:
+    """A virtual node registered by the kubelet's account itself, as its node controller does."""
+    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, type="virtual-kubelet")) == ""
+    yield VIRTUAL
+    real_kube.run_kubectl("delete", "node", VIRTUAL, "--ignore-not-found")
+
+
+@pytest.fixture
+def lookalike_node(real_kube: RealKube) -> Iterator[str]:
+    """A real node (created without the label) named like a virtual one."""
+    real_kube.must("create", "-f", "-", input=json.dumps(node(LOOKALIKE)))
+    yield LOOKALIKE
+    real_kube.run_kubectl("delete", "node", LOOKALIKE, "--ignore-not-found")
+
+
+def test_no_one_turns_a_real_node_into_a_virtual_one(
+    real_kube: RealKube, real_agent_node: str, virtual_node: str
+) -> None:
+    relabel = ("label", "node", real_agent_node, "type=virtual-kubelet", "--overwrite")
+    assert denied("wlmvk-kubelet-own-nodes", NOT_REGISTERED) in tried(real_kube, KUBELET_SA, *relabel)
+    # Not even the admin: the label is given at creation only.
+    refused = real_kube.run_kubectl(*relabel, "--dry-run=server")
+    assert denied("wlmvk-virtual-at-creation", AT_CREATION) in refused.stderr
+    for change in ("type-", "type=real"):
+        refused = real_kube.run_kubectl(
+            "label", "node", virtual_node, change, "--overwrite", "--dry-run=server"
+        )
+        assert denied("wlmvk-virtual-at-creation", AT_CREATION) in refused.stderr
+
+
+def test_the_kubelet_changes_only_the_nodes_it_registered(
+    real_kube: RealKube, real_agent_node: str, lookalike_node: str
+) -> None:
+    refused = denied("wlmvk-kubelet-own-nodes", NOT_REGISTERED)
+    for name in (real_agent_node, lookalike_node):
+        assert refused in tried(real_kube, KUBELET_SA, "annotate", "node", name, "a=b")
+        assert refused in tried(real_kube, KUBELET_SA, "label", "node", name, "x=y")
+        assert refused in tried(real_kube, KUBELET_SA, "delete", "node", name)
+    assert refused in tried(real_kube, KUBELET_SA, "create", body=node("slurm-forged"))
+    # Its own node: registered, changed and removed for real.
+    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, type="virtual-kubelet")) == ""
+    try:
+        assert as_account(real_kube, KUBELET_SA, "annotate", "node", VIRTUAL, "a=b") == ""
+        assert as_account(real_kube, KUBELET_SA, "label", "node", VIRTUAL, "x=y") == ""
+        labels = json.loads(real_kube.must("get", "node", VIRTUAL, "-o", "json"))["metadata"]["labels"]
+        assert labels == {"type": "virtual-kubelet", "x": "y"}
+        assert refused in tried(real_kube, KUBELET_SA, "label", "node", VIRTUAL, "type-")
+        assert as_account(real_kube, KUBELET_SA, "delete", "node", VIRTUAL) == ""
+        assert real_kube.run_kubectl("get", "node", VIRTUAL).returncode == 1
+    finally:
+        real_kube.run_kubectl("delete", "node", VIRTUAL, "--ignore-not-found")
+
+
+def test_the_kubelet_changes_only_pods_bound_to_its_nodes(
+    real_kube: RealKube, real_agent_node: str, lookalike_node: str, virtual_node: str
+) -> None:
+    # Created as admin, then written as the kubelet.
+    placed = {
+        "on-host": real_agent_node,
+        "on-lookalike": lookalike_node,
+        "on-virtual": virtual_node,
+        "unbound": None,
+    }
+    for name, where in placed.items():
+        real_kube.must("create", "-f", "-", input=json.dumps(pod(name, where)))
+    try:
+        for name, real in (("on-host", real_agent_node), ("on-lookalike", lookalike_node)):
+            refused = denied("wlmvk-kubelet-not-on-real-nodes", pods_of(real))
+            assert refused in tried(real_kube, KUBELET_SA, "annotate", "pod", name, "a=b")
+            assert refused in tried(real_kube, KUBELET_SA, "delete", "pod", name)
+        refused = denied("wlmvk-kubelet-bound-pods", UNBOUND)
+        assert refused in tried(real_kube, KUBELET_SA, "annotate", "pod", "unbound", "a=b")
+        assert refused in tried(real_kube, KUBELET_SA, "delete", "pod", "unbound")
+        assert tried(real_kube, KUBELET_SA, "annotate", "pod", "on-virtual", "a=b") == ""
+        assert tried(real_kube, KUBELET_SA, "delete", "pod", "on-virtual") == ""
+    finally:
+        real_kube.run_kubectl("delete", "pod", *placed, "--grace-period=0", "--force")
+
+
+def test_the_kubelet_holds_no_lease_of_a_real_node(
+    real_kube: RealKube, real_agent_node: str, lookalike_node: str, virtual_node: str
+) -> None:
+    for real in (real_agent_node, lookalike_node):
+        refused = denied("wlmvk-kubelet-own-leases", lease_of(real))
+        assert refused in tried(real_kube, KUBELET_SA, "create", body=lease(real))
+    # The agent host's own heartbeat, held by its kubelet: neither renewed nor deleted.
+    refused = denied("wlmvk-kubelet-own-leases", lease_of(real_agent_node))
+    renew = ("annotate", "lease", "-n", "kube-node-lease", real_agent_node, "a=b")
+    assert refused in tried(real_kube, KUBELET_SA, *renew)
+    assert refused in tried(
+        real_kube, KUBELET_SA, "delete", "lease", "-n", "kube-node-lease", real_agent_node
+    )
+    assert tried(real_kube, KUBELET_SA, "create", body=lease(virtual_node)) == ""
+
+
 NOT_ITS_JOB = (
     "wlmvk-operator may create only the pods of its SlurmJobs and WlmJobs (label "
     "app.kubernetes.io/managed-by=wlmvk-operator, controlled by a SlurmJob or WlmJob)"
 )
+OWNED = {
+    "labels": {"app.kubernetes.io/managed-by": "wlmvk-operator"},
+    "ownerReferences": [
+        {
+            "apiVersion": "wlm.sylabs.io/v1alpha1",
+            "kind": "SlurmJob",
+            "name": "sj",
+            "uid": "3c1c0c4e-0000-4000-8000-000000000001",
+            "controller": True,
+        }
+    ],
+}
 
 
-def test_the_kubelet_touches_only_virtual_nodes_their_pods_and_leases(
-    real_kube: RealKube, real_agent_node: str
-) -> None:
-    # Nodes: a real one (the agent host) is out of reach, a virtual one is not.
-    refused = denied("wlmvk-kubelet-own-nodes", NOT_VIRTUAL)
-    assert refused in dry_run(real_kube, KUBELET, "label", "node", real_agent_node, "x=y")
-    assert refused in dry_run(real_kube, KUBELET, "delete", "node", real_agent_node)
-    assert refused in dry_run(real_kube, KUBELET, "create", body=node("slurm-forged"))
-    assert dry_run(real_kube, KUBELET, "create", body=node("slurm-c-debug", type="virtual-kubelet")) == ""
-    # Pods: those bound to a virtual node only (created as admin, then written as the kubelet).
-    real_kube.must("create", "-f", "-", input=json.dumps(pod("on-host", real_agent_node)))
-    real_kube.must("create", "-f", "-", input=json.dumps(pod("on-slurm", "slurm-c-debug")))
-    try:
-        refused = denied("wlmvk-kubelet-own-pods", NOT_ITS_POD)
-        assert refused in dry_run(real_kube, KUBELET, "annotate", "pod", "on-host", "a=b")
-        assert refused in dry_run(real_kube, KUBELET, "delete", "pod", "on-host")
-        assert dry_run(real_kube, KUBELET, "annotate", "pod", "on-slurm", "a=b") == ""
-        assert dry_run(real_kube, KUBELET, "delete", "pod", "on-slurm") == ""
-    finally:
-        real_kube.run_kubectl("delete", "pod", "on-host", "on-slurm", "--grace-period=0", "--force")
-    # Leases: only its nodes' heartbeats.
-    refused = denied("wlmvk-kubelet-own-leases", NOT_ITS_LEASE)
-    assert refused in dry_run(real_kube, KUBELET, "create", body=lease(real_agent_node))
-    assert refused in dry_run(real_kube, KUBELET, "delete", "lease", "-n", "kube-node-lease", real_agent_node)
-    assert dry_run(real_kube, KUBELET, "create", body=lease("slurm-c-debug")) == ""
-
-
-def test_the_operator_creates_only_the_pods_of_its_jobs(real_kube: RealKube) -> None:
-    refused = denied("wlmvk-operator-own-pods", NOT_ITS_JOB)
-    assert refused in dry_run(real_kube, OPERATOR, "create", body=pod("sneaky", "slurm-c-debug"))
-    owned = {
-        "labels": {"app.kubernetes.io/managed-by": "wlmvk-operator"},
-        "ownerReferences": [
-            {
-                "apiVersion": "wlm.sylabs.io/v1alpha1",
-                "kind": "SlurmJob",
-                "name": "sj",
-                "uid": "3c1c0c4e-0000-4000-8000-000000000001",
-                "controller": True,
-            }
-        ],
+def job_pod(name: str, **spec: object) -> dict[str, object]:
+    body = pod(name, None, **OWNED)
+    body["spec"] = {
+        "nodeSelector": {"type": "virtual-kubelet"},
+        "containers": [{"name": "jt1", "image": "no-image"}],
+        **spec,
     }
-    assert dry_run(real_kube, OPERATOR, "create", body=pod("job-pod", "slurm-c-debug", **owned)) == ""
+    return body
+
+
+def test_the_operator_creates_only_the_pods_of_its_jobs(real_kube: RealKube, real_agent_node: str) -> None:
+    policy = "wlmvk-operator-own-pods"
+    assert denied(policy, NOT_ITS_JOB) in tried(real_kube, OPERATOR_SA, "create", body=pod("sneaky", None))
+    assert tried(real_kube, OPERATOR_SA, "create", body=job_pod("job-pod")) == ""
+    # Its own kind of pod, but put on a node by hand, or given the host: refused.
+    placed = denied(policy, "wlmvk-operator's pods are placed by the scheduler: no spec.nodeName")
+    assert placed in tried(real_kube, OPERATOR_SA, "create", body=job_pod("pinned", nodeName=real_agent_node))
+    host = denied(policy, "wlmvk-operator's pods are not privileged and share no host namespace")
+    root = [{"name": "jt1", "image": "no-image", "securityContext": {"privileged": True}}]
+    assert host in tried(real_kube, OPERATOR_SA, "create", body=job_pod("privileged", containers=root))
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        assert host in tried(real_kube, OPERATOR_SA, "create", body=job_pod("host", **{field: True}))

@@ -1,9 +1,11 @@
-"""The container image and the manifests agree: entrypoint, subcommands, user."""
+"""The manifests run the image as it is built: its subcommands, its user.
+
+What the image is (user, entrypoint, read-only root) is tested by running it:
+tests/e2e/deploy/test_image.py.
+"""
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +14,6 @@ import yaml
 from wlmvk.cli import SUBCOMMANDS
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _final_stage() -> list[tuple[str, str]]:
-    """(instruction, argument) pairs of the Containerfile's last stage."""
-    lines = (ROOT / "Containerfile").read_text().replace("\\\n", " ").splitlines()
-    stage: list[tuple[str, str]] = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        instruction, _, arg = line.partition(" ")
-        if instruction.upper() == "FROM":
-            stage = []
-        stage.append((instruction.upper(), arg.strip()))
-    return stage
 
 
 def _image_containers() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -41,16 +28,6 @@ def _image_containers() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
                 if container["image"].split(":")[0].endswith("wlmvk"):
                     found.append((path.name, pod, container))
     return found
-
-
-def test_image_runs_wlmvk_as_user_1000() -> None:
-    stage = dict(_final_stage())
-    assert json.loads(stage["ENTRYPOINT"]) == ["wlmvk"]
-    assert stage["USER"].split(":") == ["1000", "1000"]
-    assert stage["FROM"].startswith("python:3.11")
-    # No build tools or caches in the final stage: it installs prebuilt wheels only.
-    run = stage["RUN"]
-    assert "--no-index" in shlex.split(run)
 
 
 def test_manifests_run_subcommands_of_the_image_as_its_user() -> None:
