@@ -38,10 +38,11 @@ from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.redbox import config as cfg
+from wlmvk.redbox.dialects import ORIGINAL, WLMVK
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.health import Health
 from wlmvk.redbox.jobs import Jobs
-from wlmvk.redbox.service import OriginalService, Service
+from wlmvk.redbox.service import Service
 from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.restapi import RestSlurm
@@ -312,13 +313,13 @@ async def build(settings: cfg.Settings) -> Assembly:
     store.open()
     confinement = Confinement(settings.work_dir, settings.roots)
     jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=settings.max_script_bytes)
-    service_class = OriginalService if settings.original_api_only else Service
-    service = service_class(
+    service = Service(
         slurm=slurm,
         jobs=jobs,
         confinement=confinement,
         overrides=overrides,
         container_runtime=settings.container_runtime,
+        dialect=ORIGINAL if settings.original_api_only else WLMVK,
     )
     parts = Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health(), restd=restd)
     if restd is not None:

@@ -1,12 +1,13 @@
 """The WorkloadManager gRPC service: wire messages in, core values to the workers, wire out.
 
 Each rpc is thin: it converts the request (``wire.codec``), calls ``Jobs``,
-``Slurm``, ``Confinement`` or ``archives``, and converts the answer. The
-original rpcs keep the original semantics for old clients; the wlmvk
-additions are separate methods. ``OriginalService`` serves only what the
-original red-box served (the additions answer UNIMPLEMENTED, the added
-request fields are ignored and the added states read UNKNOWN): the
-kubelet's fallbacks are tested against it.
+``Slurm``, ``Partitions``, ``Confinement`` or ``archives``, and converts the
+answer (``jobinfo`` for JobInfo). The original rpcs keep the original
+semantics for old clients; the wlmvk additions are separate methods. The
+``Dialect`` (``dialects``) says what is served: ``ORIGINAL`` serves only
+what the original red-box served, and the kubelet's fallbacks are tested
+against it. Request messages are checked before an rpc sees them
+(``checking``).
 """
 
 from __future__ import annotations
@@ -15,28 +16,27 @@ import asyncio
 import contextlib
 import os
 import shutil
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import timedelta
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import structlog
 from grpclib import GRPCError
-from grpclib.const import Cardinality, Handler, Status
-from grpclib.exceptions import ProtocolError, StreamTerminatedError
+from grpclib.const import Handler, Status
 
 from wlmvk._proto import api
 from wlmvk.core import runtimes
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
-from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus, PartitionResources
+from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
 from wlmvk.core.sessions import Started
-from wlmvk.redbox import archives, files, scripts
+from wlmvk.redbox import archives, files, jobinfo, scripts
 from wlmvk.redbox.answering import Inflight, streaming, unary
+from wlmvk.redbox.checking import checked
 from wlmvk.redbox.config import PartitionOverride
+from wlmvk.redbox.dialects import WLMVK, Dialect
 from wlmvk.redbox.jobs import Jobs
-from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.executing import Execution
 from wlmvk.wire import codec, sessions
@@ -45,63 +45,8 @@ from wlmvk.wire.states import EncodedStates, StatesEncoder
 
 _log = structlog.get_logger(__name__)
 
-EXTENSIONS = (
-    "JobStates",
-    "FindJob",
-    "StageIn",
-    "StageOut",
-    "JobUsage",
-    "Exec",
-    "SubmitJob.idempotency_key",
-    "SubmitJob.options",
-    "JobStatus.all",
-    "grpc.health.v1",
-)
-PARTITIONS_TTL = 2.0
-"""Seconds one look at Slurm's partitions answers Resources calls."""
 FIND_INDEX_AGE = 2.0
 """FindJob trusts an index of Slurm's keys this young: a burst of lookups shares one scan."""
-
-
-class _CheckedRequests:
-    """A server stream whose request messages must decode, and a unary request must bring one.
-
-    The generated handlers would pass ``None`` on (an AttributeError in the
-    rpc) or let a decoding error escape; both were answered UNKNOWN with a
-    traceback. Here they are INVALID_ARGUMENT with what was wrong.
-    """
-
-    def __init__(self, stream: Any, *, unary: bool) -> None:
-        self._stream = stream
-        self._unary = unary
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    async def recv_message(self) -> Any:
-        try:
-            message = await self._stream.recv_message()
-        except (GRPCError, StreamTerminatedError, ProtocolError):
-            raise
-        except Exception as exc:
-            raise GRPCError(Status.INVALID_ARGUMENT, f"the request message does not decode: {exc}") from exc
-        if message is None and self._unary:
-            raise GRPCError(Status.INVALID_ARGUMENT, "the request message is missing")
-        return message
-
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        while (message := await self.recv_message()) is not None:
-            yield message
-
-
-def _checked(handler: Handler) -> Handler:
-    unary = handler.cardinality in (Cardinality.UNARY_UNARY, Cardinality.UNARY_STREAM)
-    func: Callable[[Any], Awaitable[None]] = handler.func
-
-    async def handle(stream: Any) -> None:
-        await func(_CheckedRequests(stream, unary=unary))
-
-    return handler._replace(func=handle)
 
 
 def container_runtime(setting: str = runtimes.AUTO) -> str:
@@ -110,12 +55,7 @@ def container_runtime(setting: str = runtimes.AUTO) -> str:
 
 
 class Service(api.WorkloadManagerBase):  # type: ignore[misc]
-    """red-box's service, original rpcs and wlmvk additions.
-
-    What the original red-box answered differently is a hook here (``_narrow``, ``_status``,
-    ``_job_left``, ``_extras``, ``_cluster_name``, ``_extensions``) that ``OriginalService``
-    overrides: the rpcs themselves have one body.
-    """
+    """red-box's service, original rpcs and wlmvk additions, as its ``dialect`` serves them."""
 
     def __init__(
         self,
@@ -125,32 +65,42 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         confinement: files.Confinement,
         overrides: Mapping[str, PartitionOverride],
         container_runtime: str = runtimes.AUTO,
+        dialect: Dialect = WLMVK,
     ) -> None:
         self.slurm = slurm
         self.runtime_setting = container_runtime
         self.jobs = jobs
         self.confinement = confinement
-        self.overrides = dict(overrides)
+        self.dialect = dialect
+        self._partitions = Partitions(
+            slurm=slurm,
+            overrides=overrides,
+            mem_per_node=dialect.mem_per_node,
+            sif_runtime=self._sif_runtime,
+        )
         self._version = ""
         self._cluster = ""
         self._states = StatesEncoder()
         self.inflight = Inflight()
-        self._partitions_task: asyncio.Future[list[parsing.PartitionRecord]] | None = None
-        self._partitions_at = 0.0
+
+    def _sif_runtime(self) -> bool:
+        """Whether a plain pod's image can run here: Apptainer/Singularity only (core.runtimes.pod_lines)."""
+        return container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES
 
     def __mapping__(self) -> dict[str, Handler]:
-        """The generated handlers, with their request messages checked (``_CheckedRequests``)."""
-        return {path: _checked(handler) for path, handler in super().__mapping__().items()}
+        """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED."""
+        return {
+            path: _unimplemented(handler)
+            if path.rsplit("/", 1)[-1] in self.dialect.unserved
+            else checked(handler)
+            for path, handler in super().__mapping__().items()
+        }
 
     # --- submitting ---
 
-    def _narrow(self, spec: JobSpec) -> JobSpec:
-        """What of a submission this service honours (all of it; the original: script, partition)."""
-        return spec
-
     @unary("SubmitJob", bind=lambda r: {"partition": r.partition})
     async def submit_job(self, submit_job_request: api.SubmitJobRequest) -> api.SubmitJobResponse:
-        job_id = await self.jobs.submit(self._narrow(codec.spec_from_wire(submit_job_request)))
+        job_id = await self.jobs.submit(self.dialect.spec(codec.spec_from_wire(submit_job_request)))
         return api.SubmitJobResponse(job_id=job_id)
 
     @unary("SubmitJobContainer", bind=lambda r: {"partition": r.partition})
@@ -174,7 +124,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             std_err=spec.std_err,
             env=spec.env,
         )
-        job_id = await self.jobs.submit(self._narrow(job))
+        job_id = await self.jobs.submit(self.dialect.spec(job))
         return api.SubmitJobContainerResponse(job_id=job_id)
 
     @unary("CancelJob", bind=lambda r: {"job_id": r.job_id})
@@ -183,10 +133,6 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return api.CancelJobResponse()
 
     # --- job information ---
-
-    def _status(self, status: api.JobStatus) -> api.JobStatus:
-        """A state as this service names it (the original knows fewer: the rest read UNKNOWN)."""
-        return status
 
     @unary("JobInfo", bind=lambda r: {"job_id": r.job_id})
     async def job_info(self, job_info_request: api.JobInfoRequest) -> api.JobInfoResponse:
@@ -197,68 +143,16 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             return api.JobInfoResponse(info=[await self._job_left(job_id, gone)])
         if not records:
             raise NotFound(f"job {job_id}: scontrol knows no such job")
-        return api.JobInfoResponse(info=[self._info_from_record(r) for r in records])
+        return api.JobInfoResponse(info=[jobinfo.from_record(r, self.dialect) for r in records])
 
     async def _job_left(self, job_id: JobId, gone: NotFound) -> api.JobInfo:
         """A job scontrol no longer shows: what red-box's record and accounting know of it."""
+        if not self.dialect.additions:
+            raise gone
         state = await self.jobs.state(job_id)
         if state.status is JobStatus.NOT_FOUND:
             raise NotFound(f"job {job_id}: {state.reason}") from None
-        return self._info_from_state(state)
-
-    def _info_from_record(self, record: Mapping[str, str]) -> api.JobInfo:
-        f = parsing.job_info_fields(record)
-        status = codec.status_to_wire(parsing.job_status(f["JobState"]))
-        info = api.JobInfo(
-            id=f["JobId"],
-            user_id=f["UserId"],
-            name=f["JobName"],
-            exit_code=f["ExitCode"],
-            status=self._status(status),
-            submit_time=parsing.timestamp(f["SubmitTime"]),
-            start_time=parsing.timestamp(f["StartTime"]),
-            run_time=parsing.duration(f["RunTime"]),
-            time_limit=parsing.duration(f["TimeLimit"]),
-            working_dir=f["WorkDir"],
-            std_out=f["StdOut"],
-            std_err=f["StdErr"],
-            partition=f["Partition"],
-            node_list=f["NodeList"],
-            batch_host=f["BatchHost"],
-            num_nodes=f["NumNodes"],
-            array_id=f["ArrayJobId"],
-        )
-        self._extras(info, f)
-        return info
-
-    def _extras(self, info: api.JobInfo, f: Mapping[str, str]) -> None:
-        """The fields wlmvk added to JobInfo: the reason, the key, the end time."""
-        info.reason = f["Reason"]
-        info.idempotency_key = parsing.idempotency_key(f["Comment"])
-        if parsing.job_status(f["JobState"]).terminal:
-            info.end_time = parsing.timestamp(f["EndTime"])
-
-    def _info_from_state(self, state: JobState) -> api.JobInfo:
-        run_time = None
-        if state.start_time and state.end_time:
-            run_time = state.end_time - state.start_time
-        return api.JobInfo(
-            id=str(state.job_id),
-            name=state.name,
-            exit_code=f"{state.exit_code or 0}:{state.signal}",
-            status=codec.status_to_wire(state.status),
-            submit_time=state.submit_time,
-            start_time=state.start_time,
-            run_time=run_time or timedelta(0),
-            working_dir=state.working_dir,
-            std_out=state.std_out,
-            std_err=state.std_err,
-            partition=state.partition,
-            node_list=state.node_list,
-            reason=state.reason,
-            end_time=state.end_time,
-            idempotency_key=state.idempotency_key,
-        )
+        return jobinfo.from_state(state)
 
     @unary("JobSteps", bind=lambda r: {"job_id": r.job_id})
     async def job_steps(self, job_steps_request: api.JobStepsRequest) -> api.JobStepsResponse:
@@ -271,7 +165,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                     id=s.id,
                     name=s.name,
                     exit_code=s.exit_code,
-                    status=self._status(codec.status_to_wire(s.status)),
+                    status=self.dialect.status(codec.status_to_wire(s.status)),
                     start_time=s.start_time,
                     end_time=s.end_time,
                 )
@@ -436,56 +330,13 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
 
     @unary("Resources", bind=lambda r: {"partition": r.partition})
     async def resources(self, resources_request: api.ResourcesRequest) -> api.ResourcesResponse:
-        return self._narrow_resources(
+        return self.dialect.resources(
             codec.resources_to_wire(await self.partition_resources(resources_request.partition))
         )
 
-    def _narrow_resources(self, wire: api.ResourcesResponse) -> api.ResourcesResponse:
-        return wire
-
-    def _mem_per_node(self, record: parsing.PartitionRecord) -> int:
-        return record.mem_per_node
-
-    async def _partition_records(self) -> dict[str, parsing.PartitionRecord]:
-        """Slurm's partitions, shared for PARTITIONS_TTL seconds (one kubelet asks for each)."""
-        if self._partitions_task is None or time.monotonic() - self._partitions_at > PARTITIONS_TTL:
-            self._partitions_at = time.monotonic()
-            self._partitions_task = asyncio.ensure_future(self.slurm.partitions())
-        task = self._partitions_task
-        try:
-            records = await asyncio.shield(task)
-        except BaseException:
-            if task.done() and self._partitions_task is task:
-                self._partitions_task = None  # a failed look is not kept
-            raise
-        return {r.name: r for r in records}
-
     async def partition_resources(self, name: str) -> PartitionResources:
-        records = await self._partition_records()
-        if not name:
-            defaults = [r for r in records.values() if r.default]
-            if not defaults:
-                raise InvalidInput("partition is required (Slurm has no default partition)")
-            name = defaults[0].name
-        record = records.get(name)
-        if record is None:
-            raise NotFound(f"partition {name!r}: Slurm has {', '.join(records) or 'none'}")
-        override = self.overrides.get(name)
-        if override is not None:
-            record = override.apply(record)
-        return PartitionResources(
-            name=record.name,
-            nodes=record.nodes,
-            cpu_per_node=record.cpu_per_node,
-            mem_per_node=self._mem_per_node(record),
-            wall_time=record.wall_time,
-            gpu_per_node=record.gpu_per_node,
-            features=record.features,
-            default=record.default,
-            state=record.state,
-            # A plain pod's image runs through Apptainer/Singularity only (core.runtimes.pod_lines).
-            container_runtime=container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES,
-        )
+        """The resources of partition ``name`` ("" = Slurm's default), overrides applied."""
+        return await self._partitions.resources(name)
 
     @unary("Partitions")
     async def partitions(self, partitions_request: api.PartitionsRequest) -> api.PartitionsResponse:
@@ -499,8 +350,8 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             name="slurm",
             version=self._version,
             uid=os.geteuid(),
-            cluster_name=await self._cluster_name(),
-            extensions=self._extensions(),
+            cluster_name=await self._cluster_name() if self.dialect.additions else "",
+            extensions=list(self.dialect.extensions),
         )
 
     async def _cluster_name(self) -> str:
@@ -508,8 +359,12 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             self._cluster = await self.slurm.cluster_name()
         return self._cluster
 
-    def _extensions(self) -> list[str]:
-        return list(EXTENSIONS)
+
+def _unimplemented(handler: Handler) -> Handler:
+    async def refuse(stream: Any) -> None:
+        raise GRPCError(Status.UNIMPLEMENTED)
+
+    return handler._replace(func=refuse)
 
 
 async def _wait_for_close(requests: AsyncIterator[api.TailFileRequest], stop: asyncio.Event) -> None:
@@ -525,66 +380,3 @@ async def _feed(requests: AsyncIterator[api.ExecRequest], execution: Execution) 
     async for request in requests:
         for event in sessions.events_from_wire(request):
             await execution.send(event)
-
-
-class OriginalService(Service):
-    """Only what the original red-box served: the adapter for its clients' expectations.
-
-    The additions answer UNIMPLEMENTED, the added request fields are ignored, the added states
-    read UNKNOWN, the added answer fields stay empty.
-    """
-
-    def _narrow(self, spec: JobSpec) -> JobSpec:
-        return JobSpec(script=spec.script, partition=spec.partition)
-
-    def _status(self, status: api.JobStatus) -> api.JobStatus:
-        return status if status in codec.ORIGINAL_STATUSES else api.JobStatus.UNKNOWN
-
-    async def _job_left(self, job_id: JobId, gone: NotFound) -> api.JobInfo:
-        raise gone
-
-    def _extras(self, info: api.JobInfo, f: Mapping[str, str]) -> None:
-        return
-
-    def _narrow_resources(self, wire: api.ResourcesResponse) -> api.ResourcesResponse:
-        return api.ResourcesResponse(
-            nodes=wire.nodes,
-            cpu_per_node=wire.cpu_per_node,
-            mem_per_node=wire.mem_per_node,
-            wall_time=wire.wall_time,
-            features=wire.features,
-        )
-
-    def _mem_per_node(self, record: parsing.PartitionRecord) -> int:
-        # The original read only the partition's MaxMemPerNode, -1 when it is UNLIMITED.
-        return -1 if record.mem_limit is None else record.mem_limit
-
-    async def _cluster_name(self) -> str:
-        return ""
-
-    def _extensions(self) -> list[str]:
-        return []
-
-    async def job_states(self, job_states_request: api.JobStatesRequest) -> api.JobStatesResponse:
-        raise GRPCError(Status.UNIMPLEMENTED)
-
-    async def find_job(self, find_job_request: api.FindJobRequest) -> api.FindJobResponse:
-        raise GRPCError(Status.UNIMPLEMENTED)
-
-    async def stage_in(
-        self, stage_in_request_iterator: AsyncIterator[api.StageInRequest]
-    ) -> api.StageInResponse:
-        raise GRPCError(Status.UNIMPLEMENTED)
-
-    async def job_usage(self, job_usage_request: api.JobUsageRequest) -> api.JobUsageResponse:
-        raise GRPCError(Status.UNIMPLEMENTED)
-
-    async def exec(
-        self, exec_request_iterator: AsyncIterator[api.ExecRequest]
-    ) -> AsyncIterator[api.ExecResponse]:
-        raise GRPCError(Status.UNIMPLEMENTED)
-        yield api.ExecResponse()  # pragma: no cover - makes this an async generator
-
-    async def stage_out(self, stage_out_request: api.StageOutRequest) -> AsyncIterator[api.Chunk]:
-        raise GRPCError(Status.UNIMPLEMENTED)
-        yield api.Chunk()  # pragma: no cover - makes this an async generator

@@ -17,9 +17,12 @@ from tests.e2e.kubelet.helpers import (
     slurm_state,
     unique,
 )
+from wlmvk import __version__
 from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS, Body
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.loglines import MAX_LINE
+from wlmvk.kubelet.node.nodes import KUBELET_VERSION
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
 
@@ -54,6 +57,7 @@ async def test_kubectl_get_nodes_lists_one_ready_node_per_partition(stack: Stack
         assert int(labels[names.LABEL_CPU_PER_NODE]) >= 1
         conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
         assert conditions["Ready"] == "True"
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == KUBELET_VERSION
     debug = nodes["slurm-test-debug"]["metadata"]["labels"]
     assert debug[names.LABEL_CPU_PER_NODE] == "8"
     assert debug[names.LABEL_WALL_TIME] == "600"
@@ -62,8 +66,8 @@ async def test_kubectl_get_nodes_lists_one_ready_node_per_partition(stack: Stack
     table = await stack.kubectl("get", "nodes")
     assert table.returncode == 0, table.stderr
     line = next(x for x in table.stdout.splitlines() if x.startswith("slurm-test-debug"))
-    assert " Ready " in f" {line} "
-    assert "wlmvk" in line
+    assert line.split()[1:2] == ["Ready"]
+    assert line.split()[-1] == KUBELET_VERSION == f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
 
 
 async def test_pod_with_node_selector_runs_as_a_slurm_job_and_succeeds(stack: Stack) -> None:

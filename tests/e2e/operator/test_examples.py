@@ -1,13 +1,18 @@
 """Every example in examples/ runs end to end and ends as its file says.
 
-An example ends Succeeded unless it carries ``# wlmvk-demo-expect: Failed``.
+An example ends Succeeded unless it carries ``# wlmvk-demo-expect: Failed``,
+and its pod's ``kubectl logs`` are exactly what its job prints: nothing of the
+machinery (a runtime's warning, a shell's noise) comes before or after. Only
+what the node decides (host name, job id, GPU index, CPU count) is a pattern.
 The container job (wlmjob.yaml) needs Podman and its image on the Slurm side
-(``scripts/container-local up``). The README example (prepare-and-results)
-has its own test.
+(``scripts/container-local up``, which also gives the job owner the
+subordinate ids rootless Podman asks for). The README example
+(prepare-and-results) has its own test.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +24,18 @@ from tests.e2e.operator.support import wait_status
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+# What each example's job prints, whole (re.fullmatch).
+OUTPUT = {
+    "gpu.yaml": r"GPUs: \d+(,\d+)*\n",
+    "hello.yaml": r"Hello from \S+, job \d+ on partition \S+\n",
+    "resources.yaml": r"partition=\S+ cpus=\d+\n",
+    "wlmjob.yaml": re.escape("Hello from a container (wlmvk busybox)\n"),
+}
+
+
+def test_every_example_has_its_output_stated() -> None:
+    tested = {p.name for p in EXAMPLES.glob("*.yaml") if p.name != "prepare-and-results.yaml"}
+    assert tested == set(OUTPUT)
 
 
 @pytest.mark.parametrize(
@@ -41,4 +58,4 @@ async def test_example(stack: Stack, example: str) -> None:
         pod = f"{name}-job" if kind == "slurmjob" else f"{name}-wlm-job"
         logs = await stack.kubectl("logs", pod)
         assert logs.returncode == 0, logs.stderr
-        assert logs.stdout.strip(), f"{pod} printed nothing"
+        assert re.fullmatch(OUTPUT[example], logs.stdout), f"{pod} printed {logs.stdout!r}"

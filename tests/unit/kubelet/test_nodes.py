@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from wlmvk import __version__
 from wlmvk.core import names
 from wlmvk.core.jobs import Feature, PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.node import nodes
 from wlmvk.kubelet.node.controller import resources_from_labels
 
@@ -72,7 +74,7 @@ def test_node_object() -> None:
     status = body["status"]
     assert status["addresses"][0] == {"type": "InternalIP", "address": "10.0.0.5"}
     assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
-    assert status["nodeInfo"]["kubeletVersion"].startswith("v1.32.0-wlmvk-")
+    assert status["nodeInfo"]["kubeletVersion"] == f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
     assert status["allocatable"] == status["capacity"]
     ready = {c["type"]: c for c in status["conditions"]}
     assert ready["Ready"]["status"] == "True"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.kubelet.api.exec import spdyframes
+from wlmvk.kubelet.api.exec import spdyframes, spdyheaders
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "spdy_captured"
 
@@ -17,9 +17,9 @@ def test_dictionary_is_the_spdy3_one() -> None:
     # 1423 bytes; its Adler-32 is the DICTID in the zlib header of every SPDY/3 header block,
     # here as kube-apiserver v1.36.3 sent it (bytes 20..23 of the captured frame, after zlib's 78 f9).
     captured = (CAPTURED / "syn-stream-error.bin").read_bytes()
-    assert len(spdyframes.DICTIONARY) == 1423
-    assert zlib.adler32(spdyframes.DICTIONARY) == 0xE3C6A7C2
-    assert captured[18:24] == b"\x78\xf9" + struct.pack(">I", zlib.adler32(spdyframes.DICTIONARY))
+    assert len(spdyheaders.DICTIONARY) == 1423
+    assert zlib.adler32(spdyheaders.DICTIONARY) == 0xE3C6A7C2
+    assert captured[18:24] == b"\x78\xf9" + struct.pack(">I", zlib.adler32(spdyheaders.DICTIONARY))
 
 
 def test_the_apiservers_first_frame_decodes() -> None:
@@ -68,12 +68,12 @@ def test_syn_stream_head_layout() -> None:
 
 
 def test_header_block_layout_before_compression() -> None:
-    block = spdyframes.encode_header_block((("streamtype", "error"), ("x", "a\x00b")))
+    block = spdyheaders.encode_header_block((("streamtype", "error"), ("x", "a\x00b")))
     assert block == (
         b"\x00\x00\x00\x02" + b"\x00\x00\x00\x0astreamtype" + b"\x00\x00\x00\x05error" + b"\x00\x00\x00\x01x"
         b"\x00\x00\x00\x03a\x00b"
     )
-    assert spdyframes.decode_header_block(block) == (("streamtype", "error"), ("x", "a\x00b"))
+    assert spdyheaders.decode_header_block(block) == (("streamtype", "error"), ("x", "a\x00b"))
 
 
 def test_compressed_block_is_zlib_with_the_dictionary_sync_flushed() -> None:
@@ -81,8 +81,8 @@ def test_compressed_block_is_zlib_with_the_dictionary_sync_flushed() -> None:
     block = raw[12:]
     assert block[:2] == b"\x78\xf9"  # deflate, 32K window, best compression, FDICT set: as Go's framer
     assert block.endswith(b"\x00\x00\xff\xff")  # Z_SYNC_FLUSH: the block ends where the frame ends
-    plain = zlib.decompressobj(zdict=spdyframes.DICTIONARY).decompress(block)
-    assert spdyframes.decode_header_block(plain) == (("streamtype", "error"),)
+    plain = zlib.decompressobj(zdict=spdyheaders.DICTIONARY).decompress(block)
+    assert spdyheaders.decode_header_block(plain) == (("streamtype", "error"),)
 
 
 def test_every_frame_round_trips_through_one_connection() -> None:
@@ -112,7 +112,7 @@ def test_header_contexts_run_for_the_connections_life() -> None:
     first = encoder.encode(spdyframes.SynStream(1, (("streamtype", "error"),)))
     second = encoder.encode(spdyframes.SynStream(3, (("streamtype", "error"),)))
     assert len(second) < len(first)
-    with pytest.raises(spdyframes.SpdyError, match="does not decompress"):
+    with pytest.raises(spdyheaders.SpdyError, match="does not decompress"):
         spdyframes.FrameDecoder().feed(second)
     decoder = spdyframes.FrameDecoder()
     assert [frame.stream_id for frame in decoder.feed(first + second)] == [1, 3]  # type: ignore[union-attr]
@@ -127,11 +127,11 @@ def test_unknown_control_frames_are_skipped() -> None:
 
 def test_header_values_split_on_nul() -> None:
     headers = (("x-stream-protocol-version", "v4.channel.k8s.io\x00channel.k8s.io"), ("a", "b"))
-    assert spdyframes.header_values(headers, "x-stream-protocol-version") == [
+    assert spdyheaders.header_values(headers, "x-stream-protocol-version") == [
         "v4.channel.k8s.io",
         "channel.k8s.io",
     ]
-    assert spdyframes.header_values(headers, "missing") == []
+    assert spdyheaders.header_values(headers, "missing") == []
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ def test_malformed_frames(wire: str, message: str | None) -> None:
     if message is None:
         assert spdyframes.FrameDecoder().feed(raw) == [spdyframes.WindowUpdate(0, 1)]
         return
-    with pytest.raises(spdyframes.SpdyError) as caught:
+    with pytest.raises(spdyheaders.SpdyError) as caught:
         spdyframes.FrameDecoder().feed(raw)
     assert message in str(caught.value)
 
@@ -174,16 +174,16 @@ def test_malformed_frames(wire: str, message: str | None) -> None:
     ],
 )
 def test_malformed_header_blocks(block: bytes, message: str) -> None:
-    with pytest.raises(spdyframes.SpdyError) as caught:
-        spdyframes.decode_header_block(block)
+    with pytest.raises(spdyheaders.SpdyError) as caught:
+        spdyheaders.decode_header_block(block)
     assert str(caught.value) == message
 
 
 def test_a_header_bomb_is_refused() -> None:
-    compressor = spdyframes.HeaderCompressor()
+    compressor = spdyheaders.HeaderCompressor()
     block = compressor.compress((("a", "x" * 5000),))
-    with pytest.raises(spdyframes.SpdyError, match="header block larger than 1000 bytes"):
-        spdyframes.HeaderDecompressor(limit=1000).decompress(block)
+    with pytest.raises(spdyheaders.SpdyError, match="header block larger than 1000 bytes"):
+        spdyheaders.HeaderDecompressor(limit=1000).decompress(block)
 
 
 @pytest.mark.parametrize(

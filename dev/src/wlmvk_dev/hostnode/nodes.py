@@ -27,11 +27,12 @@ from wlmvk.kube.bodies import NODES, Body, OwnerReference
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.times import rfc3339
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk_dev.hostnode.config import NodeConfig
 
 _log = structlog.get_logger(__name__)
 
-KUBELET_VERSION = "v1.32.0"
+KUBELET_VERSION = KUBERNETES_VERSION
 ANNOTATION = "wlmvk.testing/host-kubelet"
 LEASE_NAMESPACE = "kube-node-lease"
 

@@ -18,9 +18,11 @@ from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.bodies import Body
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.stats import resource_metrics
 
-KUBELET_VERSION = f"v1.32.0-wlmvk-{__version__}"
+KUBELET_VERSION = f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
+"""The Kubernetes release this kubelet implements, wlmvk's own version as build metadata (as k3s does)."""
 READY = "Ready"
 REACHABLE = "WLMReachable"
 

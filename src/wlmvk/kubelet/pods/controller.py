@@ -50,6 +50,8 @@ from wlmvk.kubelet.pods.translate import Rejection
 _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
+IMAGE_NOT_USED = "ImageNotUsed"
+"""The Warning Event's reason when a plain pod's image does not run (``translate.unused_image``)."""
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,8 @@ class PodController:
         elif isinstance(outcome, Started):
             await self._annotate(record)
             self._post(record.pod, type=NORMAL, reason=outcome.reason, message=outcome.message)
+            if outcome.warning:
+                self._post(record.pod, type=WARNING, reason=IMAGE_NOT_USED, message=outcome.warning)
             if record.state is not None:
                 self._wake(record)  # adopted: its state is known, its status can be written
 

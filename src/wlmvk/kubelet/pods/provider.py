@@ -29,7 +29,7 @@ from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Happening, Stage
-from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job
+from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job, unused_image
 
 _log = structlog.get_logger(__name__)
 
@@ -44,6 +44,8 @@ class Started:
     job_id: JobId
     reason: str
     message: str
+    warning: str = ""
+    """What the pod asked that its job does not honour (for a Warning Event): its image unused."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ class SlurmProvider:
             if found is not None:
                 claimed = record.claimed
                 self._adopt(record, found)
+                self._note_image(record)
                 log.info("adopted job submitted before a restart", job_id=found.job_id, claimed=claimed)
                 besides = f" (found by this pod's key; the annotation named job {claimed}, another's)"
                 message = f"Adopted Slurm job {found.job_id}{besides if claimed else ''}"
@@ -154,6 +157,7 @@ class SlurmProvider:
         spec = pod_to_job(record.pod, target)
         if isinstance(spec, Rejection):
             return spec
+        record.image_unused = unused_image(record.pod, target)
         log.debug("submitting")
         try:
             async with self._submitting:
@@ -174,7 +178,15 @@ class SlurmProvider:
         record.job_id = job_id
         record.advance(Happening.SUBMITTED)
         log.info("submitted", job_id=job_id, partition=spec.partition)
-        return Started(job_id, "Submitted", f"Submitted Slurm job {job_id} to partition {spec.partition}")
+        message = f"Submitted Slurm job {job_id} to partition {spec.partition}"
+        return Started(job_id, "Submitted", message, warning=record.image_unused)
+
+    def _note_image(self, record: PodRecord) -> None:
+        """An adopted pod's image, judged on its partition as when it was submitted."""
+        resources = self.directory.partition_of(record.node)
+        if resources is not None:
+            target = Target(resources.name, resources.container_runtime, self.jobs_root)
+            record.image_unused = unused_image(record.pod, target)
 
     @staticmethod
     def _adopt(record: PodRecord, found: JobState) -> None:

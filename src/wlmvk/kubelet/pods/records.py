@@ -35,6 +35,8 @@ class PodRecord:
     written_key: int = 0
     gone: bool = False
     """Deleted from the API: the record outlives the pod until its job is over."""
+    image_unused: str = ""
+    """Why the pod's image does not run where its job runs ("" when it does, or before it is known)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the job will not change (log followers wait on it)."""
 
@@ -84,6 +86,7 @@ class PodRecord:
             image=str(container.get("image", "")),
             host_ip=host_ip,
             created=str(objects.meta(self.pod).get("creationTimestamp", "")),
+            image_unused=self.image_unused,
         )
 
 

@@ -24,6 +24,9 @@ FAILED = "Failed"
 TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
 
 FINISHED_REASON = EndReason.JOB_FINISHED
+IMAGE_USED = "wlm.sylabs.io/ImageUsed"
+"""A plain pod's condition, False when its image does not run (no Apptainer or Singularity there)."""
+NO_CONTAINER_RUNTIME = "NoContainerRuntime"
 
 # Slurm's terminal states -> the container's terminated reason, and the exit code
 # to report when Slurm gives none (128 + signal, as a shell would).
@@ -51,6 +54,8 @@ class PodFacts:
     image: str = ""
     host_ip: str = "127.0.0.1"
     created: str = ""
+    image_unused: str = ""
+    """Why the pod's image does not run ("" when it does): the ``IMAGE_USED`` condition's message."""
 
 
 def _time(moment: datetime | None) -> str | None:
@@ -135,6 +140,9 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
         _condition("ContainersReady", ready, ready_since),
         _condition("Ready", ready, ready_since),
     ]
+    if facts.image_unused:
+        unused = _condition(IMAGE_USED, False, submitted, NO_CONTAINER_RUNTIME)
+        status["conditions"].append({**unused, "message": facts.image_unused})
     status["containerStatuses"] = [container]
     status["hostIP"] = facts.host_ip
     status["hostIPs"] = [{"ip": facts.host_ip}]

@@ -10,7 +10,8 @@ Two kinds of pod reach a virtual node:
 - any other pod becomes a ``/bin/sh`` script built from its one container's
   command, args, env and workingDir. When the partition has a container
   runtime the image runs through Apptainer/Singularity; otherwise the command
-  runs on the compute node and the image is only recorded in a comment.
+  runs on the compute node and the image is only recorded in a comment
+  (``unused_image`` says so, for the pod's condition and Event).
 
 Resources become ``#SBATCH`` options (``--cpus-per-task``, ``--mem``,
 ``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``), each only when
@@ -121,6 +122,26 @@ def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec 
         idempotency_key=objects.uid(pod),
         name=job_name(pod),
         working_dir=annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target),
+    )
+
+
+def unused_image(pod: Body, target: Target) -> str:
+    """Why a plain pod's image does not run on ``target`` ("" when it does, or the pod is scripted).
+
+    The API server requires an image on every pod, so the kubelet cannot refuse a pod for one it
+    cannot run without making plain pods unusable where no runtime is installed: the command runs
+    on the compute node, and the pod says so (a condition and a Warning Event).
+    """
+    annotations = objects.annotations(pod)
+    if names.ANNOTATION_BATCH in annotations or names.ANNOTATION_CONTAINER_JOB in annotations:
+        return ""
+    containers = objects.containers(pod)
+    image = str(containers[0].get("image") or "") if containers else ""
+    if not image or target.container_runtime:
+        return ""
+    return (
+        f"image {image!r} is not used: partition {target.partition!r} has neither Apptainer nor"
+        " Singularity, so the command runs on the compute node with the software installed there"
     )
 
 

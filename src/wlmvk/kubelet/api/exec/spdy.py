@@ -28,7 +28,7 @@ import structlog
 from aiohttp import web
 
 from wlmvk.core.errors import WlmvkError
-from wlmvk.kubelet.api.exec import remotecommand, spdyframes
+from wlmvk.kubelet.api.exec import remotecommand, spdyframes, spdyheaders
 from wlmvk.kubelet.api.exec.requests import (
     ExecHandler,
     ExecRequest,
@@ -118,7 +118,7 @@ class _Session:
         self._arrived = asyncio.Event()
         self._ready = asyncio.Event()
         self._eof = asyncio.Event()
-        self._inbound: deque[spdyframes.Frame | spdyframes.SpdyError | None] = deque()
+        self._inbound: deque[spdyframes.Frame | spdyheaders.SpdyError | None] = deque()
         self._inbound_ready = asyncio.Event()
         self._write_lock = asyncio.Lock()
         self._response: web.StreamResponse | None = None
@@ -132,7 +132,7 @@ class _Session:
         self._last_frame = asyncio.get_running_loop().time()
         try:
             self._inbound.extend(self.decoder.feed(data))
-        except spdyframes.SpdyError as exc:
+        except spdyheaders.SpdyError as exc:
             self._inbound.append(exc)
         self._inbound_ready.set()
         return False, b""
@@ -205,7 +205,7 @@ class _Session:
                     self._client_gone()
                     self._eof.set()
                     return
-                if isinstance(item, spdyframes.SpdyError):
+                if isinstance(item, spdyheaders.SpdyError):
                     log.info("exec client broke the SPDY protocol", error=str(item))
                     with contextlib.suppress(ConnectionError, RuntimeError):
                         await self._send(
@@ -235,12 +235,12 @@ class _Session:
             case _:
                 pass  # SETTINGS, WINDOW_UPDATE (no flow control: see spdy), replies to our nothing
 
-    async def _on_open(self, stream_id: int, headers: spdyframes.Headers) -> None:
+    async def _on_open(self, stream_id: int, headers: spdyheaders.Headers) -> None:
         if stream_id % 2 == 0 or stream_id <= self.last_stream_id:
             await self._send(spdyframes.RstStream(stream_id, spdyframes.RstStatus.PROTOCOL_ERROR))
             return
         self.last_stream_id = stream_id
-        kinds = spdyframes.header_values(headers, remotecommand.STREAM_TYPE_HEADER)
+        kinds = spdyheaders.header_values(headers, remotecommand.STREAM_TYPE_HEADER)
         await self._send(spdyframes.SynReply(stream_id))
         if kinds and kinds[0] in self.expected and not self._ready.is_set():
             self.streams[kinds[0]] = _Stream(kinds[0], stream_id)
