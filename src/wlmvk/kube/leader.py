@@ -13,6 +13,15 @@ waiting.
 renews until leadership is lost (it then returns, and the caller must stop
 leading at once) or is cancelled; ``release()`` hands the Lease back so the
 next candidate need not wait for expiry.
+
+Fencing: ``holds()`` says whether this process may still write as the
+holder. A renewal sent at ``t`` keeps the Lease ours at most until
+``t + duration`` on our monotonic clock (a candidate starts counting only
+after it saw that renewal, and CLOCK_MONOTONIC runs on while the process is
+stopped, so a holder frozen by SIGSTOP or a partition finds its proof
+expired the moment it runs again). ``fence_margin`` is kept back from that
+bound for the clocks' drift and the write's own trip. ``check()`` raises
+``Fenced`` once the proof is gone: callers put it before every write.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from wlmvk.core.errors import Conflict, NotFound, WlmvkError
+from wlmvk.core.errors import Conflict, NotFound, Unavailable, WlmvkError
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import LEASES, Body
 from wlmvk.kube.client import KubeClient
@@ -42,6 +51,16 @@ class ElectionConfig:
     duration: int = 15  # seconds a Lease stays valid without renewal
     renew_interval: float = 5.0  # the holder renews this often
     retry_interval: float = 2.0  # a candidate looks again this often
+    fence_margin: float = 2.0  # seconds before the bound of its last renewal a holder stops writing
+
+
+class Fenced(Unavailable):
+    """This process no longer holds the Lease: it must not write (retrying is the new holder's job)."""
+
+
+def valid_until(sent: float, config: ElectionConfig) -> float:
+    """The monotonic time up to which a renewal sent at ``sent`` lets its holder write."""
+    return sent + config.duration - config.fence_margin
 
 
 class Elector:
@@ -51,11 +70,22 @@ class Elector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._lease: Body | None = None
+        self._valid_until = 0.0
         self.log = _log.bind(lease=config.name, identity=config.identity)
 
     @property
     def leading(self) -> bool:
         return self._lease is not None and self._holder(self._lease) == self._config.identity
+
+    def holds(self) -> bool:
+        """Whether this process may write as the holder now (see Fencing above)."""
+        return self.leading and time.monotonic() < self._valid_until
+
+    def check(self) -> None:
+        """Raise ``Fenced`` unless this process may write as the holder now."""
+        if not self.holds():
+            lease = f"{self._config.namespace}/{self._config.name}"
+            raise Fenced(f"not the holder of Lease {lease}: write refused")
 
     async def acquire(self) -> None:
         """Wait until this process holds the Lease."""
@@ -71,10 +101,12 @@ class Elector:
         except NotFound:
             body = lease_body(config.name, config.namespace, holder=config.identity, duration=config.duration)
             body["spec"]["leaseTransitions"] = 0
+            sent = time.monotonic()
             try:
                 self._lease = await self._client.create(LEASES, body, namespace=config.namespace)
             except (AlreadyExists, Conflict):
                 return False
+            self._valid_until = valid_until(sent, config)
             return True
         except WlmvkError as exc:
             self.log.warning("cannot read the leader Lease", error=str(exc))
@@ -91,7 +123,11 @@ class Elector:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
             self.log.info("taking over the Lease", previous=holder or None)
         spec.update(holderIdentity=config.identity, leaseDurationSeconds=config.duration, renewTime=now)
-        return await self._put(lease, spec)
+        sent = time.monotonic()
+        if not await self._put(lease, spec):
+            return False
+        self._valid_until = valid_until(sent, config)
+        return True
 
     async def hold(self) -> None:
         """Renew until leadership is lost (returns) or the task is cancelled."""
@@ -105,7 +141,7 @@ class Elector:
             if self._lease is None:
                 self.log.warning("leadership lost to another holder")
                 return
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= min(deadline, self._valid_until):
                 self.log.warning("could not renew the Lease in time: leadership lost")
                 self._lease = None
                 return
@@ -121,6 +157,7 @@ class Elector:
         except WlmvkError as exc:
             self.log.warning("cannot release the Lease", error=str(exc))
         self._lease = None
+        self._valid_until = 0.0
         self.log.info("released leadership")
 
     async def _put(self, lease: Body, spec: Body) -> bool:

@@ -1,5 +1,8 @@
 """``wlmvk kubelet``: the process that serves one red-box's partitions as nodes.
 
+With ``--leader-elect`` startup first waits, as a standby, until this process
+holds the cluster's Lease (``standby``); its writes are then fenced by that
+Lease, and losing it ends the process (exit 1) so that it comes back standing by.
 ``serve()`` follows the uvicorn shape: startup (connect to the API server
 and red-box, start the HTTPS and metrics servers, register nodes, take in
 the first pod listing), the main loop (controllers run as guarded tasks
@@ -24,7 +27,10 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
+from wlmvk.kube.fencing import FencedClient
+from wlmvk.kube.leader import Elector
 from wlmvk.kubelet import settings as settings_mod
+from wlmvk.kubelet import standby
 from wlmvk.kubelet.api import server
 from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
 from wlmvk.kubelet.api.exec import executing
@@ -67,6 +73,8 @@ class Kubelet:
         self._backend: MeteredBackend | None = None
         self.stats: sampling.StatsSource | None = None
         self.handlers: PodHandlers | None = None
+        self.elector: Elector | None = None
+        self.lost_lease = False
 
     async def start(self) -> None:
         s = self.settings
@@ -75,11 +83,17 @@ class Kubelet:
         backend = MeteredBackend(raw, metrics=self.metrics, reachability=self.reachability)
         self._backend = backend
         self._client = client = await KubeClient.connect(s.kubeconfig)
+        writer: KubeClient = client
+        changer: Backend = backend
+        if s.leader_elect:
+            elector = await self._stand_by(client)
+            writer = FencedClient(client, check=elector.check)
+            changer = standby.FencedBackend(backend, check=elector.check)
         host = s.agent_host or socket.gethostname()
-        events = EventPoster(client, component="wlmvk-kubelet", host=host)
+        events = EventPoster(writer, component="wlmvk-kubelet", host=host)
         self.pods = PodController(
-            client=client,
-            backend=backend,
+            client=writer,
+            backend=changer,
             events=events,
             directory=self.directory,
             metrics=self.metrics,
@@ -101,8 +115,8 @@ class Kubelet:
             red_box_socket=s.red_box_socket,
         )
         self.nodes = NodeController(
-            client=client,
-            backend=backend,
+            client=writer,
+            backend=changer,
             directory=self.directory,
             context=context,
             reachability=self.reachability,
@@ -116,6 +130,8 @@ class Kubelet:
         await self.nodes.start()
         self._tasks.append(guarded(self.nodes.run(), name="nodes"))
         self._tasks.append(guarded(self.pods.run(), name="pods"))
+        if self.elector is not None:
+            self._tasks.append(guarded(self._hold(self.elector), name="cluster lease"))
         await self.pods.synced()
         _log.info(
             "kubelet started",
@@ -124,6 +140,28 @@ class Kubelet:
             port=self.port,
             metrics_port=self.metrics_port,
         )
+
+    async def _stand_by(self, client: KubeClient) -> Elector:
+        """Wait, as a standby, until this process holds the cluster's Lease."""
+        s = self.settings
+        config = standby.election(
+            s.cluster_name,
+            standby.identity(s.agent_host),
+            duration=s.leader_lease_duration,
+            renew_interval=s.leader_renew_interval,
+            retry_interval=s.leader_retry_interval,
+        )
+        self.elector = elector = Elector(client, config)
+        _log.info("standing by for the cluster Lease", lease=config.name, identity=config.identity)
+        await elector.acquire()
+        _log.info("holding the cluster Lease: serving its nodes", lease=config.name, identity=config.identity)
+        return elector
+
+    async def _hold(self, elector: Elector) -> None:
+        """Renew the cluster Lease; its loss ends the process (its writes are fenced already)."""
+        await elector.hold()
+        self.lost_lease = True
+        _log.error("cluster Lease lost: stopping (fenced, nothing more is written)")
 
     async def _serve_http(self) -> None:
         s = self.settings
@@ -194,6 +232,9 @@ class Kubelet:
 
     async def close(self) -> None:
         await stop(*self._tasks)
+        if self.elector is not None and not self.lost_lease:
+            # Nothing of ours writes any more: the standby may take over without waiting for expiry.
+            await self.elector.release()
         for runner in self._runners:
             await runner.cleanup()
         if self._client is not None:
@@ -220,7 +261,7 @@ async def serve(settings: Settings) -> int:
         await kubelet.serve_forever()
     finally:
         await kubelet.close()
-    return 0
+    return 1 if kubelet.lost_lease else 0
 
 
 def main(argv: list[str]) -> int:

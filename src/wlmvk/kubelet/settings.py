@@ -44,6 +44,10 @@ class Settings:
     submissions: int = 16
     wlm_timeout: float = 30.0
     log_level: str = "info"
+    leader_elect: bool = False
+    leader_lease_duration: int = 15
+    leader_renew_interval: float = 5.0
+    leader_retry_interval: float = 2.0
 
 
 def parse(argv: list[str]) -> Settings:
@@ -134,7 +138,35 @@ def parse(argv: list[str]) -> Settings:
     add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
     add("--log-level", default="info", help="debug, info, warning or error")
+    add(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="one of the kubelets run for this --cluster-name (on several agent hosts) serves its nodes,"
+        " holding the Lease slurm-<cluster>.kubelet in kube-node-lease; the others stand by and take over"
+        " when it expires (default: off, this kubelet serves alone)",
+    )
+    add(
+        "--leader-lease-duration",
+        type=int,
+        default=15,
+        help="seconds the cluster Lease lasts unrenewed: a standby takes over within this plus two"
+        " --leader-retry-interval after the holder's last renewal (default %(default)s)",
+    )
+    add("--leader-renew-interval", type=float, default=5.0, help="seconds between the holder's renewals")
+    add(
+        "--leader-retry-interval",
+        type=float,
+        default=2.0,
+        help="seconds between a standby's looks at the cluster Lease (default %(default)s)",
+    )
     args = parser.parse_args(argv)
+    if args.leader_elect and not 0 < args.leader_renew_interval < args.leader_lease_duration - 2:
+        parser.error(
+            f"--leader-renew-interval ({args.leader_renew_interval:g}) must be above 0 and below"
+            f" --leader-lease-duration minus 2 s ({args.leader_lease_duration - 2}): the holder stops"
+            " writing 2 s before its last renewal runs out"
+        )
     agent = args.agent_host or os.environ.get("NODE_NAME", "") or os.environ.get("HOST_NAME", "")
     return Settings(
         red_box_socket=args.red_box_socket,
@@ -164,4 +196,8 @@ def parse(argv: list[str]) -> Settings:
         submissions=args.submissions,
         wlm_timeout=args.wlm_timeout,
         log_level=args.log_level,
+        leader_elect=args.leader_elect,
+        leader_lease_duration=args.leader_lease_duration,
+        leader_renew_interval=args.leader_renew_interval,
+        leader_retry_interval=args.leader_retry_interval,
     )

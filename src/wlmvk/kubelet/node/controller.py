@@ -54,6 +54,9 @@ class _Node:
     ready_status: str = ""
     ready_since: str = ""
     last_write: float = 0.0
+    # Written by this process: a node adopted at start (a restart, or a standby taking over) is
+    # registered again, so that its address, port and agent host are this kubelet's at once.
+    registered: bool = False
 
 
 def resources_from_labels(labels: dict[str, str]) -> PartitionResources:
@@ -163,7 +166,7 @@ class NodeController:
     async def _register(self, name: str, res: PartitionResources) -> None:
         known = self._nodes.get(name)
         self._directory.set(name, res)
-        if known is not None and known.uid and known.resources == res:
+        if known is not None and known.uid and known.registered and known.resources == res:
             return
         heartbeat = rfc3339()
         node = known or _Node(res, ready_since=heartbeat)
@@ -202,6 +205,7 @@ class NodeController:
         self._nodes[name] = node
         node.written = None
         await self._write_status(name, node)
+        node.registered = True
         await leases.ensure(
             self._client,
             name,
