@@ -3,7 +3,8 @@
 One *round* creates a batch of pods on a virtual node: a quarter run ``true``
 to completion, the rest are held jobs (``#SBATCH --hold``: they take no CPU
 on the shared Slurm) that are deleted while the round goes on. A *fault*
-coroutine strikes meanwhile (kill -9 of the kubelet; kill -9 of red-box, of
+coroutine strikes meanwhile (kill -9 of the kubelet; kill -9 or SIGSTOP of the
+active one of two kubelets for the cluster, the standby taking over; kill -9 of red-box, of
 the ssh client forwarding its socket and of sshd; the API server's watches
 dropped with their history gone), during submission or, with
 ``run_seconds``, once jobs run, and always leaves the system whole again when
@@ -49,7 +50,7 @@ from typing import Any, Protocol
 
 from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError as KubeError
-from wlmvk.kube.bodies import NODES, PODS
+from wlmvk.kube.bodies import LEASES, NODES, PODS
 from wlmvk.kube.client import KubeClient
 
 Body = dict[str, Any]
@@ -74,6 +75,9 @@ class Tally:
     round_problems: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    # Seconds from the active kubelet's kill (or stop) until the standby held the Lease and the
+    # node named its port, one per takeover.
+    takeovers: list[float] = field(default_factory=list)
 
     def round_problem(self, text: str) -> None:
         """Something wrong with the round itself (not one pod's count): a column of its own."""
@@ -95,6 +99,12 @@ class Tally:
             self.fault, str(self.rounds), str(self.pods), str(self.duplicates), str(self.lost),
             str(self.orphaned), str(self.spurious), str(self.round_problems), f"{self.seconds:.0f}",
         )  # fmt: skip
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile (nearest rank) of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
 def markdown(tallies: list[Tally]) -> str:
@@ -154,6 +164,8 @@ class KubeletRunner:
     starts: int = 0
     # One port for every start, as a deployed kubelet's --port: what the API server dials for logs.
     port: int = 0
+    agent_host: str = "agent-host"
+    extra: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.port:
@@ -165,13 +177,14 @@ class KubeletRunner:
         argv = [
             sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
             "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
-            "--cluster-name", CLUSTER, "--agent-host", "agent-host", "--listen", "127.0.0.1",
+            "--cluster-name", CLUSTER, "--agent-host", self.agent_host, "--listen", "127.0.0.1",
             "--port", str(self.port), "--metrics-port", "-1", "--status-interval", "1",
             "--discovery-interval", "2", "--node-status-interval", "2", "--lease-renew-interval", "2",
             "--jobs-root", "pods", "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
         ]  # fmt: skip
         if self.client_ca is not None:
             argv += ["--client-ca", str(self.client_ca)]
+        argv += self.extra
         with self.log.open("ab") as sink:
             self.process = await asyncio.create_subprocess_exec(
                 *argv, stdout=sink, stderr=sink, env={**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -382,6 +395,86 @@ def kill_kubelet(kubelet: KubeletRunner, rng: random.Random, *, strikes: int = 2
         for _ in range(strikes):
             await asyncio.sleep(rng.uniform(0.2, 2.5))
             await kubelet.restart_after_kill()
+
+    return strike
+
+
+# Two kubelets for one cluster (--leader-elect): a takeover within 10 + 2 x 1 s of the last renewal.
+LEADING = ["--leader-elect", "--leader-lease-duration", "10", "--leader-renew-interval", "2",
+           "--leader-retry-interval", "1"]  # fmt: skip
+TAKEOVER_LIMIT = 60.0
+
+
+async def holder_pid(kube: KubeClient) -> int:
+    """The pid in the cluster Lease's holder identity (``<host>_<pid>_<random>``), 0 when none."""
+    try:
+        lease = await kube.get(LEASES, f"slurm-{CLUSTER}.kubelet", namespace=names.NODE_LEASE_NAMESPACE)
+    except KubeError:
+        return 0
+    parts = str(lease["spec"].get("holderIdentity") or "").split("_")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
+
+
+async def node_port(kube: KubeClient) -> int:
+    node = await kube.get(NODES, NODE)
+    return int(node.get("status", {}).get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port", 0))
+
+
+async def serving(kube: KubeClient, kubelet: KubeletRunner) -> bool:
+    """``kubelet`` holds the cluster Lease and the node names its port, Ready."""
+    pid = kubelet.process.pid if kubelet.process is not None else -1
+    return await holder_pid(kube) == pid and await node_port(kube) == kubelet.port and await node_ready(kube)
+
+
+def takeover(
+    pair: tuple[KubeletRunner, KubeletRunner],
+    kube: KubeClient,
+    rng: random.Random,
+    tally: Tally,
+    *,
+    freeze: bool,
+) -> Fault:
+    """The agent host of the active kubelet fails: kill -9 (``freeze``: SIGSTOP, a partition that
+    heals) of whichever of ``pair`` holds the cluster Lease. The standby must hold it and serve the
+    node within ``TAKEOVER_LIMIT`` (timed into ``tally.takeovers``). A killed one is started again
+    (a standby now); a stopped one gets SIGCONT after the takeover and must exit 1 by itself (it
+    found its Lease lost, and was fenced meanwhile) while the node keeps the new holder's port."""
+
+    async def strike() -> None:
+        await asyncio.sleep(rng.uniform(0.2, 2.5))
+        pid = await holder_pid(kube)
+        active = next((k for k in pair if k.process is not None and k.process.pid == pid), None)
+        if active is None or active.process is None:
+            tally.round_problem(f"no kubelet of the pair holds the cluster Lease (holder pid {pid})")
+            return
+        standby = pair[1] if active is pair[0] else pair[0]
+        struck = time.monotonic()
+        active.process.send_signal(signal.SIGSTOP if freeze else signal.SIGKILL)
+        if await wait_for(lambda: serving(kube, standby), TAKEOVER_LIMIT, every=0.25):
+            tally.takeovers.append(time.monotonic() - struck)
+        else:
+            tally.round_problem(f"the standby did not take over within {TAKEOVER_LIMIT:.0f} s")
+        if freeze:
+            resumed_at = active.log.stat().st_size
+            active.process.send_signal(signal.SIGCONT)
+            try:
+                code = await asyncio.wait_for(active.process.wait(), 60)
+            except TimeoutError:
+                code = None
+                tally.round_problem("the fenced kubelet did not stop within 60 s of SIGCONT")
+                active.kill()
+                await active.process.wait()
+            if code not in (None, 1):
+                tally.round_problem(f"the fenced kubelet exited {code}, not 1 (Lease lost)")
+            with active.log.open("rb") as log:
+                log.seek(resumed_at)
+                after = log.read().decode(errors="replace")
+            for done in ("submitted", "cancelled", "pod deleted", "node registered", "node updated"):
+                if f'"event": "{done}"' in after:
+                    tally.round_problem(f"the fenced kubelet wrote after SIGCONT: {done}")
+            if await node_port(kube) != standby.port or await holder_pid(kube) != standby.process.pid:  # type: ignore[union-attr]
+                tally.round_problem("after SIGCONT the node or the Lease no longer name the new holder")
+        await active.restart_after_kill()
 
     return strike
 

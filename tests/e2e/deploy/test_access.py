@@ -55,7 +55,7 @@ NEED = {
     (KUBELET, "default"): KUBELET_EVERYWHERE,
     (KUBELET, "kube-node-lease"): {
         **KUBELET_EVERYWHERE,
-        "leases.coordination.k8s.io": {"get", "create", "patch", "delete"},  # node heartbeats
+        "leases.coordination.k8s.io": {"get", "create", "update", "patch", "delete"},  # node heartbeats, cluster Lease
     },
     (OPERATOR, "default"): OPERATOR_EVERYWHERE,
     (OPERATOR, "wlmvk"): {
