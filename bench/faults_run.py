@@ -52,7 +52,9 @@ from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
 SLURMCTLD_PID = localslurm.pid_file("slurmctld")
-FAULTS = ("none", "kill9", "kill9-running", "redbox", "watch", "slurmctld")
+FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
+# The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
+PAIRED = ("takeover", "takeover-stop")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
 
@@ -86,6 +88,28 @@ def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
     return strike
 
 
+async def _serve_paired(
+    kubelet: churn.KubeletRunner, pair: tuple[churn.KubeletRunner, ...], kube: KubeClient
+) -> None:
+    """The lone kubelet stopped, two --leader-elect ones started; returns once the first serves."""
+    await kubelet.stop()
+    await pair[0].start()
+    if not await churn.wait_for(lambda: churn.serving(kube, pair[0]), 120):
+        raise RuntimeError("the first of the pair never served the node")
+    await pair[1].start()
+
+
+async def _serve_alone(
+    kubelet: churn.KubeletRunner, pair: tuple[churn.KubeletRunner, ...], kube: KubeClient
+) -> None:
+    """Back to the lone kubelet (the pair stopped; a graceful stop releases the cluster Lease)."""
+    for one in pair:
+        await one.stop()
+    await kubelet.start()
+    if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+        raise RuntimeError("the node never became Ready again after the takeover rows")
+
+
 async def run(args: argparse.Namespace) -> list[churn.Tally]:
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
     apiserver = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
@@ -103,6 +127,12 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
     kube = await KubeClient.connect(str(kubeconfig))
     kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
+    pair = tuple(
+        churn.KubeletRunner(
+            kubeconfig, forward.local, scratch / f"kubelet-{host}.log", agent_host=host, extra=churn.LEADING
+        )
+        for host in ("agent-a", "agent-b")
+    )
     rng = random.Random(args.seed)
     tallies: list[churn.Tally] = []
     try:
@@ -120,6 +150,14 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                 "kubelet kill -9 while jobs run (2 per round)",
                 lambda t: churn.kill_kubelet(kubelet, rng, strikes=2),
             ),
+            "takeover": (
+                "agent host lost: active kubelet kill -9, standby takes over, while jobs run",
+                lambda t: churn.takeover((pair[0], pair[1]), kube, rng, t, freeze=False),
+            ),
+            "takeover-stop": (
+                "agent host partitioned: active kubelet SIGSTOP, standby takes over, SIGCONT, while jobs run",
+                lambda t: churn.takeover((pair[0], pair[1]), kube, rng, t, freeze=True),
+            ),
             "redbox": (
                 "red-box, ssh client, sshd kill -9 while jobs run (1 each per round)",
                 lambda t: churn.redbox_outages(box, forward, login, kube, rng, t),
@@ -135,16 +173,25 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             label, make = plans[key]
             tally = churn.Tally(label)
             rounds = max(1, args.rounds // 4) if key == "slurmctld" else args.rounds
-            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox") else 0.0
+            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", *PAIRED) else 0.0
+            if key in PAIRED:
+                await _serve_paired(kubelet, pair, kube)
             for _ in range(rounds):
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
                                         settle=args.settle, run_seconds=run_seconds)  # fmt: skip
-                print(f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s)", file=sys.stderr)
+                took = f", takeover p95 {churn.p95(tally.takeovers):.1f} s" if tally.takeovers else ""
+                print(
+                    f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s{took})", file=sys.stderr
+                )
+            if key in PAIRED:
+                await _serve_alone(kubelet, pair, kube)
             tallies.append(tally)
             for problem in tally.problems[:20]:
                 print(f"  ! {problem}", file=sys.stderr)
     finally:
         await kubelet.stop()
+        for one in pair:
+            await one.stop()
         await kube.close()
         forward.stop()
         login.stop()
@@ -179,11 +226,21 @@ def main() -> int:
     tallies = asyncio.run(run(args))
     table = churn.markdown(tallies)
     print(table)
+    for tally in tallies:
+        if tally.takeovers:
+            print(f"{tally.fault}: takeover p95 {churn.p95(tally.takeovers):.1f} s, max"
+                  f" {max(tally.takeovers):.1f} s over {len(tally.takeovers)} takeovers")  # fmt: skip
     print(f"\n{sum(t.pods for t in tallies)} pods in {time.monotonic() - started:.0f} s")
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
     if args.json:
-        rows = [{k: v for k, v in dataclasses.asdict(t).items() if k != "problems"} for t in tallies]
+        rows = [
+            {
+                **{k: v for k, v in dataclasses.asdict(t).items() if k != "problems"},
+                "takeover_p95": churn.p95(t.takeovers) if t.takeovers else None,
+            }
+            for t in tallies
+        ]
         problems = [p for t in tallies for p in t.problems]
         figures = {"argv": sys.argv[1:], "rows": rows, "problems": problems}
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
