@@ -55,7 +55,8 @@ NEED = {
     (KUBELET, "default"): KUBELET_EVERYWHERE,
     (KUBELET, "kube-node-lease"): {
         **KUBELET_EVERYWHERE,
-        "leases.coordination.k8s.io": {"get", "create", "update", "patch", "delete"},  # node heartbeats, cluster Lease
+        # node heartbeats; the cluster Lease (--leader-elect) is taken and renewed with a PUT (update)
+        "leases.coordination.k8s.io": {"get", "create", "update", "patch", "delete"},
     },
     (OPERATOR, "default"): OPERATOR_EVERYWHERE,
     (OPERATOR, "wlmvk"): {
