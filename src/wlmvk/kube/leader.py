@@ -27,8 +27,8 @@ bound for the clocks' drift and the write's own trip. ``check()`` raises
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
+from time import monotonic
 
 import structlog
 
@@ -79,7 +79,7 @@ class Elector:
 
     def holds(self) -> bool:
         """Whether this process may write as the holder now (see Fencing above)."""
-        return self.leading and time.monotonic() < self._valid_until
+        return self.leading and monotonic() < self._valid_until
 
     def check(self) -> None:
         """Raise ``Fenced`` unless this process may write as the holder now."""
@@ -101,7 +101,7 @@ class Elector:
         except NotFound:
             body = lease_body(config.name, config.namespace, holder=config.identity, duration=config.duration)
             body["spec"]["leaseTransitions"] = 0
-            sent = time.monotonic()
+            sent = monotonic()
             try:
                 self._lease = await self._client.create(LEASES, body, namespace=config.namespace)
             except (AlreadyExists, Conflict):
@@ -123,7 +123,7 @@ class Elector:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
             self.log.info("taking over the Lease", previous=holder or None)
         spec.update(holderIdentity=config.identity, leaseDurationSeconds=config.duration, renewTime=now)
-        sent = time.monotonic()
+        sent = monotonic()
         if not await self._put(lease, spec):
             return False
         self._valid_until = valid_until(sent, config)
@@ -132,16 +132,16 @@ class Elector:
     async def hold(self) -> None:
         """Renew until leadership is lost (returns) or the task is cancelled."""
         config = self._config
-        deadline = time.monotonic() + config.duration
+        deadline = monotonic() + config.duration
         while True:
             await asyncio.sleep(config.renew_interval)
             if await self.try_acquire():
-                deadline = time.monotonic() + config.duration
+                deadline = monotonic() + config.duration
                 continue
             if self._lease is None:
                 self.log.warning("leadership lost to another holder")
                 return
-            if time.monotonic() >= min(deadline, self._valid_until):
+            if monotonic() >= min(deadline, self._valid_until):
                 self.log.warning("could not renew the Lease in time: leadership lost")
                 self._lease = None
                 return
@@ -186,11 +186,11 @@ class Elector:
         record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
         if record != self._observed:
             self._observed = record
-            self._observed_at = time.monotonic()
+            self._observed_at = monotonic()
 
     def _expired(self, lease: Body) -> bool:
         duration = int(objects.spec(lease).get("leaseDurationSeconds") or self._config.duration)
-        return time.monotonic() - self._observed_at > duration
+        return monotonic() - self._observed_at > duration
 
     @staticmethod
     def _holder(lease: Body) -> str:

@@ -152,7 +152,12 @@ class Kubelet:
             retry_interval=s.leader_retry_interval,
         )
         self.elector = elector = Elector(client, config)
-        _log.info("standing by for the cluster Lease", lease=config.name, identity=config.identity)
+        _log.info(
+            "standing by for the cluster Lease",
+            lease=config.name,
+            identity=config.identity,
+            takeover_within=standby.takeover_bound(config),
+        )
         await elector.acquire()
         _log.info("holding the cluster Lease: serving its nodes", lease=config.name, identity=config.identity)
         return elector

@@ -1,7 +1,7 @@
 """A Lease holder's fence (kube.leader.Elector.check, kube.fencing.FencedClient) on the in-memory API server.
 
 A frozen holder is the monotonic clock moving on while the process does not run: the tests
-move ``kube.leader``'s clock forward as SIGSTOP would.
+move ``kube.leader``'s clock (only its own) forward as SIGSTOP would.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ def pod(name: str) -> Body:
 
 
 def frozen_for(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    real = time.monotonic
-    monkeypatch.setattr(leader.time, "monotonic", lambda: real() + seconds)
+    monkeypatch.setattr(leader, "monotonic", lambda: time.monotonic() + seconds)
 
 
 def test_a_renewal_lets_its_holder_write_for_its_duration_less_the_margin() -> None:
