@@ -47,3 +47,9 @@ def test_duplicates_lost_and_orphans() -> None:
     jobs = {"u-a": {"1": "COMPLETED", "4": "COMPLETED"}, "u-b": {}, "u-h": {"3": "PENDING"}}
     tally = audit({"run-a": _pod("Succeeded"), "run-b": _pod("Running")}, jobs)
     assert (tally.duplicates, tally.lost, tally.orphaned, tally.spurious) == (1, 1, 1, 0)
+
+
+def test_the_takeover_p95_is_the_nearest_rank() -> None:
+    assert churn.p95([12.0]) == 12.0
+    assert churn.p95([float(s) for s in range(20, 0, -1)]) == 19.0  # rank 19 of 20
+    assert churn.p95([float(s) for s in range(1, 22)]) == 20.0  # rank ceil(0.95 x 21) = 20
