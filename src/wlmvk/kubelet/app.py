@@ -87,6 +87,8 @@ class Kubelet:
         changer: Backend = backend
         if s.leader_elect:
             elector = await self._stand_by(client)
+            # Renewing from now on: the start below may wait on red-box longer than the Lease lasts.
+            self._tasks.append(guarded(self._hold(elector), name="cluster lease"))
             writer = FencedClient(client, check=elector.check)
             changer = standby.FencedBackend(backend, check=elector.check)
         host = s.agent_host or socket.gethostname()
@@ -130,8 +132,6 @@ class Kubelet:
         await self.nodes.start()
         self._tasks.append(guarded(self.nodes.run(), name="nodes"))
         self._tasks.append(guarded(self.pods.run(), name="pods"))
-        if self.elector is not None:
-            self._tasks.append(guarded(self._hold(self.elector), name="cluster lease"))
         await self.pods.synced()
         _log.info(
             "kubelet started",
