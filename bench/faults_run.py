@@ -127,9 +127,11 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
     kube = await KubeClient.connect(str(kubeconfig))
     kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
+    # The pair's election flags: the rig's (churn.LEADING) unless given.
+    leading = ["--leader-elect", *(args.leader_flags.split() if args.leader_flags else churn.LEADING[1:])]
     pair = tuple(
         churn.KubeletRunner(
-            kubeconfig, forward.local, scratch / f"kubelet-{host}.log", agent_host=host, extra=churn.LEADING
+            kubeconfig, forward.local, scratch / f"kubelet-{host}.log", agent_host=host, extra=leading
         )
         for host in ("agent-a", "agent-b")
     )
@@ -217,6 +219,12 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=300.0, help="seconds a round may take to settle")
     parser.add_argument("--only", action="append", choices=FAULTS, help="run only this fault (repeatable)")
     parser.add_argument("--slurmctld", action="store_true", help="also restart the shared slurmctld")
+    parser.add_argument(
+        "--leader-flags",
+        default="",
+        help="the takeover rows' election flags, e.g. '--leader-lease-duration 15 --leader-renew-interval 5"
+        " --leader-retry-interval 2' (the kubelet's defaults); default: tests/faults/churn.py's LEADING",
+    )
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--markdown", help="also write the table to this file")
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
