@@ -1,12 +1,13 @@
 """``wlmvk kubelet``: the process that serves one red-box's partitions as nodes.
 
-With ``--leader-elect`` startup first waits, as a standby, until this process
-holds the cluster's Lease (``standby``); its writes are then fenced by that
-Lease, and losing it ends the process (exit 1) so that it comes back standing by.
 ``serve()`` follows the uvicorn shape: startup (connect to the API server
 and red-box, start the HTTPS and metrics servers, register nodes, take in
 the first pod listing), the main loop (controllers run as guarded tasks
 until SIGTERM/SIGINT), shutdown (cancel, close servers and clients).
+
+With ``--leader-elect`` startup first waits, as a standby, until this process
+holds the cluster's Lease (``standby``); its writes are then fenced by that
+Lease, and losing it ends the process (exit 1) so that it comes back standing by.
 """
 
 from __future__ import annotations
