@@ -416,7 +416,11 @@ async def holder_pid(kube: KubeClient) -> int:
 
 
 async def node_port(kube: KubeClient) -> int:
-    node = await kube.get(NODES, NODE)
+    """The port the node names for its kubelet, 0 when there is no node (or no answer)."""
+    try:
+        node = await kube.get(NODES, NODE)
+    except KubeError:
+        return 0
     return int(node.get("status", {}).get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port", 0))
 
 
