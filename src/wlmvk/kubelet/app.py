@@ -49,6 +49,9 @@ from wlmvk.wlm.client import RedBoxClient
 
 _log = structlog.get_logger(__name__)
 
+# Seconds a kubelet that lost the cluster Lease gives its shutdown before it exits anyway.
+LOST_LEASE_SHUTDOWN = 5.0
+
 
 def red_box_backend(socket_path: str, *, timeout: float) -> Backend:
     """The red-box gRPC client."""
@@ -237,6 +240,7 @@ class Kubelet:
             loop.remove_signal_handler(sig)
 
     async def close(self) -> None:
+        _log.info("stopping", lost_lease=self.lost_lease)
         await stop(*self._tasks)
         if self.elector is not None and not self.lost_lease:
             # Nothing of ours writes any more: the standby may take over without waiting for expiry.
@@ -266,7 +270,15 @@ async def serve(settings: Settings) -> int:
         await kubelet.start()
         await kubelet.serve_forever()
     finally:
-        await kubelet.close()
+        if kubelet.lost_lease:
+            # Fenced already: the shutdown is only tidiness, and must not keep a lost holder alive
+            # (connections to wait for, calls stopped mid-way by SIGSTOP).
+            try:
+                await asyncio.wait_for(kubelet.close(), LOST_LEASE_SHUTDOWN)
+            except TimeoutError:
+                _log.warning("shutdown cut short: the cluster Lease was lost", seconds=LOST_LEASE_SHUTDOWN)
+        else:
+            await kubelet.close()
     return 1 if kubelet.lost_lease else 0
 
 
