@@ -1,10 +1,25 @@
-"""Shared pytest configuration: fixture plugins, and a guard against empty runs."""
+"""Shared pytest configuration: fixture plugins, the suite's markers, its groups for
+pytest-xdist, and a guard against empty runs.
+
+scripts/test runs the suite on several workers with ``--dist loadgroup``. Tests go to any worker
+one by one, except those that share state beyond their own fixtures, which pytest-xdist keeps
+together on one worker in order:
+
+- every test on the real control plane (``real``): they share one cluster, which each
+  cleans after itself, and the session's agent node ``agent-host``;
+- a test module's tests that share a module-scoped fixture (one group per module), so that
+  the fixture (a wheel, a Go build) is made once and never twice at the same time.
+
+Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
+created and deleted): scripts/test deselects them from the parallel run and runs them alone.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 pytest_plugins = [
+    "tests.fixtures.prerequisites",
     "tests.fixtures.slurm",
     "tests.fixtures.redbox",
     "tests.fixtures.controlplane",
@@ -13,10 +28,45 @@ pytest_plugins = [
     "tests.fixtures.shared_dirs",
 ]
 
+REAL_GROUP = "real"
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "serial: changes what every test of the local Slurm sees; run alone (scripts/test runs it"
+        " after the parallel run)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "metrics_server: needs metrics-server on the real plane (scripts/kube-local build"
+        " --metrics-server); CI deselects it",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """A run that selects no test is an error, not a silent pass."""
+    """A run that selects no test is an error, not a silent pass; groups for pytest-xdist."""
     if not items and not config.getoption("collectonly"):
         raise pytest.UsageError("no tests were selected")
+    for item in items:
+        if (group := xdist_group(item)) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The worker group ``item`` must run in, or None when it may run anywhere (see above)."""
+    from tests.fixtures.controlplane import plane_of
+
+    info = getattr(item, "_fixtureinfo", None)
+    closure = set(info.names_closure) if info is not None else set()
+    if plane_of(item) == "real" or "real_kube" in closure:
+        return REAL_GROUP
+    if info is not None:
+        for name in closure:
+            defs = info.name2fixturedefs.get(name) or ()
+            if any(fixture.scope in ("module", "package", "class") for fixture in defs):
+                return item.nodeid.split("::", 1)[0]
+    return None

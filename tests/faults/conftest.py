@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults import churn
-from tests.fixtures import sshd
+from tests.fixtures import prerequisites, sshd
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.slurm import JOBS_ROOT
@@ -53,7 +53,7 @@ async def rig(
     slurm: str, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
 ) -> AsyncIterator[Rig]:
     if reason := sshd.missing():
-        pytest.skip(reason)
+        prerequisites.missing(reason)
     box = redbox_factory(user=JOB_OWNER)
     kube = await KubeClient.connect(str(apiserver.kubeconfig))
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))

@@ -6,16 +6,23 @@ through red-box's JobUsage). On the real plane metrics-server v0.8.0
 (scripts/kube-local) scrapes the kubelet's /metrics/resource/<node>; on the
 in-memory plane its stand-in reads /stats/summary. A finished job uses
 nothing and has no metrics.
+
+metrics-server is built only on request (``scripts/kube-local build --metrics-server``), so
+``kubectl top`` on the real plane is marked ``metrics_server`` (CI deselects it). What it
+reads is proved on both planes without it: the kubelet's /stats/summary and
+/metrics/resource reached through the API server's node proxy, with the job in them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +33,8 @@ from tests.e2e.kubelet.test_kubelet import wait_phase
 from wlmvk.kube.bodies import PODS
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+TOP = pytest.mark.kube_any(real_marks=(pytest.mark.metrics_server,))
+"""``kubectl top`` on both planes; on the real one it needs metrics-server."""
 
 SPIN = "while :; do :; done"
 
@@ -36,6 +45,7 @@ def millicores(text: str) -> int:
     return int(match.group(1)) * (1 if match.group(2) else 1000)
 
 
+@TOP
 async def test_kubectl_top_shows_a_spinning_jobs_cpu(stack: Stack) -> None:
     name, done = unique("spin"), unique("done")
     await stack.kube.create(PODS, job_pod(name, SPIN), namespace="default")
@@ -107,6 +117,7 @@ def signals() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@TOP
 async def test_kubectl_top_pod_follows_a_job_that_spins_harder(stack: Stack, signals: Path) -> None:
     """A job idles in short bursts, then spins without pause once the test says so: two readings
     of ``kubectl top pod``, both above zero, the second higher; its node in ``kubectl top node``."""
@@ -153,11 +164,11 @@ async def test_kubectl_top_pod_follows_a_job_that_spins_harder(stack: Stack, sig
         await stack.kubectl("delete", "pod", name, "--wait=false")
 
 
+@pytest.mark.kube_real
 async def test_resource_metrics_are_authorized_as_nodes_metrics(stack: Stack, tmp_path: Path) -> None:
     """The kubelet asks kube-apiserver (SubjectAccessReview) whether the caller may get
-    nodes/metrics of the node in the path: metrics-server's identity may, another user may not."""
-    if stack.apiserver.plane != "real":
-        pytest.skip("the in-memory API server allows every review")
+    nodes/metrics of the node in the path: metrics-server's identity may, another user may not.
+    Real plane only: the in-memory API server allows every review."""
     pki = stack.apiserver.real.ca.parent
     path = "/metrics/resource/slurm-test-debug"
     cert, key = await asyncio.to_thread(sign, pki, tmp_path, "nosy-user")
@@ -170,3 +181,40 @@ async def test_resource_metrics_are_authorized_as_nodes_metrics(stack: Stack, tm
     assert status == 200
     assert text.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
     assert "node_cpu_usage_seconds_total " in text
+
+
+async def test_the_node_proxy_reaches_the_kubelets_summary_and_resource_metrics(stack: Stack) -> None:
+    """What ``kubectl top`` is made of, through ``nodes/<node>/proxy`` of either API server: the
+    Summary API (the in-memory plane's metrics stand-in reads it) and /metrics/resource/<node>
+    (metrics-server scrapes it) both hold the spinning job's pod."""
+    name = unique("proxied")
+    node = "slurm-test-debug"
+    await stack.kube.create(PODS, job_pod(name, SPIN), namespace="default")
+    try:
+        await wait_phase(stack, name, "Running")
+
+        async def summarized() -> dict[str, Any] | None:
+            raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/stats/summary")
+            assert raw.returncode == 0, raw.stderr
+            body = json.loads(raw.stdout)
+            pods = {p["podRef"]["name"]: p for p in body["pods"]}
+            return body if name in pods else None
+
+        summarized.__name__ = f"/stats/summary through the node proxy lists {name}"
+        summary = await eventually(summarized, timeout=120, every=2)
+        assert node in summary["node"]["nodeName"].split(",")
+        (pod,) = [p for p in summary["pods"] if p["podRef"]["name"] == name]
+        assert pod["podRef"]["namespace"] == "default"
+        assert pod["memory"]["workingSetBytes"] > 0
+
+        raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/metrics/resource/{node}")
+        assert raw.returncode == 0, raw.stderr
+        assert raw.stdout.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
+        series = f'pod_cpu_usage_seconds_total{{namespace="default",pod="{name}"}} '
+        assert len([line for line in raw.stdout.splitlines() if line.startswith(series)]) == 1, raw.stdout
+
+        missing = await stack.kubectl("get", "--raw", "/api/v1/nodes/no-such-node/proxy/stats/summary")
+        assert missing.returncode == 1
+        assert missing.stderr == 'Error from server (NotFound): nodes "no-such-node" not found\n'
+    finally:
+        await stack.kubectl("delete", "pod", name, "--wait=false")

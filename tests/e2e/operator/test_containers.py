@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
+from tests.fixtures import prerequisites
 from tests.fixtures.shared_dirs import SharedDir
 from wlmvk_dev.images import busybox_rootfs, oci_archive
 
@@ -25,8 +26,8 @@ pytestmark = [
     pytest.mark.kubectl,
     pytest.mark.kube_any,
     WITH_AGENT_HOST,
-    pytest.mark.skipif(
-        shutil.which("podman") is None, reason="Podman is not installed (scripts/container-local up)"
+    prerequisites.unless_installed(
+        shutil.which("podman") is None, "Podman is not installed (scripts/container-local up)"
     ),
 ]
 

@@ -15,6 +15,7 @@ from grpclib.client import Channel
 from grpclib.const import Status
 
 from tests.e2e.redbox.helpers import terminal, wait_for
+from tests.fixtures import prerequisites
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.shared_dirs import SharedDir
 from wlmvk._proto import api
@@ -30,8 +31,8 @@ def archive(shared_dir: SharedDir, entrypoint: str) -> str:
     return f"oci-archive:{oci_archive(busybox_rootfs(where / 'rootfs', entrypoint), where / 'image.tar')}"
 
 
-@pytest.mark.skipif(
-    shutil.which("podman") is None, reason="Podman is not installed (scripts/container-local up)"
+@prerequisites.unless_installed(
+    shutil.which("podman") is None, "Podman is not installed (scripts/container-local up)"
 )
 async def test_podman_runs_the_image_and_its_exit_code_is_the_jobs(
     redbox_factory: Callable[..., RedBox], shared_dir: SharedDir

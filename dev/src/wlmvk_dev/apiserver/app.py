@@ -11,7 +11,7 @@ from pathlib import Path
 import structlog
 
 from wlmvk.core.logging import configure
-from wlmvk_dev.apiserver import execproxy, hostkubelet, kubeletclient, metrics
+from wlmvk_dev.apiserver import execproxy, hostkubelet, kubeletclient, metrics, nodeproxy
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler
 from wlmvk_dev.apiserver.server import ApiServer, Config
 
@@ -63,6 +63,7 @@ async def serve(args: argparse.Namespace) -> None:
         exec_handler=execproxy.make_handler(
             client_cert=str(credentials.cert), client_key=str(credentials.key)
         ),
+        node_proxy=nodeproxy.make_handler(client_cert=str(credentials.cert), client_key=str(credentials.key)),
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

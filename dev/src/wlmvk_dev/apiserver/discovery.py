@@ -24,6 +24,7 @@ _SUB_VERBS = {
     "exec": ["create", "get"],
     "binding": ["create"],
     "eviction": ["create"],
+    "proxy": ["create", "delete", "get", "patch", "update"],
 }
 _SUB_KINDS = {
     "log": "Pod",
@@ -31,6 +32,7 @@ _SUB_KINDS = {
     "binding": "Binding",
     "eviction": "Eviction",
     "scale": "Scale",
+    "proxy": "NodeProxyOptions",
 }
 
 

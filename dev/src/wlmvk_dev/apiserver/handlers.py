@@ -30,8 +30,9 @@ from wlmvk_dev.apiserver.errors import (
     no_resource,
 )
 from wlmvk_dev.apiserver.metrics import MetricsHandler
+from wlmvk_dev.apiserver.nodeproxy import NodeProxyHandler
 from wlmvk_dev.apiserver.patching import BUILTIN_GROUPS, PATCH_TYPES
-from wlmvk_dev.apiserver.resources import NAMESPACES, PODS, REVIEWS, TOKEN_REVIEWS, ResourceInfo
+from wlmvk_dev.apiserver.resources import NAMESPACES, NODES, PODS, REVIEWS, TOKEN_REVIEWS, ResourceInfo
 from wlmvk_dev.apiserver.selectors import FieldSelector, parse_field_selector
 from wlmvk_dev.apiserver.store import Store, WatchEvent
 
@@ -64,6 +65,8 @@ class Settings:
     """Serves ``pods/{name}/exec``; without one the route answers 501 (see controllers.py)."""
     metrics: MetricsHandler | None = None
     """Serves ``metrics.k8s.io`` (metrics.py); without one the group is not served."""
+    node_proxy: NodeProxyHandler | None = None
+    """Serves ``nodes/{name}/proxy/...`` (nodeproxy.py); without one the route answers 501."""
 
 
 SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings", Settings)
@@ -112,6 +115,8 @@ def build_app(store: Store, settings: Settings) -> web.Application:
             r.add_get(f"/apis/{metrics.GROUP}/{metrics.VERSION}{path}", _metrics(settings.metrics, kind))
     r.add_get("/apis/{group}/", _group)
     r.add_get("/apis/{group}/{version}/", _group_resources)
+    # Before the generic core route, which takes at most resource/name/subresource.
+    r.add_route("*", "/api/v1/nodes/{name}/proxy{path:(/.*)?}", _node_proxy)
     r.add_route("*", "/api/v1/{rest:.+}", _core_resource)
     r.add_get("/apis/{group}", _group)
     r.add_get("/apis/{group}/{version}", _group_resources)
@@ -588,6 +593,14 @@ async def _pod_exec(request: web.Request, t: Target) -> web.StreamResponse:
     if handler is None:
         raise ApiError(501, "NotImplemented", "pods/exec is not served: no exec proxy is configured")
     return await handler(request, pod, store)
+
+
+async def _node_proxy(request: web.Request) -> web.StreamResponse:
+    node = _store(request).get(NODES, request.match_info["name"])
+    handler = request.app[SETTINGS_KEY].node_proxy
+    if handler is None:
+        raise ApiError(501, "NotImplemented", "nodes/proxy is not served: no node proxy is configured")
+    return await handler(request, node, request.match_info["path"])
 
 
 # -- watch ----------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ _SCALABLE = ("status", "scale")
 
 BUILTINS: tuple[ResourceInfo, ...] = (
     ResourceInfo(NAMESPACES, "Namespace", False, "namespace", ("ns",), subresources=_STATUS),
-    ResourceInfo(NODES, "Node", False, "node", ("no",), subresources=_STATUS),
+    ResourceInfo(NODES, "Node", False, "node", ("no",), subresources=("proxy", "status")),
     ResourceInfo(
         PODS,
         "Pod",

@@ -27,6 +27,7 @@ from wlmvk.core.tasks import guarded, stop
 from wlmvk_dev.apiserver.controllers import ClientController, Controller, ExecHandler, LogHandler
 from wlmvk_dev.apiserver.handlers import Settings, build_app
 from wlmvk_dev.apiserver.metrics import MetricsHandler
+from wlmvk_dev.apiserver.nodeproxy import NodeProxyHandler
 from wlmvk_dev.apiserver.store import Store
 
 _log = structlog.get_logger(__name__)
@@ -58,6 +59,7 @@ class ApiServer:
         log_handler: LogHandler | None = None,
         metrics: MetricsHandler | None = None,
         exec_handler: ExecHandler | None = None,
+        node_proxy: NodeProxyHandler | None = None,
     ) -> None:
         self.config = config or Config()
         self.store = store or Store(history=self.config.history)
@@ -65,6 +67,7 @@ class ApiServer:
         self._log_handler = log_handler
         self._exec_handler = exec_handler
         self._metrics = metrics
+        self._node_proxy = node_proxy
         self._tasks: list[asyncio.Task[Any]] = []
         self._runner: web.AppRunner | None = None
         self.port = self.config.port
@@ -83,6 +86,7 @@ class ApiServer:
             log_handler=self._log_handler,
             exec_handler=self._exec_handler,
             metrics=self._metrics,
+            node_proxy=self._node_proxy,
         )
         app = build_app(self.store, settings)
         # handler_cancellation: a watch whose client went away ends at once (no leaked watcher).
