@@ -1,5 +1,5 @@
 """The operator stopped mid-staging by cancelling its task in the test's event loop: while the
-inputs go up, and again while the results come down (the test needs one of the two to land).
+inputs go up, and again while the results come down.
 Cancelling still runs the operator's cleanup, which hands the Lease over at once; the abrupt case,
 an operator process killed with SIGKILL whose Lease must expire, is test_operator_kill9.py. A new
 operator takes over; the SlurmJob still ends Succeeded (nothing in it can fail), the inputs are in
@@ -20,6 +20,7 @@ import pytest
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack, build
 from tests.e2e.operator.support import status_of, wait_status
 from tests.faults.staged import create_staged, staging_dirs
+from tests.fixtures import polling
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
@@ -42,24 +43,21 @@ async def _kill(stack: Stack) -> None:
     stack._operator = None
 
 
-async def _kill_when(stack: Stack, name: str, phase: str, identity: str) -> bool:
-    """Kill the operator as soon as the SlurmJob shows ``phase`` (True) or has gone past it."""
-    for _ in range(900):
+async def _kill_during(stack: Stack, name: str, phase: str, identity: str) -> str:
+    """Once the SlurmJob shows ``phase``, or a phase after it, return that phase; in ``phase``,
+    the operator is first stopped and another one (``identity``) started."""
+    later = {"Succeeded", "Failed"} | ({"Running", "Collecting"} if phase == "Preparing" else set())
+
+    async def reached() -> str | None:
         status = (await status_of(stack.apiserver, name, "slurmjob")).get("status")
-        if status == phase:
-            await _kill(stack)
-            await asyncio.sleep(1.0)
-            await stack.start_operator(identity)
-            return True
-        past = (
-            {"Running", "Collecting", "Succeeded", "Failed"}
-            if phase == "Preparing"
-            else {"Succeeded", "Failed"}
-        )
-        if status in past:
-            return False
-        await asyncio.sleep(0.1)
-    return False
+        return str(status) if status in {phase, *later} else None
+
+    reached.__name__ = f"{name} in {phase} or later"
+    seen: str = await polling.eventually(reached, timeout=180, every=0.05)
+    if seen == phase:
+        await _kill(stack)
+        await stack.start_operator(identity)
+    return seen
 
 
 def _volume(name: str, path: Path) -> dict[str, Any]:
@@ -81,10 +79,11 @@ async def test_operator_killed_mid_staging_completes_once(stack: Stack) -> None:
         "(cd in && find . -type f | sort) >out/listing.txt\n"
     )
     await create_staged(stack, name, batch, inputs, outputs)
-    killed_preparing = await _kill_when(stack, name, "Preparing", "op-2")
-    killed_collecting = await _kill_when(stack, name, "Collecting", "op-3")
+    # Each stage takes a staging pod's whole life (created, placed, run, uploading 3 MiB or
+    # downloading): the operator is caught in both.
+    assert await _kill_during(stack, name, "Preparing", "op-2") == "Preparing"
+    assert await _kill_during(stack, name, "Collecting", "op-3") == "Collecting"
     final = await wait_status(stack.apiserver, name, {"Succeeded", "Failed"}, timeout=180)
-    assert killed_preparing or killed_collecting, "the operator was never caught mid-staging"
     # Nothing in the job can fail: a kill of the operator must not fail it either.
     assert (final["status"], final["reason"]) == ("Succeeded", "Completed"), final
     assert _tree(outputs) == ["out/listing.txt"]

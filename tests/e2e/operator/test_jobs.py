@@ -195,6 +195,9 @@ async def test_a_failed_upload_fails_the_slurmjob_before_submitting(stack: Stack
     status = await wait_status(stack.apiserver, "no-upload", {"Succeeded", "Failed"}, timeout=90)
     assert status["status"] == "Failed"
     assert status["reason"] == "PrepareFailed"
-    assert "Permission denied" in status["message"] or "permission" in status["message"].lower()
+    assert status["message"] == (
+        "uploading in failed: exit code 1, Error: wlmvk stage: cannot read /mnt/private:"
+        " [Errno 13] Permission denied: '/mnt/private'"
+    )
     assert "jobId" not in status
     assert not await get_json(stack.apiserver, "pod", "no-upload-job")
