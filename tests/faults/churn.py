@@ -43,11 +43,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.fixtures import processes
 from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError as KubeError
 from wlmvk.kube.bodies import LEASES, NODES, PODS
@@ -273,6 +274,10 @@ def runs_for(seconds: float) -> str:
     return RUNS if not seconds else RUNS.replace("\ntrue\n", f"\nsleep {seconds:g}\n")
 
 
+async def _no_sbatch(uids: Iterable[str]) -> bool:
+    return not processes.running("sbatch", naming=uids)
+
+
 async def _any_running(kube: KubeClient, prefix: str) -> bool:
     pods = await _pods(kube, prefix)
     return any(p.get("status", {}).get("phase") == "Running" for p in pods.values())
@@ -342,7 +347,9 @@ async def churn_round(
                 if n in doomed or p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
             }
             tally.round_problem(f"{prefix}: pods did not settle in {settle:.0f} s: {stuck}")
-        await asyncio.sleep(2)  # a late duplicate would show in squeue by now
+        # A late duplicate would come from an sbatch still under way for one of the round's pods.
+        if not await wait_for(lambda: _no_sbatch(uids.values()), settle, every=0.5):
+            tally.round_problem(f"{prefix}: an sbatch for the round's pods still ran after {settle:.0f} s")
         _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
     finally:
         cancel_keys(set(uids.values()))

@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.kubelet.helpers import eventually, job_pod, slurm_jobs_named, unique
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import KubeletProcess
+from tests.fixtures.processes import running
 from tests.fixtures.redbox import RedBox
 from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS
@@ -103,7 +104,13 @@ async def test_kill_9_while_submitting_then_restart_gives_exactly_one_job_per_po
             return found if set(found) == set(pod_names) else {}
 
         found = await eventually(all_in_slurm, timeout=60, every=1)
-        await asyncio.sleep(3)  # late sacct rows would show a duplicate here
+        uids = [pod["metadata"]["uid"] for pod in (await kube.list(PODS, namespace="default"))["items"]]
+
+        async def no_submission_under_way() -> bool:
+            # A duplicate would come from an sbatch the first kubelet's request left running.
+            return not running("sbatch", naming=uids)
+
+        await eventually(no_submission_under_way, timeout=60)
         found = slurm_jobs_named(prefix)
         duplicates = {name: ids for name, ids in found.items() if len(ids) != 1}
         in_flight = submitting_at_kill(first.log)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from tests.fixtures import polling
 from wlmvk.kube.bodies import LEASES
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector
@@ -48,7 +50,14 @@ async def test_a_renewing_leader_keeps_the_lease(client: KubeClient) -> None:
     await a.acquire()
     holding = asyncio.create_task(a.hold())
     waiting = asyncio.create_task(b.acquire())
-    await asyncio.sleep(4)  # longer than the lease lasts unrenewed
+
+    async def renewed_past_its_first_expiry() -> bool:
+        spec = (await client.get(LEASES, "lock", namespace="default"))["spec"]
+        held = datetime.fromisoformat(spec["renewTime"]) - datetime.fromisoformat(spec["acquireTime"])
+        return held > timedelta(seconds=spec["leaseDurationSeconds"])
+
+    # Unrenewed, the Lease would have been b's by now.
+    await polling.eventually(renewed_past_its_first_expiry, timeout=30, every=0.1)
     assert not waiting.done()
     assert await holder(client) == "a"
     holding.cancel()  # the leader dies without handing over
@@ -64,7 +73,9 @@ async def test_racing_candidates_for_an_expired_lease_yield_one_leader(client: K
     candidates = [elector(client, name) for name in ("x", "y", "z")]
     for candidate in candidates:
         assert not await candidate.try_acquire()  # they have seen the Lease held
-    await asyncio.sleep(1.2)
+    lease = await client.get(LEASES, "lock", namespace="default")
+    # Each candidate judges expiry by its own clock since it saw the Lease change; until all do.
+    await polling.eventually(lambda: all(c._expired(lease) for c in candidates), timeout=30, every=0.05)
     results = await asyncio.gather(*(c.try_acquire() for c in candidates))
     assert sum(results) == 1
     winner = candidates[results.index(True)]

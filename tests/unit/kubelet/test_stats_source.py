@@ -15,6 +15,7 @@ import aiohttp
 import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.fixtures import polling
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId
@@ -198,9 +199,20 @@ async def test_a_scrape_waits_one_interval_then_gets_the_last_sample() -> None:
     assert fresh["node_cpu_usage_seconds_total[]"] == 60.0, "the late answer is served once it came"
 
 
-async def test_a_scrape_with_no_sample_yet_is_the_collectors_error_after_one_interval() -> None:
+async def test_a_scrape_while_the_first_call_hangs_is_the_collectors_error_then_the_sample() -> None:
+    """No sample yet and the one call unanswered: the scrape stops waiting (after one interval,
+    a bound in time this test does not judge) and answers the collector's error, without asking
+    red-box again; once the answer came, scrapes serve it."""
     backend = Usage()
     backend.hold = asyncio.Event()
     src = source(backend, interval=0.1)
     assert values(await src.resource_metrics(None)) == {"resource_scrape_error[]": 1}
+    assert backend.asked == [[JobId(1), JobId(2)]]
     backend.hold.set()
+
+    async def sampled() -> dict[str, Any] | None:
+        got = values(await src.resource_metrics(None))
+        return got if got["resource_scrape_error[]"] == 0 else None
+
+    got = await polling.eventually(sampled, timeout=30, every=0.05)
+    assert got["node_memory_working_set_bytes[]"] == 2 * 4096
