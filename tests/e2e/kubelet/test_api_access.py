@@ -22,6 +22,7 @@ import trustme
 
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import job_pod, unique
+from tests.fixtures.apiserver import RealApiServer
 from wlmvk.kube.bodies import PODS
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
@@ -88,9 +89,9 @@ subjects: [{kind: ServiceAccount, name: node-proxy-reader, namespace: default}]
 """
 
 
+@pytest.mark.kube_real  # the in-memory API server issues no tokens and allows every review
 async def test_users_and_tokens_are_authorized_by_the_api_server(stack: Stack, tmp_path: Path) -> None:
-    if stack.apiserver.plane != "real":
-        pytest.skip("the in-memory API server issues no tokens and allows every review")
+    assert isinstance(stack.apiserver, RealApiServer)
     real = stack.apiserver.real
     name = await running_pod(stack)
     logs = f"/containerLogs/default/{name}/main"

@@ -23,7 +23,8 @@ from tests.e2e.kubelet.test_kubelet import wait_phase
 from tests.fixtures.apiserver import RealApiServer
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+# The real plane only: the in-memory API server enforces no RBAC and allows every review.
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, pytest.mark.kube_real]
 
 POD_READER = """
 apiVersion: rbac.authorization.k8s.io/v1
@@ -40,8 +41,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: nosy-user}]
 
 
 def real_plane(stack: Stack) -> RealApiServer:
-    if not isinstance(stack.apiserver, RealApiServer):
-        pytest.skip("the in-memory API server enforces no RBAC and allows every review")
+    assert isinstance(stack.apiserver, RealApiServer), "kube_real: run on the real plane only"
     return stack.apiserver
 
 
