@@ -8,6 +8,7 @@ and stops everything it started.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from tests.fixtures.shared_dirs import SharedDir
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
 WLMVK = str(Path(sys.executable).parent / "wlmvk")
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _free_port() -> int:
@@ -93,7 +95,12 @@ def test_demo_on_a_real_control_plane_runs_the_manifests_pods(
     slurm: str, real_kube: object, shared_dir: SharedDir
 ) -> None:
     # real_kube: the control plane is built (the demo starts one of its own from the same build).
-    out, state = run_demo(shared_dir, "--kube", "real")
+    # Only the README's example: every example already runs on the real plane in
+    # tests/e2e/operator (test_examples, test_readme); the subject here is the demo's own
+    # in-cluster deployment and its cleanup.
+    readme_only = shared_dir("wlmvk-demo-examples-")
+    shutil.copy(EXAMPLES / "prepare-and-results.yaml", readme_only)
+    out, state = run_demo(shared_dir, "--kube", "real", "--examples", str(readme_only))
     steps = assert_the_user_sees_every_example_end(out)
     assert any("configurator DaemonSet and operator Deployment running" in line for line in steps)
     pods = out[out.index("kubectl get pods -n wlmvk -o wide") :]

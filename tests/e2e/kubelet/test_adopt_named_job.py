@@ -20,7 +20,8 @@ from tests.fixtures.redbox import JOB_OWNER
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS, Body
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+# The subject is red-box and Slurm (what the kubelet finds there), not the API server: one plane.
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
 
 def _sbatch_as_owner(*options: str) -> str:

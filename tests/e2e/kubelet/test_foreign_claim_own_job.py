@@ -23,7 +23,8 @@ from tests.fixtures.redbox import JOB_OWNER
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+# The subject is red-box and Slurm (what the kubelet finds there), not the API server: one plane.
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
 
 def _held_job(key: str, name: str) -> str:

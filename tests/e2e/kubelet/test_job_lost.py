@@ -20,7 +20,8 @@ from wlmvk.core import names
 from wlmvk.core.errors import NotFound
 from wlmvk.kube.bodies import PODS, Body
 
-pytestmark = [pytest.mark.slurm, pytest.mark.noaccounting, pytest.mark.kube_any]
+# The subject is red-box and Slurm (what the kubelet finds there), not the API server: one plane.
+pytestmark = [pytest.mark.slurm, pytest.mark.noaccounting]
 
 
 async def _job_of_running(stack: Stack, name: str) -> str:

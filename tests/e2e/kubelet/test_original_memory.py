@@ -16,7 +16,8 @@ from wlmvk.kube.bodies import NODES, PODS, Body
 from wlmvk.operator import placement
 from wlmvk.operator.directives import Requirements
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, pytest.mark.redbox_original]
+# The subject is red-box and Slurm (what the kubelet finds there), not the API server: one plane.
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.redbox_original]
 
 
 @pytest.mark.redbox_original
