@@ -167,8 +167,8 @@ async def test_kubectl_top_pod_follows_a_job_that_spins_harder(stack: Stack, sig
 @pytest.mark.kube_real
 async def test_resource_metrics_are_authorized_as_nodes_metrics(stack: Stack, tmp_path: Path) -> None:
     """The kubelet asks kube-apiserver (SubjectAccessReview) whether the caller may get
-    nodes/metrics of the node in the path: metrics-server's identity may, another user may not.
-    Real plane only: the in-memory API server allows every review."""
+    nodes/metrics of the node in the path: a user granted it (as metrics-server's identity is)
+    may, another user may not. Real plane only: the in-memory API server allows every review."""
     pki = stack.apiserver.real.ca.parent
     path = "/metrics/resource/slurm-test-debug"
     cert, key = await asyncio.to_thread(sign, pki, tmp_path, "nosy-user")
@@ -176,11 +176,32 @@ async def test_resource_metrics_are_authorized_as_nodes_metrics(stack: Stack, tm
         403,
         "Forbidden (user=nosy-user, verb=get, resource=nodes, subresource(s)=[metrics])\n",
     )
-    scraper = client_context(pki / "metrics-server.crt", pki / "metrics-server.key")
-    status, text = await get(stack, path, scraper)
-    assert status == 200
-    assert text.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
-    assert "node_cpu_usage_seconds_total " in text
+    granted = await stack.kubectl("apply", "-f", "-", input=SCRAPER_RBAC)
+    assert granted.returncode == 0, granted.stderr
+    try:
+        cert, key = await asyncio.to_thread(sign, pki, tmp_path, "test-scraper")
+        status, text = await get(stack, path, client_context(cert, key))
+        assert status == 200
+        assert text.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
+        assert "node_cpu_usage_seconds_total " in text
+    finally:
+        await stack.kubectl("delete", "-f", "-", "--wait=false", input=SCRAPER_RBAC)
+
+
+SCRAPER_RBAC = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: test-scraper}
+rules: [{apiGroups: [""], resources: ["nodes/metrics"], verbs: ["get"]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: test-scraper}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test-scraper}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: test-scraper}]
+"""
+"""What metrics-server's ClusterRole grants for scraping (scripts/kube-local applies it only with
+metrics-server), for a user of the test's own."""
 
 
 async def test_the_node_proxy_reaches_the_kubelets_summary_and_resource_metrics(stack: Stack) -> None:
