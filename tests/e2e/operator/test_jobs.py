@@ -192,7 +192,8 @@ async def test_a_failed_upload_fails_the_slurmjob_before_submitting(stack: Stack
     mount = {"name": "private", "hostPath": {"path": str(inputs), "type": "Directory"}}
     prepare = {"to": "in", "mount": mount}
     await create(stack, slurmjob("no-upload", "#!/bin/sh\nls in\n", nodeSelector={}, prepare=prepare))
-    status = await wait_status(stack.apiserver, "no-upload", {"Succeeded", "Failed"}, timeout=90)
+    # A bound on a hang: on 3 workers and a loaded machine the staging pod's failure took over 90 s.
+    status = await wait_status(stack.apiserver, "no-upload", {"Succeeded", "Failed"}, timeout=240)
     assert status["status"] == "Failed"
     assert status["reason"] == "PrepareFailed"
     assert status["message"] == (
