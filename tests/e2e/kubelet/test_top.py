@@ -10,7 +10,9 @@ nothing and has no metrics.
 metrics-server is built only on request (``scripts/kube-local build --metrics-server``), so
 ``kubectl top`` on the real plane is marked ``metrics_server`` (CI deselects it). What it
 reads is proved on both planes without it: the kubelet's /stats/summary and
-/metrics/resource reached through the API server's node proxy, with the job in them.
+/metrics/resource, with the job in them, reached as the API server reaches them (through the
+in-memory server's node proxy; kube-apiserver proxies to no loopback kubelet, so there with
+its kubelet client certificate).
 """
 
 from __future__ import annotations
@@ -204,9 +206,23 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: test-scraper}
 metrics-server), for a user of the test's own."""
 
 
-async def test_the_node_proxy_reaches_the_kubelets_summary_and_resource_metrics(stack: Stack) -> None:
-    """What ``kubectl top`` is made of, through ``nodes/<node>/proxy`` of either API server: the
-    Summary API (the in-memory plane's metrics stand-in reads it) and /metrics/resource/<node>
+async def kubelet_path(stack: Stack, node: str, path: str) -> str:
+    """``path`` of the node's kubelet as the API server reaches it: on the in-memory plane through
+    ``kubectl get --raw /api/v1/nodes/<node>/proxy<path>``; kube-apiserver refuses to proxy to a
+    loopback address (where every kubelet of this machine listens), so on the real plane with the
+    client certificate kube-apiserver presents to kubelets, as its node proxy would."""
+    if stack.apiserver.plane == "memory":
+        raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy{path}")
+        assert raw.returncode == 0, raw.stderr
+        return raw.stdout
+    status, text = await get(stack, path, client_context(*stack.apiserver.kubelet_client))
+    assert status == 200, text
+    return text
+
+
+async def test_the_kubelets_summary_and_resource_metrics_hold_a_running_job(stack: Stack) -> None:
+    """What ``kubectl top`` is made of, as the API server reaches the kubelet: the Summary API
+    (the in-memory plane's metrics stand-in reads it) and /metrics/resource/<node>
     (metrics-server scrapes it) both hold the spinning job's pod."""
     name = unique("proxied")
     node = "slurm-test-debug"
@@ -215,27 +231,37 @@ async def test_the_node_proxy_reaches_the_kubelets_summary_and_resource_metrics(
         await wait_phase(stack, name, "Running")
 
         async def summarized() -> dict[str, Any] | None:
-            raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/stats/summary")
-            assert raw.returncode == 0, raw.stderr
-            body = json.loads(raw.stdout)
+            body = json.loads(await kubelet_path(stack, node, "/stats/summary"))
             pods = {p["podRef"]["name"]: p for p in body["pods"]}
             return body if name in pods else None
 
-        summarized.__name__ = f"/stats/summary through the node proxy lists {name}"
+        summarized.__name__ = f"/stats/summary lists {name}"
         summary = await eventually(summarized, timeout=120, every=2)
         assert node in summary["node"]["nodeName"].split(",")
         (pod,) = [p for p in summary["pods"] if p["podRef"]["name"] == name]
         assert pod["podRef"]["namespace"] == "default"
         assert pod["memory"]["workingSetBytes"] > 0
 
-        raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/metrics/resource/{node}")
-        assert raw.returncode == 0, raw.stderr
-        assert raw.stdout.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
+        text = await kubelet_path(stack, node, f"/metrics/resource/{node}")
+        assert text.endswith("# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
         series = f'pod_cpu_usage_seconds_total{{namespace="default",pod="{name}"}} '
-        assert len([line for line in raw.stdout.splitlines() if line.startswith(series)]) == 1, raw.stdout
-
-        missing = await stack.kubectl("get", "--raw", "/api/v1/nodes/no-such-node/proxy/stats/summary")
-        assert missing.returncode == 1
-        assert missing.stderr == 'Error from server (NotFound): nodes "no-such-node" not found\n'
+        assert len([line for line in text.splitlines() if line.startswith(series)]) == 1, text
     finally:
         await stack.kubectl("delete", "pod", name, "--wait=false")
+
+
+async def test_the_node_proxy_of_an_unknown_node_is_not_found(stack: Stack) -> None:
+    missing = await stack.kubectl("get", "--raw", "/api/v1/nodes/no-such-node/proxy/stats/summary")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        'Error from server (NotFound): nodes "no-such-node" not found\n',
+    )
+
+
+@pytest.mark.kube_real
+async def test_kube_apiserver_refuses_to_proxy_to_a_loopback_kubelet(stack: Stack) -> None:
+    """kube-apiserver proxies only to a global unicast address (IsProxyableIP); every kubelet of
+    this machine is on 127.0.0.1. The in-memory server, made for one machine, proxies to it."""
+    loopback = await stack.kubectl("get", "--raw", "/api/v1/nodes/slurm-test-debug/proxy/stats/summary")
+    refused = "Error from server (BadRequest): address not allowed\n"
+    assert (loopback.returncode, loopback.stderr) == (1, refused)
