@@ -17,6 +17,7 @@ created and deleted): scripts/test deselects them from the parallel run and runs
 from __future__ import annotations
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 pytest_plugins = [
     "tests.fixtures.prerequisites",
@@ -44,16 +45,21 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     """A run that selects no test is an error, not a silent pass; groups for pytest-xdist."""
     if not items and not config.getoption("collectonly"):
         raise pytest.UsageError("no tests were selected")
+    if not getattr(config.option, "loadgroup", False):
+        return
     for item in items:
-        if (group := xdist_group(item)) is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        if (group := xdist_group(item)) is not None and "@" not in item.nodeid:
+            # What pytest-xdist's loadgroup does with an xdist_group marker: the group named at
+            # the end of the test's id, which its scheduler reads. Its own assignment (to
+            # ``item._nodeid``) is lost on pytest 9, which keeps the id in ``item._id``.
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
 
 
 def xdist_group(item: pytest.Item) -> str | None:
