@@ -67,11 +67,10 @@ chown slurm:slurm "$S"/state "$S"/run "$S"/log
 if [ ! -f "$S/munge/munge.key" ]; then
     dd if=/dev/urandom bs=1 count=1024 of="$S/munge/munge.key" 2>/dev/null
 fi
-chown -R munge:munge "$S/munge"; chmod 0700 "$S/munge"; chmod 0400 "$S/munge/munge.key"
+chown -R munge:munge "$S/munge"; chmod 0755 "$S/munge"; chmod 0400 "$S/munge/munge.key"
 runuser -u munge -- munged --socket="$S/munge/munged.socket" --key-file="$S/munge/munge.key" \
-    --pid-file="$S/munge/munged.pid" --seed-file="$S/munge/munged.seed" --log-file="$S/log/munged.log"
+    --pid-file="$S/munge/munged.pid" --seed-file="$S/munge/munged.seed" --log-file="$S/munge/munged.log"
 wait_for 10 munged sh -c "munge -n -S '$S/munge/munged.socket' | unmunge -S '$S/munge/munged.socket'"
-chmod 0755 "$S/munge"
 
 if [ "$MODE" = accounting ]; then
     if [ ! -d "$S/db/data/mysql" ]; then
