@@ -45,6 +45,7 @@ def job_id_of(pod: Body) -> str:
     return str(pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID])
 
 
+@pytest.mark.slurm_releases
 async def test_kubectl_get_nodes_lists_one_ready_node_per_partition(stack: Stack) -> None:
     result = await stack.kubectl("get", "nodes", "-o", "json")
     assert result.returncode == 0, result.stderr
@@ -71,6 +72,7 @@ async def test_kubectl_get_nodes_lists_one_ready_node_per_partition(stack: Stack
     assert line.split()[-1] == KUBELET_VERSION == f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
 
 
+@pytest.mark.slurm_releases
 async def test_pod_with_node_selector_runs_as_a_slurm_job_and_succeeds(stack: Stack) -> None:
     name = unique("ok")
     await stack.kube.create(PODS, job_pod(name, "echo hello from slurm"), namespace="default")
@@ -89,6 +91,7 @@ async def test_pod_with_node_selector_runs_as_a_slurm_job_and_succeeds(stack: St
     assert logs.stdout == "hello from slurm\n"
 
 
+@pytest.mark.slurm_releases
 async def test_failing_job_ends_failed_with_its_exit_code(stack: Stack) -> None:
     name = unique("bad")
     await stack.kube.create(PODS, job_pod(name, "echo about to fail; exit 3"), namespace="default")
@@ -99,6 +102,7 @@ async def test_failing_job_ends_failed_with_its_exit_code(stack: Stack) -> None:
     assert terminated["reason"] == "Error"
 
 
+@pytest.mark.slurm_releases
 async def test_kubectl_logs_follow_sees_a_line_written_after_it_started(stack: Stack) -> None:
     name = unique("talk")
     script = "echo first; sleep 5; echo second; sleep 1"
@@ -132,6 +136,7 @@ async def test_kubectl_logs_of_a_huge_output_without_newlines_tail_and_limit(sta
     assert tail.stdout == "x" * (size % MAX_LINE), "the last piece of a line cut every MAX_LINE bytes"
 
 
+@pytest.mark.slurm_releases
 async def test_kubectl_delete_pod_cancels_the_job(stack: Stack) -> None:
     name = unique("del")
     await stack.kube.create(PODS, job_pod(name, "sleep 300"), namespace="default")
@@ -240,6 +245,7 @@ async def test_original_red_box_runs_pods_through_the_original_rpcs(stack: Stack
     assert logs.stdout == "from the original api\n"
 
 
+@pytest.mark.slurm_releases
 async def test_pod_deleted_while_red_box_is_down_is_cancelled_when_it_returns(stack: Stack) -> None:
     name = unique("orph")
     await stack.kube.create(PODS, job_pod(name, "sleep 300"), namespace="default")

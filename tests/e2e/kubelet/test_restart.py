@@ -19,7 +19,7 @@ from wlmvk.core import names
 from wlmvk.kube.bodies import NODES, PODS
 from wlmvk.kube.client import KubeClient
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases, pytest.mark.slow]
 
 PODS_COUNT = 50
 

@@ -19,7 +19,13 @@ import yaml
 from tests.e2e.operator.stack import STAGING_UID, WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.slurm_releases,
+    pytest.mark.kubectl,
+    pytest.mark.kube_any,
+    WITH_AGENT_HOST,
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 

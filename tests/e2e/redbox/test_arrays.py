@@ -16,7 +16,7 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobSpec, JobState, JobStatus
 from wlmvk.wlm.client import RedBoxClient
 
-pytestmark = [pytest.mark.slurm]
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 
 ARRAY = script(
     "#SBATCH --array=0-3",

@@ -23,6 +23,8 @@ from wlmvk._proto import api
 from wlmvk.core.jobs import JobSpec, JobStatus
 from wlmvk.wlm.client import RedBoxClient
 
+pytestmark = pytest.mark.slurm_releases
+
 Factory = Callable[..., RedBox]
 
 

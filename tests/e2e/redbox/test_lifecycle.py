@@ -11,7 +11,7 @@ from tests.fixtures.redbox import RedBox
 from wlmvk.core.jobs import JobSpec, JobStatus
 from wlmvk.wlm.client import RedBoxClient
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 
 
 async def test_job_goes_pending_running_completed(redbox: RedBox, redbox_client: RedBoxClient) -> None:

@@ -34,6 +34,8 @@ from wlmvk.core.jobs import JobId, JobSpec, JobStatus
 from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.wlm.client import RedBoxClient
 
+pytestmark = pytest.mark.slurm_releases
+
 SPIN = "while :; do :; done"
 
 
