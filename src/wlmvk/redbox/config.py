@@ -20,7 +20,7 @@ import yaml
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature
-from wlmvk.redbox.slurm.parsing import PartitionRecord
+from wlmvk.redbox.slurm.partitions import PartitionRecord
 
 DEFAULT_SOCKET = "/var/run/syslurm/red-box.sock"
 

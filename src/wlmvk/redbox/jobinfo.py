@@ -14,24 +14,25 @@ from datetime import timedelta
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobState
 from wlmvk.redbox.dialects import Dialect
-from wlmvk.redbox.slurm import parsing
+from wlmvk.redbox.slurm.records import job_info_fields
+from wlmvk.redbox.slurm.values import duration, idempotency_key, job_status, timestamp
 from wlmvk.wire import codec
 
 
 def from_record(record: Mapping[str, str], dialect: Dialect) -> api.JobInfo:
     """The JobInfo of one record of ``scontrol show job``."""
-    f = parsing.job_info_fields(record)
-    status = parsing.job_status(f["JobState"])
+    f = job_info_fields(record)
+    status = job_status(f["JobState"])
     info = api.JobInfo(
         id=f["JobId"],
         user_id=f["UserId"],
         name=f["JobName"],
         exit_code=f["ExitCode"],
         status=dialect.status(codec.status_to_wire(status)),
-        submit_time=parsing.timestamp(f["SubmitTime"]),
-        start_time=parsing.timestamp(f["StartTime"]),
-        run_time=parsing.duration(f["RunTime"]),
-        time_limit=parsing.duration(f["TimeLimit"]),
+        submit_time=timestamp(f["SubmitTime"]),
+        start_time=timestamp(f["StartTime"]),
+        run_time=duration(f["RunTime"]),
+        time_limit=duration(f["TimeLimit"]),
         working_dir=f["WorkDir"],
         std_out=f["StdOut"],
         std_err=f["StdErr"],
@@ -43,9 +44,9 @@ def from_record(record: Mapping[str, str], dialect: Dialect) -> api.JobInfo:
     )
     if dialect.additions:
         info.reason = f["Reason"]
-        info.idempotency_key = parsing.idempotency_key(f["Comment"])
+        info.idempotency_key = idempotency_key(f["Comment"])
         if status.terminal:
-            info.end_time = parsing.timestamp(f["EndTime"])
+            info.end_time = timestamp(f["EndTime"])
     return info
 
 

@@ -17,7 +17,7 @@ from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.redbox.slurm.parsing import PartitionRecord
+from wlmvk.redbox.slurm.partitions import PartitionRecord
 
 PARTITIONS_TTL = 2.0
 """Seconds one look at Slurm's partitions answers Resources calls."""

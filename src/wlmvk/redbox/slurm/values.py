@@ -1,6 +1,9 @@
 """Slurm's single field values -> wlmvk values: states, times, durations, keys, ids (pure).
 
-Every reader of a whole output builds on these (``parsing`` lists them).
+Every reader of a whole output builds on these: ``squeue``, ``sacct``, ``records`` (``scontrol``),
+``partitions``, ``stats`` and ``slices`` (``sstat``), with ``rows`` (a listing cut into jobs),
+``exits`` (exit code and signal), ``outputs`` (a job's output paths) and ``releases`` (what differs
+between Slurm releases, read once from ``sinfo -V``).
 """
 
 from __future__ import annotations
