@@ -98,8 +98,14 @@ def test_configurator_runs_the_kubelet_as_the_original_did() -> None:
     assert pod["securityContext"]["runAsGroup"] == 1000
     container = pod["containers"][0]
     assert container["args"][0] == "kubelet"
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
-    assert env["NODE_NAME"] == "spec.nodeName"
+    fields = {
+        e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"] if "valueFrom" in e
+    }
+    assert fields == {"NODE_NAME": "spec.nodeName", "POD_IP": "status.podIP"}
+    # The cluster's name is the site's to set (two agent hosts of one cluster share it); empty, the
+    # kubelet names the cluster after its host, as the original did.
+    assert {"name": "WLMVK_CLUSTER"} in container["env"]
+    assert "--cluster-name=$(WLMVK_CLUSTER)" in container["args"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert mounts["syslurm"] == "/var/run/syslurm"

@@ -41,7 +41,9 @@ async def test_the_scripts_name_output_and_comment_win_and_the_key_is_still_foun
     job_id = await redbox_client.submit(spec)
     held = await wait_for(redbox_client, job_id, lambda s: s.status is JobStatus.PENDING)
     assert held.name == "users-own"
-    assert held.std_out == str(redbox.work_dir / "named" / "mine-%j.out"), "the script's --output"
+    assert held.std_out == str(redbox.work_dir / "named" / f"mine-{job_id}.out"), (
+        "the script's --output, as Slurm names the file"
+    )
     assert slurm_cmd("squeue", "-h", "-j", str(job_id), "-o", "%k").strip() == f"wlmvk:{key} a note of mine"
     assert held.idempotency_key == key
 
