@@ -31,7 +31,9 @@ def test_configurator_runs_on_the_pods_network_with_its_own_ports() -> None:
     assert not spec.get("hostNetwork", False)
     (container,) = spec["containers"]
     env = {
-        e["name"]: "{" + e["valueFrom"]["fieldRef"]["fieldPath"] + "}" if "valueFrom" in e else e["value"]
+        e["name"]: "{" + e["valueFrom"]["fieldRef"]["fieldPath"] + "}"
+        if "valueFrom" in e
+        else e.get("value", "")
         for e in container["env"]
     }
     args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["args"]]
@@ -51,7 +53,7 @@ def test_the_cluster_is_the_agent_host_unless_wlmvk_cluster_names_one(monkeypatc
     """Left empty (as shipped), each agent host serves a cluster named after itself; set, the
     labelled hosts of that cluster share its nodes, one serving and the others standing by."""
     (container,) = daemonset()["spec"]["template"]["spec"]["containers"]
-    (shipped,) = [e["value"] for e in container["env"] if e["name"] == "WLMVK_CLUSTER"]
+    (shipped,) = [e.get("value", "") for e in container["env"] if e["name"] == "WLMVK_CLUSTER"]
     assert shipped == ""
     monkeypatch.setenv("NODE_NAME", "agent-1")
     for value, cluster in (("", "agent-1"), ("hpc", "hpc")):
