@@ -66,6 +66,7 @@ REFUSED = [
 # Fields that name the job or its moment, not what was asked.
 OWN = {"JobId", "ArrayJobId", "SubmitTime", "EligibleTime", "LastSchedEval", "AllocNode:Sid"}
 OWN |= {"StartTime", "EndTime"}  # a pending job's expected start: from its submission time
+OWN |= {"AccrueTime"}  # when a scheduler pass first let it accrue age: set on one, Unknown on the other
 # What the REST red-box logs (at debug) for a job it hands to sbatch.
 SBATCH_USED = "submitting through sbatch"
 
