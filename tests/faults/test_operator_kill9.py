@@ -32,7 +32,8 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
 from wlmvk.operator.controller import SLURMJOBS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
+# serial: kill -9 of the operator mid-transfer; beside the parallel run it passed its 300 s timeout
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST, pytest.mark.serial]
 
 # Staging costs per file (a millisecond or so each way, more on a loaded machine). The upload of
 # this many files outlasts the kill and, mostly, the takeover; the download outlasts the kill.

@@ -242,7 +242,7 @@ async def test_probes(cluster: Any) -> None:
             except aiohttp.ClientError:
                 return ""
 
-        assert await eventually(ready, timeout=30, what="/readyz") == "leader"
+        assert await eventually(ready, timeout=90, what="/readyz") == "leader"
         async with (
             aiohttp.ClientSession() as session,
             session.get(f"http://127.0.0.1:{port}/healthz") as response,
