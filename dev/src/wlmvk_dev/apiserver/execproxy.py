@@ -32,7 +32,7 @@ from aiohttp import web
 
 from wlmvk_dev.apiserver.controllers import ExecHandler
 from wlmvk_dev.apiserver.errors import ApiError, bad_request
-from wlmvk_dev.apiserver.logproxy import choose_container, kubelet_address
+from wlmvk_dev.apiserver.logproxy import choose_container, kubelet_address, kubelet_client_context
 from wlmvk_dev.apiserver.resources import NODES
 from wlmvk_dev.apiserver.store import Store
 
@@ -57,11 +57,7 @@ def make_handler(
     *, client_cert: str | None = None, client_key: str | None = None, connect_timeout: float = 10.0
 ) -> ExecHandler:
     """A ``pods/exec`` handler presenting this client certificate (kubelet certificates unverified)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if client_cert:
-        context.load_cert_chain(client_cert, client_key)
+    context = kubelet_client_context(client_cert, client_key)
 
     async def handler(request: web.Request, pod: dict[str, Any], store: Store) -> web.StreamResponse:
         container = choose_container(pod, request.query.get("container"))

@@ -42,6 +42,20 @@ _ADDRESS_ORDER = ("InternalIP", "ExternalIP", "Hostname")
 _MAX_ERROR = 4096
 
 
+def kubelet_client_context(
+    client_cert: str | None, client_key: str | None, *, ca_file: str | None = None
+) -> ssl.SSLContext:
+    """TLS to a kubelet as kube-apiserver's client: this client certificate, and the kubelet's
+    own certificate verified against ``ca_file``, or not at all without one."""
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+    if not ca_file:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if client_cert:
+        context.load_cert_chain(client_cert, client_key)
+    return context
+
+
 def make_handler(
     *,
     ca_file: str | None = None,
@@ -50,12 +64,7 @@ def make_handler(
     connect_timeout: float = 10.0,
 ) -> LogHandler:
     """A ``pods/log`` handler; with ``ca_file`` the kubelet's certificate is verified against it."""
-    context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
-    if not ca_file:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if client_cert:
-        context.load_cert_chain(client_cert, client_key)
+    context = kubelet_client_context(client_cert, client_key, ca_file=ca_file)
 
     async def handler(request: web.Request, pod: dict[str, Any], store: Store) -> web.StreamResponse:
         try:

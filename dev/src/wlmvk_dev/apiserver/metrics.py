@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -27,6 +26,7 @@ from aiohttp import web
 
 from wlmvk.kube.times import rfc3339
 from wlmvk_dev.apiserver.errors import ApiNotFound
+from wlmvk_dev.apiserver.logproxy import kubelet_client_context
 from wlmvk_dev.apiserver.resources import GVR, NODES, PODS, ResourceInfo
 from wlmvk_dev.apiserver.store import Store
 
@@ -137,11 +137,7 @@ def _now() -> str:
 
 def make_handler(*, client_cert: str | None = None, client_key: str | None = None) -> MetricsHandler:
     """The group's handler; kubelets' certificates are not verified (as the log proxy)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if client_cert:
-        context.load_cert_chain(client_cert, client_key)
+    context = kubelet_client_context(client_cert, client_key)
 
     async def summaries(store: Store) -> tuple[dict[str, dict[str, Any]], set[str]]:
         """Pod stats by UID from every kubelet endpoint's summary (one request each), and the

@@ -13,7 +13,6 @@ and exec).
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -23,7 +22,7 @@ import structlog
 from aiohttp import web
 
 from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.logproxy import kubelet_address
+from wlmvk_dev.apiserver.logproxy import kubelet_address, kubelet_client_context
 
 _log = structlog.get_logger(__name__)
 
@@ -38,11 +37,7 @@ def make_handler(
     *, client_cert: str | None = None, client_key: str | None = None, connect_timeout: float = 10.0
 ) -> NodeProxyHandler:
     """The proxy, presenting this client certificate to kubelets."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if client_cert:
-        context.load_cert_chain(client_cert, client_key)
+    context = kubelet_client_context(client_cert, client_key)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, connect=connect_timeout)
 
     async def handler(request: web.Request, node: dict[str, Any], path: str) -> web.StreamResponse:
