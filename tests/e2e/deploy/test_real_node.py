@@ -1,0 +1,223 @@
+"""wlmvk deployed on a real node: the manifests' pods run as containers of wlmvk's image.
+
+The node is a kubelet built from the plane's own Kubernetes module with containerd from
+Debian's packages (``tests.fixtures.realnode``: a plane of its own beside the shared one).
+``kubectl apply -k manifests/`` creates the configurator DaemonSet and the operator
+Deployment; containerd runs them from the locally imported ``wlmvk:latest``, as uid 1000
+on a read-only root, with their ServiceAccounts' projected tokens reaching the API server
+through the kubernetes Service. Then the original README's session passes through them: a
+SlurmJob whose data is prepared and whose results are collected by staging pods, which run
+as containers on the same node with the red-box socket's directory mounted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fixtures.controlplane import RealKube
+from tests.fixtures.realnode import RealNode
+from tests.fixtures.redbox import JOB_OWNER, RedBox
+from wlmvk.core import names
+
+ROOT = Path(__file__).resolve().parents[3]
+pytestmark = [pytest.mark.kube_real, pytest.mark.real_node, pytest.mark.slurm, pytest.mark.kubectl]
+RED_BOX_LABEL = "wlm.sylabs.io/red-box"
+UID = 1000  # the manifests' runAsUser, and the job owner red-box runs as
+CONFIGURATOR = "app.kubernetes.io/name=wlmvk-configurator"
+OPERATOR = "app.kubernetes.io/name=wlmvk-operator"
+
+
+async def until(kube: RealKube, what: str, probe: Callable[[], Any], timeout: float = 180) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {timeout:.0f} s\n{state(kube)}")
+        await asyncio.sleep(1)
+
+
+def state(kube: RealKube) -> str:
+    """What a user would look at: every pod, the wlmvk pods' descriptions and logs, the jobs."""
+    shown = [
+        kube.run_kubectl("get", "pods", "-A", "-o", "wide"),
+        kube.run_kubectl("describe", "pods", "-n", "wlmvk"),
+        kube.run_kubectl("logs", "-n", "wlmvk", "-l", CONFIGURATOR, "--tail=30"),
+        kube.run_kubectl("logs", "-n", "wlmvk", "-l", OPERATOR, "--tail=30"),
+        kube.run_kubectl("describe", "slurmjobs", "-n", "default"),
+    ]
+    return "\n".join(done.stdout + done.stderr for done in shown)
+
+
+def pods(kube: RealKube, *args: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(kube.must("get", "pods", *args, "-o", "json"))["items"]
+    return items
+
+
+def running(kube: RealKube, selector: str, count: int) -> list[dict[str, Any]] | None:
+    """The ``count`` wlmvk pods of ``selector``, once each is Ready with its containers running."""
+    found = pods(kube, "-n", "wlmvk", "-l", selector)
+    if len(found) != count:
+        return None
+    for pod in found:
+        statuses = pod["status"].get("containerStatuses") or []
+        if not statuses or not all(s.get("ready") and "running" in s.get("state", {}) for s in statuses):
+            return None
+    return found
+
+
+@pytest.fixture
+def node_dirs() -> Iterator[tuple[Path, Path]]:
+    """The README's /home/docker/{inputs,outputs} on the node, as the user prepared them."""
+    base = Path(tempfile.mkdtemp(prefix="realnode-", dir="/tmp"))
+    base.chmod(0o755)
+    inputs, outputs = base / "inputs", base / "outputs"
+    inputs.mkdir()
+    outputs.mkdir()
+    (inputs / "foo.txt").write_text("foo\n")
+    for path in (inputs, inputs / "foo.txt", outputs):
+        os.chown(path, UID, UID)
+    yield inputs, outputs
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def deploy(kube: RealKube, node: str, socket: Path) -> str:
+    """``kubectl apply -k manifests/``, adapted as a site adapts it: where red-box's socket is."""
+    kube.must("label", "node", node, f"{RED_BOX_LABEL}=true", "--overwrite")
+    applied = kube.must("apply", "-k", str(ROOT / "manifests"))
+    # The socket's directory at the same path inside as on the host: the virtual nodes
+    # announce that path, and the staging pods mount it from the host.
+    configurator = [
+        {"op": "replace", "path": "/spec/template/spec/volumes/0/hostPath/path", "value": str(socket.parent)},
+        {
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/volumeMounts/0/mountPath",
+            "value": str(socket.parent),
+        },
+        {
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/args/1",
+            "value": f"--red-box-socket={socket}",
+        },
+    ]
+    kube.must(
+        "patch", "-n", "wlmvk", "daemonset/wlmvk-configurator", "--type=json", "-p", json.dumps(configurator)
+    )
+    operator = [
+        {
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/args/2",
+            "value": f"--red-box-socket={socket}",
+        }
+    ]
+    kube.must("patch", "-n", "wlmvk", "deployment/wlmvk-operator", "--type=json", "-p", json.dumps(operator))
+    return applied
+
+
+def logged(kube: RealKube, selector: str, event: str) -> list[dict[str, Any]]:
+    """The JSON log lines of the wlmvk pods of ``selector`` (``kubectl logs``) with this event."""
+    out = kube.must("logs", "-n", "wlmvk", "-l", selector, "--tail=-1", "--prefix=false")
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [line for line in lines if line.get("event") == event]
+
+
+def finished(kube: RealKube, job: str) -> str | None:
+    status = kube.run_kubectl("get", "slurmjob", job, "-o", "jsonpath={.status.status}").stdout
+    return status if status in ("Succeeded", "Failed") else None
+
+
+def example(node: str, inputs: Path, outputs: Path) -> str:
+    """The README's example as shipped, on this cluster's partition and the node's directories."""
+    doc = yaml.safe_load((ROOT / "examples" / "prepare-and-results.yaml").read_text())
+    doc["spec"]["nodeSelector"][names.LABEL_HOSTNAME] = node
+    doc["spec"]["prepare"]["mount"]["hostPath"]["path"] = str(inputs)
+    doc["spec"]["results"]["mount"]["hostPath"]["path"] = str(outputs)
+    return str(yaml.safe_dump(doc))
+
+
+async def test_the_manifests_run_in_containers_and_the_readme_session_passes_through_them(
+    real_node: RealNode, redbox_factory: Callable[..., RedBox], node_dirs: tuple[Path, Path]
+) -> None:
+    kube, node = real_node.kube, real_node.name
+    inputs, outputs = node_dirs
+    box = redbox_factory(user=JOB_OWNER)
+    virtual = names.node_name(node, "cpu")
+    try:
+        applied = deploy(kube, node, Path(box.socket))
+        assert "daemonset.apps/wlmvk-configurator created" in applied, applied
+        assert "deployment.apps/wlmvk-operator created" in applied, applied
+
+        # The DaemonSet's pod and the Deployment's two replicas, Ready, in containers: the
+        # patched ones (the first, unpatched, are replaced as the controllers roll them out).
+        for workload in ("daemonset/wlmvk-configurator", "deployment/wlmvk-operator"):
+            kube.must("rollout", "status", "-n", "wlmvk", workload, "--timeout=300s")
+        configurators = await until(kube, "the configurator running", lambda: running(kube, CONFIGURATOR, 1))
+        operators = await until(kube, "two operators running", lambda: running(kube, OPERATOR, 2))
+        for pod in [*configurators, *operators]:
+            assert pod["spec"]["nodeName"] == node
+            [status] = pod["status"]["containerStatuses"]
+            assert status["containerID"].startswith("containerd://"), status
+            assert status["image"] == "docker.io/library/wlmvk:latest", status
+        # The configurator's kubelet registered the partitions, through the in-cluster token.
+        await until(
+            kube,
+            f"virtual node {virtual} Ready",
+            lambda: (
+                kube.run_kubectl(
+                    "get", "node", virtual, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+                ).stdout
+                == "True"
+            ),
+        )
+        configurator = configurators[0]["metadata"]["name"]
+        who = kube.run_kubectl("exec", "-n", "wlmvk", configurator, "--", "id", "-u")
+        assert (who.returncode, who.stdout) == (0, f"{UID}\n"), who.stderr
+
+        # The README's session.
+        created = kube.must("apply", "-f", "-", input=example(virtual, inputs, outputs))
+        assert created.strip() == "slurmjob.wlm.sylabs.io/prepare-and-results created"
+        phase = await until(
+            kube, "the SlurmJob finished", lambda: finished(kube, "prepare-and-results"), timeout=300
+        )
+        assert phase == "Succeeded", state(kube)
+        result = outputs / "bar" / "output.txt"
+        assert result.read_text() == "foo\nslurm\n"
+        assert (result.stat().st_uid, result.stat().st_gid) == (UID, UID)
+
+        # The staging pods ran as containers on the node; the job pod on the partition's node.
+        staged = {p["metadata"]["name"]: p for p in pods(kube, "-n", "default")}
+        for name in ("prepare-and-results-job-prepare", "prepare-and-results-job-collect"):
+            pod = staged[name]
+            assert pod["spec"]["nodeName"] == node
+            assert pod["status"]["phase"] == "Succeeded"
+            [status] = pod["status"]["containerStatuses"]
+            assert status["containerID"].startswith("containerd://"), status
+            assert status["state"]["terminated"]["exitCode"] == 0
+        assert staged["prepare-and-results-job"]["spec"]["nodeName"] == virtual
+        logs = kube.run_kubectl("logs", "prepare-and-results-job")
+        assert (logs.returncode, logs.stdout) == (0, "Hello\n"), logs.stderr
+        # What the containers said, through the real kubelet: the configurator serves the
+        # partition's node, the leading operator created the staging pods.
+        [started] = logged(kube, CONFIGURATOR, "kubelet started")
+        assert (started["cluster"], virtual in started["nodes"]) == (node, True), started
+        created_pods = {e["pod"] for e in logged(kube, OPERATOR, "created pod")}
+        assert {"prepare-and-results-job-prepare", "prepare-and-results-job-collect"} <= created_pods
+    except BaseException:
+        print(state(kube))
+        raise
+    finally:
+        kube.run_kubectl("delete", "slurmjob", "prepare-and-results", "--wait=false")
+        kube.run_kubectl("delete", "-n", "wlmvk", "deployment/wlmvk-operator", "daemonset/wlmvk-configurator")
+        kube.run_kubectl("label", "node", node, f"{RED_BOX_LABEL}-")
