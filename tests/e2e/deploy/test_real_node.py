@@ -12,12 +12,10 @@ as containers on the same node with the red-box socket's directory mounted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import pytest
 import yaml
 
 from tests.fixtures.controlplane import RealKube
+from tests.fixtures.polling import eventually
 from tests.fixtures.realnode import RealNode
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core import names
@@ -36,17 +35,6 @@ RED_BOX_LABEL = "wlm.sylabs.io/red-box"
 UID = 1000  # the manifests' runAsUser, and the job owner red-box runs as
 CONFIGURATOR = "app.kubernetes.io/name=wlmvk-configurator"
 OPERATOR = "app.kubernetes.io/name=wlmvk-operator"
-
-
-async def until(kube: RealKube, what: str, probe: Callable[[], Any], timeout: float = 180) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f} s\n{state(kube)}")
-        await asyncio.sleep(1)
 
 
 def state(kube: RealKube) -> str:
@@ -133,6 +121,13 @@ def logged(kube: RealKube, selector: str, event: str) -> list[dict[str, Any]]:
     return [line for line in lines if line.get("event") == event]
 
 
+def node_ready(kube: RealKube, node: str) -> bool:
+    ready = kube.run_kubectl(
+        "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    )
+    return ready.stdout == "True"
+
+
 def finished(kube: RealKube, job: str) -> str | None:
     status = kube.run_kubectl("get", "slurmjob", job, "-o", "jsonpath={.status.status}").stdout
     return status if status in ("Succeeded", "Failed") else None
@@ -163,23 +158,23 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
         # patched ones (the first, unpatched, are replaced as the controllers roll them out).
         for workload in ("daemonset/wlmvk-configurator", "deployment/wlmvk-operator"):
             kube.must("rollout", "status", "-n", "wlmvk", workload, "--timeout=300s")
-        configurators = await until(kube, "the configurator running", lambda: running(kube, CONFIGURATOR, 1))
-        operators = await until(kube, "two operators running", lambda: running(kube, OPERATOR, 2))
+        configurators = await eventually(
+            what="the configurator running",
+            check=lambda: running(kube, CONFIGURATOR, 1),
+            timeout=180,
+            every=1,
+        )
+        operators = await eventually(
+            what="two operators running", check=lambda: running(kube, OPERATOR, 2), timeout=180, every=1
+        )
         for pod in [*configurators, *operators]:
             assert pod["spec"]["nodeName"] == node
             [status] = pod["status"]["containerStatuses"]
             assert status["containerID"].startswith("containerd://"), status
             assert status["image"] == "docker.io/library/wlmvk:latest", status
         # The configurator's kubelet registered the partitions, through the in-cluster token.
-        await until(
-            kube,
-            f"virtual node {virtual} Ready",
-            lambda: (
-                kube.run_kubectl(
-                    "get", "node", virtual, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
-                ).stdout
-                == "True"
-            ),
+        await eventually(
+            lambda: node_ready(kube, virtual), what=f"virtual node {virtual} Ready", timeout=180, every=1
         )
         configurator = configurators[0]["metadata"]["name"]
         who = kube.run_kubectl("exec", "-n", "wlmvk", configurator, "--", "id", "-u")
@@ -188,8 +183,11 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
         # The README's session.
         created = kube.must("apply", "-f", "-", input=example(virtual, inputs, outputs))
         assert created.strip() == "slurmjob.wlm.sylabs.io/prepare-and-results created"
-        phase = await until(
-            kube, "the SlurmJob finished", lambda: finished(kube, "prepare-and-results"), timeout=300
+        phase = await eventually(
+            what="the SlurmJob finished",
+            check=lambda: finished(kube, "prepare-and-results"),
+            timeout=300,
+            every=1,
         )
         assert phase == "Succeeded", state(kube)
         result = outputs / "bar" / "output.txt"
