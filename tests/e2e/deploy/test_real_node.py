@@ -179,6 +179,9 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
         configurator = configurators[0]["metadata"]["name"]
         who = kube.run_kubectl("exec", "-n", "wlmvk", configurator, "--", "id", "-u")
         assert (who.returncode, who.stdout) == (0, f"{UID}\n"), who.stderr
+        write = kube.run_kubectl("exec", "-n", "wlmvk", configurator, "--", "touch", "/opt/wlmvk/x")
+        assert write.returncode == 1
+        assert "Read-only file system" in write.stderr, write.stderr
 
         # The README's session.
         created = kube.must("apply", "-f", "-", input=example(virtual, inputs, outputs))
