@@ -13,9 +13,6 @@ as containers on the same node with the red-box socket's directory mounted.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from tests.fixtures.controlplane import RealKube
 from tests.fixtures.polling import eventually
 from tests.fixtures.realnode import RealNode
 from tests.fixtures.redbox import JOB_OWNER, RedBox
+from tests.fixtures.seeddirs import seed_dirs
 from wlmvk.core import names
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -69,16 +67,8 @@ def running(kube: RealKube, selector: str, count: int) -> list[dict[str, Any]] |
 @pytest.fixture
 def node_dirs() -> Iterator[tuple[Path, Path]]:
     """The README's /home/docker/{inputs,outputs} on the node, as the user prepared them."""
-    base = Path(tempfile.mkdtemp(prefix="realnode-", dir="/tmp"))
-    base.chmod(0o755)
-    inputs, outputs = base / "inputs", base / "outputs"
-    inputs.mkdir()
-    outputs.mkdir()
-    (inputs / "foo.txt").write_text("foo\n")
-    for path in (inputs, inputs / "foo.txt", outputs):
-        os.chown(path, UID, UID)
-    yield inputs, outputs
-    shutil.rmtree(base, ignore_errors=True)
+    with seed_dirs("realnode-", UID) as dirs:
+        yield dirs
 
 
 def deploy(kube: RealKube, node: str, socket: Path) -> str:

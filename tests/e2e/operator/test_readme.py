@@ -18,6 +18,7 @@ import yaml
 
 from tests.e2e.operator.stack import STAGING_UID, WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
+from tests.fixtures.seeddirs import seed_dirs
 
 pytestmark = [
     pytest.mark.slurm,
@@ -33,16 +34,8 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def node_dirs() -> Any:
     """/home/docker/{inputs,outputs} of the README, as the user prepared them."""
-    base = Path(tempfile.mkdtemp(prefix="readme-", dir="/tmp"))
-    base.chmod(0o755)
-    inputs, outputs = base / "inputs", base / "outputs"
-    inputs.mkdir()
-    outputs.mkdir()
-    (inputs / "foo.txt").write_text("foo\n")
-    for path in (inputs, inputs / "foo.txt", outputs):
-        os.chown(path, STAGING_UID, STAGING_UID)
-    yield inputs, outputs
-    shutil.rmtree(base, ignore_errors=True)
+    with seed_dirs("readme-", STAGING_UID) as dirs:
+        yield dirs
 
 
 def example_for(stack: Stack, inputs: Path, outputs: Path, directory: Path) -> Path:
