@@ -1,7 +1,7 @@
 """A SlurmJob only the real sbatch can refuse: the refusal reaches the SlurmJob and ``kubectl describe``.
 
 The rest of the bad-input matrix runs fast against a fake red-box
-(tests/unit/operator/test_bad_slurmjobs.py, tests/unit/kubelet/pods/test_bad_pods.py);
+(tests/unit/operator/test_bad_slurmjobs.py, tests/unit/kubelet/test_bad_pods.py);
 this is the one case that needs Slurm itself: a directive the operator passes
 through unread (``--begin``) that sbatch rejects.
 """
