@@ -30,7 +30,7 @@ from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.redbox.slurm.records import scontrol_records
 from wlmvk.wlm.client import RedBoxClient
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 
 # Every #SBATCH directive of the tests and examples that this cluster accepts, a few at a time.
 THROUGH_REST = [
@@ -118,8 +118,9 @@ async def _both(pair: Pair, directives: str) -> tuple[dict[str, str], dict[str, 
 
 def _comparable(record: dict[str, str], job_id: int, key: str) -> dict[str, str]:
     named = {"StdOut", "StdErr", "StdIn", "Comment"}  # the fields that may hold the id or the key
+    own_id = re.compile(rf"(?<!\d){job_id}(?!\d)")  # job 4 is not the 4 of slurm-4_4294967294.out
     return {
-        name: value.replace(key, "<key>").replace(str(job_id), "<id>") if name in named else value
+        name: own_id.sub("<id>", value.replace(key, "<key>")) if name in named else value
         for name, value in record.items()
         if name not in OWN
     }

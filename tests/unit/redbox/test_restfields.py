@@ -13,13 +13,17 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u"}
 
 
 def _job(
-    *lines: str, argv: tuple[str, ...] = ("--partition=debug",), env: dict[str, str] | None = None
+    *lines: str,
+    argv: tuple[str, ...] = ("--partition=debug",),
+    env: dict[str, str] | None = None,
+    version: str = "v0.0.38",
 ) -> dict:
     script = "\n".join(["#!/bin/sh", *lines, "echo hi"]) + "\n"
-    body = job_request(script, list(argv), ENV if env is None else env)
-    assert body["script"] == script  # the script travels unchanged
+    body = job_request(script, list(argv), ENV if env is None else env, version=version)
     job = body["job"]
     assert isinstance(job, dict)
+    # The script travels unchanged: beside the job in v0.0.38, in it from v0.0.40 on.
+    assert (job.pop("script") if version != "v0.0.38" else body["script"]) == script
     return job
 
 
@@ -39,7 +43,7 @@ def test_red_box_command_line_as_sbatch_gets_it() -> None:
         std_err="/w/j/err",
         idempotency_key="uid-1",
     )
-    body = job_request("#!/bin/sh\n#SBATCH --comment='theirs'\necho\n", argv, ENV)
+    body = job_request("#!/bin/sh\n#SBATCH --comment='theirs'\necho\n", argv, ENV, version="v0.0.38")
     assert body["job"] == {
         "partition": "cpu",
         "name": "pod-a",
@@ -168,9 +172,9 @@ def test_what_rest_cannot_say_as_sbatch_does_goes_to_sbatch(directive: str, reas
 
 def test_a_script_sbatch_reads_differently_goes_to_sbatch() -> None:
     with pytest.raises(CliOnly, match="no #! line"):
-        job_request("echo hi\n", [], ENV)
+        job_request("echo hi\n", [], ENV, version="v0.0.38")
     with pytest.raises(CliOnly, match="DOS line breaks"):
-        job_request("#!/bin/sh\r\necho hi\r\n", [], ENV)
+        job_request("#!/bin/sh\r\necho hi\r\n", [], ENV, version="v0.0.42")
     assert "#PBS lines" in _only_sbatch("#PBS -l walltime=1:00:00")
 
 
@@ -186,7 +190,7 @@ def test_the_environment_is_always_sent_with_sbatchs_umask() -> None:
 
 def test_directives_after_the_first_command_are_not_options() -> None:
     script = "#!/bin/sh\necho hi\n#SBATCH --no-requeue\n"
-    assert "requeue" not in job_request(script, [], ENV)["job"]  # type: ignore[operator]
+    assert "requeue" not in job_request(script, [], ENV, version="v0.0.38")["job"]  # type: ignore[operator]
 
 
 def test_combined_reads_the_command_line_with_the_scripts_rules() -> None:
@@ -206,8 +210,70 @@ def test_combined_reads_the_command_line_with_the_scripts_rules() -> None:
         (["openapi/dbv0.0.38", "openapi/v0.0.38", "openapi/v0.0.36"], "v0.0.38"),
         (["v0.0.38"], "v0.0.38"),
         (["openapi/v0.0.40", "openapi/v0.0.41", "openapi/slurmctld"], None),
+        # 24.11's -s list and -d list; 26.05 offers v0.0.42 to v0.0.45
+        (["openapi/slurmctld", "openapi/slurmdbd", "data_parser/v0.0.42", "data_parser/v0.0.40"], "v0.0.42"),
+        (
+            ["data_parser/v0.0.45", "data_parser/v0.0.43", "data_parser/v0.0.42", "data_parser/v0.0.44"],
+            "v0.0.42",
+        ),
+        (["data_parser/v0.0.41", "data_parser/v0.0.40"], None),
         ([], None),
     ],
 )
 def test_the_version_is_chosen_from_what_slurmrestd_offers(offered: list[str], chosen: str | None) -> None:
     assert restfields.choose_version(offered) == chosen
+
+
+def test_the_plugins_slurmrestd_loads_for_each_version() -> None:
+    assert restfields.plugin_options("v0.0.38") == ["-s", "openapi/v0.0.38"]
+    assert restfields.plugin_options("v0.0.42") == ["-s", "openapi/slurmctld", "-d", "data_parser/v0.0.42"]
+
+
+@pytest.mark.parametrize(
+    ("directive", "field", "value"),
+    [
+        ("--time=5", "time_limit", 5),
+        ("--mem=4G", "memory_per_node", 4096),
+        ("-N 2", "nodes", "2-2"),
+        ("--gres=gpu:1", "tres_per_node", "gres/gpu:1"),
+        ("--gres=gpu:tesla:2,mps:10", "tres_per_node", "gres/gpu:tesla:2,gres/mps:10"),
+        ("-G 2", "tres_per_job", "gres/gpu:2"),
+        ("--gpus-per-node=1", "tres_per_node", "gres/gpu:1"),
+        ("--gpus-per-task=tesla:1", "tres_per_task", "gres/gpu:tesla:1"),
+        ("--mail-type=end,FAIL", "mail_type", ["END", "FAIL"]),
+        ("--oversubscribe", "shared", ["oversubscribe"]),
+        ("--exclusive", "shared", ["none"]),
+        ("--exclusive=user", "shared", ["user"]),
+        ("--exclusive=mcs", "shared", ["mcs"]),
+        ("--hold", "hold", True),
+        ("-c 2", "cpus_per_task", 2),
+        ("-c 2", "tres_per_task", "cpu=2"),  # as sbatch 24.11 and 26.05 send it
+    ],
+)
+def test_each_directive_becomes_its_v0_0_42_field(directive: str, field: str, value: object) -> None:
+    assert _job(f"#SBATCH {directive}", version="v0.0.42")[field] == value
+
+
+def test_v0_0_42_leaves_oom_kill_step_unset_as_sbatch_does() -> None:
+    assert _job(version="v0.0.42")["oom_kill_step"] == 0xFFFE
+    assert "oom_kill_step" not in _job(version="v0.0.38")
+
+
+def test_v0_0_42_sends_the_environment_as_lines() -> None:
+    assert _job(env={"A": "b=c"}, version="v0.0.42")["environment"] == ["SLURM_UMASK=0022", "A=b=c"]
+
+
+@pytest.mark.parametrize(
+    ("directive", "reason"),
+    [
+        ("--mail-type=ALL", "--mail-type (line 2): 'ALL' has a mail type this table does not convert"),
+        ("--gres=gres/gpu:1", "--gres (line 2): 'gres/gpu:1' is not a gres list this table converts"),
+        ("--gres=gpu:1,", "--gres (line 2): 'gpu:1,' is not a gres list this table converts"),
+        ("--exclusive --oversubscribe", "--oversubscribe and another option write one field, shared"),
+        ("-c 2 --gpus-per-task=1", "--cpus-per-task and another option write one field, tres_per_task"),
+    ],
+)
+def test_what_v0_0_42_cannot_say_as_sbatch_does_goes_to_sbatch(directive: str, reason: str) -> None:
+    with pytest.raises(CliOnly) as refused:
+        _job(f"#SBATCH {directive}", version="v0.0.42")
+    assert refused.value.reason == reason

@@ -67,7 +67,9 @@ class RestSlurm(Slurm):
         if client is None:
             return await self._by_cli(script, options, env, why="slurmrestd is not serving")
         try:
-            body = restfields.job_request(script.decode(), options, self.inherited if env is None else env)
+            body = restfields.job_request(
+                script.decode(), options, self.inherited if env is None else env, version=self.restd.version
+            )
         except (restfields.CliOnly, UnicodeDecodeError) as exc:
             reason = exc.reason if isinstance(exc, restfields.CliOnly) else "the script is not UTF-8"
             return await self._by_cli(script, options, env, why=reason)

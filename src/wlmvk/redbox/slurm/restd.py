@@ -3,7 +3,8 @@
 slurmrestd with ``rest_auth/local`` serves only clients of its own uid (it
 checks each connection's peer credentials) and refuses to run as root or
 as SlurmUser, so red-box, which runs as the job owner, runs one for itself:
-``slurmrestd -a rest_auth/local -s openapi/<version> -t 2 unix:<socket>``,
+``slurmrestd -a rest_auth/local -s openapi/<version> -t 2 unix:<socket>``
+(``-s openapi/slurmctld -d data_parser/<version>`` from 23.02 on),
 the socket in a directory only red-box's user may enter. No slurm.conf
 change is needed. It dies with red-box (``setpriv --pdeathsig``).
 
@@ -54,15 +55,24 @@ def _dies_with_us(argv: list[str]) -> list[str]:
 
 
 async def offered_versions(binary: str = "slurmrestd") -> list[str]:
-    """The OpenAPI plugins ``slurmrestd -s list`` names (it prints them on stderr)."""
+    """The plugins that name OpenAPI versions: ``openapi/v0.0.38`` from ``-s list`` (22.05),
+    ``data_parser/v0.0.42`` from ``-d list`` (23.02 on, beside ``openapi/slurmctld``)."""
+    names = await _listed(binary, "-s")
+    if "openapi/slurmctld" in names:
+        names += await _listed(binary, "-d")
+    return names
+
+
+async def _listed(binary: str, option: str) -> list[str]:
+    # slurmrestd prints the plugin names on stderr, one a line.
     proc = await asyncio.create_subprocess_exec(
-        binary, "-s", "list", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        binary, option, "list", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     out, err = await proc.communicate()
     names = []
     for line in (out + err).decode(errors="replace").splitlines():
         word = line.removeprefix("slurmrestd:").strip()
-        if word.startswith("openapi/"):
+        if word.startswith(("openapi/", "data_parser/")):
             names.append(word)
     return names
 
@@ -138,7 +148,7 @@ class Restd:
     async def _serve_once(self) -> bool:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket)
-        argv = [self.binary, "-a", "rest_auth/local", "-s", f"openapi/{self.version}"]
+        argv = [self.binary, "-a", "rest_auth/local", *restfields.plugin_options(self.version)]
         argv += ["-t", str(THREADS), f"unix:{self.socket}"]
         proc = self._proc = await asyncio.create_subprocess_exec(
             *_dies_with_us(argv),

@@ -14,9 +14,14 @@ refuses), raises ``CliOnly`` with the reason: that job goes through
 dropped silently. Options that only change what sbatch prints
 (``--parsable``, ``--quiet``, ``--verbose``) have no effect on the job.
 
-Only the v0.0.38 plugin (Slurm 22.05) is spoken; ``choose_version`` picks it
-from what a slurmrestd offers, and a slurmrestd that offers none of
-``VERSIONS`` is not used (the CLI path is).
+The field names and shapes differ by OpenAPI version: v0.0.38 (Slurm 22.05,
+the ``openapi/v0.0.38`` plugin) and v0.0.42 (``data_parser/v0.0.42``, offered
+by 24.11 and 26.05 alike) each have a ``Dialect``: the same options, written
+as that version reads them (GPUs as TRES strings, flags as lists, the
+environment as ``NAME=value`` lines, the script inside the job). Both were
+checked against real jobs (``scontrol show job`` against sbatch's).
+``choose_version`` picks the first of ``VERSIONS`` a slurmrestd offers; one
+that offers none of them is not used (the CLI path is).
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from wlmvk.core import durations, memory, sbatch
 from wlmvk.core.errors import InvalidInput
 
-VERSIONS = ("v0.0.38",)
-"""The OpenAPI plugins this module writes fields for, preferred first."""
+VERSIONS = ("v0.0.42", "v0.0.38")
+"""The OpenAPI versions this module writes fields for, preferred first."""
 
 
 class CliOnly(Exception):
@@ -41,9 +47,21 @@ class CliOnly(Exception):
 
 
 def choose_version(offered: Iterable[str]) -> str | None:
-    """The plugin to speak, from slurmrestd's ``openapi/vX`` names or bare versions; None if none fits."""
-    names = {name.strip().removeprefix("openapi/") for name in offered}
+    """The version to speak, from slurmrestd's plugin names; None if none fits.
+
+    22.05 names its versions as ``openapi/v0.0.38`` plugins (``-s list``), later
+    releases as ``data_parser/v0.0.42`` plugins (``-d list``); bare versions do too.
+    """
+    names = {name.strip().removeprefix("openapi/").removeprefix("data_parser/") for name in offered}
     return next((version for version in VERSIONS if version in names), None)
+
+
+def plugin_options(version: str) -> list[str]:
+    """slurmrestd's options that load ``version``: one OpenAPI plugin per version up to
+    v0.0.38, the slurmctld plugin with a data_parser plugin from v0.0.39 on."""
+    if version == "v0.0.38":
+        return ["-s", f"openapi/{version}"]
+    return ["-s", "openapi/slurmctld", "-d", f"data_parser/{version}"]
 
 
 def _text(value: str) -> str:
@@ -85,8 +103,13 @@ def _nodes(value: str) -> str:
     return f"{match.group(1)}-{match.group(2) or match.group(1)}"
 
 
-# Options with a value: long name -> (field, conversion).
-_VALUED: dict[str, tuple[str, Callable[[str], object]]] = {
+_Convert = Callable[[str], object]
+
+NO_VAL16 = 0xFFFE
+"""Slurm's "not set" for a 16-bit field."""
+
+# Options with a value, as every version names them: long name -> (field, conversion).
+_VALUED: dict[str, tuple[str, _Convert]] = {
     "account": ("account", _text),
     "array": ("array", _text),
     "chdir": ("current_working_directory", _text),
@@ -95,14 +118,9 @@ _VALUED: dict[str, tuple[str, Callable[[str], object]]] = {
     "cpus-per-task": ("cpus_per_task", _count),
     "dependency": ("dependency", _text),
     "error": ("standard_error", _text),
-    "gres": ("gres", _text),
-    "gpus": ("gpus", _text),
-    "gpus-per-node": ("gpus_per_node", _text),
-    "gpus-per-task": ("gpus_per_task", _text),
     "input": ("standard_input", _text),
     "job-name": ("name", _text),
     "licenses": ("licenses", _text),
-    "mail-type": ("mail_type", _text),
     "mail-user": ("mail_user", _text),
     "mem": ("memory_per_node", _megabytes),
     "mem-per-cpu": ("memory_per_cpu", _megabytes),
@@ -120,15 +138,101 @@ _VALUED: dict[str, tuple[str, Callable[[str], object]]] = {
     "wckey": ("wckey", _text),
 }
 
-# Options without a value: long name -> (field, value).
-_FLAGGED: dict[str, tuple[str, object]] = {
-    "hold": ("hold", True),
-    "requeue": ("requeue", True),
-    "oversubscribe": ("oversubscribe", True),
-}
 
-# v0.0.38 refuses its own schema's "true"; "exclusive" gives sbatch's OverSubscribe=NO.
-_EXCLUSIVE = {None: "exclusive", "user": "user", "mcs": "mcs"}
+def _gres(value: str) -> str:
+    # sbatch 24.11+ sends --gres as TRES: each "gpu:1" becomes "gres/gpu:1".
+    items = value.split(",")
+    if not all(items) or any("/" in item or item.startswith("gres") for item in items):
+        raise ValueError(f"{value!r} is not a gres list this table converts")
+    return ",".join(f"gres/{item}" for item in items)
+
+
+def _gpus(value: str) -> str:
+    # --gpus=[type:]N, --gpus-per-node=..., --gpus-per-task=...: "gres/gpu:[type:]N".
+    if not value or "," in value or "/" in value:
+        raise ValueError(f"{value!r} is not a GPU count this table converts")
+    return f"gres/gpu:{value}"
+
+
+_MAIL_TYPES = frozenset({"BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT", "ARRAY_TASKS"})
+
+
+def _mail_types(value: str) -> list[str]:
+    # v0.0.42 takes a list of flag names; ALL, NONE and the TIME_LIMIT names are spelled otherwise.
+    names = [name.upper() for name in value.split(",")]
+    if not set(names) <= _MAIL_TYPES:
+        raise ValueError(f"{value!r} has a mail type this table does not convert")
+    return names
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one OpenAPI version writes a job: fields, flag shapes, environment, script."""
+
+    version: str
+    valued: Mapping[str, tuple[str, _Convert]]
+    flagged: Mapping[str, tuple[str, object]]
+    exclusive: Mapping[str | None, object]
+    """--exclusive's value -> the ``exclusive`` (v0.0.38) or ``shared`` (v0.0.42) field."""
+    exclusive_field: str
+    environment: Callable[[Mapping[str, str]], object]
+    script_in_job: bool
+    unset: Mapping[str, object]
+    """Fields sent as Slurm's "not set" where the version's parser would write 0 instead."""
+    also: Mapping[str, tuple[str, _Convert]]
+    """A second field some options write as well (sbatch 24.11's TresPerTask=cpu=N for -c N)."""
+
+
+DIALECTS = {
+    "v0.0.38": Dialect(
+        version="v0.0.38",
+        valued={
+            **_VALUED,
+            "gres": ("gres", _text),
+            "gpus": ("gpus", _text),
+            "gpus-per-node": ("gpus_per_node", _text),
+            "gpus-per-task": ("gpus_per_task", _text),
+            "mail-type": ("mail_type", _text),
+        },
+        flagged={
+            "hold": ("hold", True),
+            "requeue": ("requeue", True),
+            "oversubscribe": ("oversubscribe", True),
+        },
+        # v0.0.38 refuses its own schema's "true"; "exclusive" gives sbatch's OverSubscribe=NO.
+        exclusive={None: "exclusive", "user": "user", "mcs": "mcs"},
+        exclusive_field="exclusive",
+        environment=dict,
+        script_in_job=False,
+        unset={},
+        also={},
+    ),
+    "v0.0.42": Dialect(
+        version="v0.0.42",
+        valued={
+            **_VALUED,
+            "gres": ("tres_per_node", _gres),
+            "gpus": ("tres_per_job", _gpus),
+            "gpus-per-node": ("tres_per_node", _gpus),
+            "gpus-per-task": ("tres_per_task", _gpus),
+            "mail-type": ("mail_type", _mail_types),
+        },
+        flagged={
+            "hold": ("hold", True),
+            "requeue": ("requeue", True),
+            "oversubscribe": ("shared", ["oversubscribe"]),
+        },
+        exclusive={None: ["none"], "user": ["user"], "mcs": ["mcs"]},
+        exclusive_field="shared",
+        # A list of NAME=value; an unknown field is ignored, not refused, from v0.0.40 on.
+        environment=lambda variables: [f"{name}={value}" for name, value in variables.items()],
+        script_in_job=True,
+        # Left out, it is 0 (OOMKillStep=0 on the job, overriding slurm.conf); sbatch leaves
+        # it NO_VAL16, as this does (checked with scontrol on 24.11).
+        unset={"oom_kill_step": NO_VAL16},
+        also={"cpus-per-task": ("tres_per_task", lambda value: f"cpu={value}")},
+    ),
+}
 
 PRINTING_ONLY = frozenset({"parsable", "quiet", "verbose"})
 """Options that change what sbatch prints, never the job."""
@@ -141,12 +245,15 @@ UMASK = "0022"
 job's files are created with it."""
 
 
-def job_request(script: str, argv: Sequence[str], environment: Mapping[str, str]) -> dict[str, object]:
-    """The body of ``POST /slurm/v0.0.38/job/submit`` for ``script`` with sbatch's ``argv`` options.
+def job_request(
+    script: str, argv: Sequence[str], environment: Mapping[str, str], *, version: str
+) -> dict[str, object]:
+    """The body of ``POST /slurm/<version>/job/submit`` for ``script`` with sbatch's ``argv`` options.
 
     ``environment`` is what sbatch would run with (and export to the job).
     Raises ``CliOnly`` for what only sbatch can do the same way.
     """
+    dialect = DIALECTS[version]
     _check_script(script)
     for name in environment:
         if name.startswith("SBATCH_"):
@@ -163,27 +270,37 @@ def job_request(script: str, argv: Sequence[str], environment: Mapping[str, str]
             # --mem with --mem-per-cpu, --gres with --gpus: sbatch's own rule decides.
             raise CliOnly(f"--{directive.name} and --{seen[decided]} decide one setting")
         seen[decided] = directive.name
-        field, value = _field(directive)
+        field, value = _field(directive, dialect)
+        if field in job:  # v0.0.42 writes --exclusive and --oversubscribe to one field
+            raise CliOnly(f"--{directive.name} and another option write one field, {field}")
         if field:
             job[field] = value
+    for name, (field, convert) in dialect.also.items():
+        if name in options and options[name].value is not None:
+            if field in job:  # -c with --gpus-per-task: sbatch joins them in an order of its own
+                raise CliOnly(f"--{name} and another option write one field, {field}")
+            job[field] = convert(options[name].value)  # checked by its own field's conversion
     job.setdefault("name", STDIN_NAME)
-    job["environment"] = {"SLURM_UMASK": UMASK, **environment}
+    job.update(dialect.unset)
+    job["environment"] = dialect.environment({"SLURM_UMASK": UMASK, **environment})
+    if dialect.script_in_job:
+        return {"job": {"script": script, **job}}
     return {"script": script, "job": job}
 
 
-def _field(directive: sbatch.Directive) -> tuple[str, object]:
+def _field(directive: sbatch.Directive, dialect: Dialect) -> tuple[str, object]:
     name, value = directive.name, directive.value
     where = f"--{name}" + (f" (line {directive.line})" if directive.line else "")
     if name in PRINTING_ONLY and value is None:
         return "", None
-    if name == "exclusive" and value in _EXCLUSIVE:
-        return "exclusive", _EXCLUSIVE[value]
+    if name == "exclusive" and value in dialect.exclusive:
+        return dialect.exclusive_field, dialect.exclusive[value]
     if name == "export" and value in (None, "ALL"):
         return "", None  # the whole environment goes, as it does by default
-    if name in _FLAGGED and value is None:
-        return _FLAGGED[name]
-    if name in _VALUED and value is not None:
-        field, convert = _VALUED[name]
+    if name in dialect.flagged and value is None:
+        return dialect.flagged[name]
+    if name in dialect.valued and value is not None:
+        field, convert = dialect.valued[name]
         try:
             return field, convert(value)
         except ValueError as exc:
