@@ -66,6 +66,7 @@ REFUSED = [
 # Fields that name the job or its moment, not what was asked.
 OWN = {"JobId", "ArrayJobId", "SubmitTime", "EligibleTime", "LastSchedEval", "AllocNode:Sid"}
 OWN |= {"StartTime", "EndTime"}  # a pending job's expected start: from its submission time
+OWN |= {"SubmitLine"}  # 26.05: the submitting command line (sbatch's argv; none through REST)
 OWN |= {"AccrueTime"}  # when a scheduler pass first let it accrue age: set on one, Unknown on the other
 # What the REST red-box logs (at debug) for a job it hands to sbatch.
 SBATCH_USED = "submitting through sbatch"
@@ -118,7 +119,8 @@ async def _both(pair: Pair, directives: str) -> tuple[dict[str, str], dict[str, 
 
 def _comparable(record: dict[str, str], job_id: int, key: str) -> dict[str, str]:
     named = {"StdOut", "StdErr", "StdIn", "Comment"}  # the fields that may hold the id or the key
-    own_id = re.compile(rf"(?<!\d){job_id}(?!\d)")  # job 4 is not the 4 of slurm-4_4294967294.out
+    # Job 4 is not the 4 of slurm-4_4294967294.out, job 50 not the 50 of rb-rest-x23u50at.
+    own_id = re.compile(rf"(?<![0-9A-Za-z]){job_id}(?![0-9A-Za-z])")
     return {
         name: own_id.sub("<id>", value.replace(key, "<key>")) if name in named else value
         for name, value in record.items()

@@ -276,10 +276,11 @@ def job_request(
         if field:
             job[field] = value
     for name, (field, convert) in dialect.also.items():
-        if name in options and options[name].value is not None:
+        value = options[name].value if name in options else None
+        if value is not None:
             if field in job:  # -c with --gpus-per-task: sbatch joins them in an order of its own
                 raise CliOnly(f"--{name} and another option write one field, {field}")
-            job[field] = convert(options[name].value)  # checked by its own field's conversion
+            job[field] = convert(value)  # checked by its own field's conversion
     job.setdefault("name", STDIN_NAME)
     job.update(dialect.unset)
     job["environment"] = dialect.environment({"SLURM_UMASK": UMASK, **environment})
