@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.redbox.slurm.restapi import _first_error, _submitted
+from wlmvk.redbox.slurm.restapi import _first_error, _submitted, unchanged
 from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
 
 META = (
@@ -165,3 +165,29 @@ def test_a_refusal_says_why(answer: Response, refusal: str) -> None:
 
 def test_cancel_answers_name_the_code_error_number() -> None:
     assert _first_error(Response(500, CANCEL_UNKNOWN.encode())) == (2017, "Invalid job id specified")
+
+
+CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured" / "releases"
+
+
+def _captured(release: str, name: str, status: int) -> Response:
+    return Response(status, (CAPTURED / release / f"slurmrestd-v0.0.42-{name}.json").read_bytes())
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_v0_0_42_answers_read_as_v0_0_38_ones(release: str) -> None:
+    assert _submitted(_captured(release, "submit-held", 200))[0] is not None
+    refused = _submitted(_captured(release, "submit-bad-partition", 500))
+    assert refused == (None, "HTTP 500, error 2000: Invalid partition name specified")
+    assert _first_error(_captured(release, "cancel-unknown", 404)) == (2017, "Invalid job id specified")
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_no_job_changed_is_read_from_each_versions_answer(release: str) -> None:
+    assert unchanged(_captured(release, "jobs-unchanged", 200))
+    assert not unchanged(_captured(release, "jobs-changed", 200))
+    if release == "26.05":  # a change, and no job left to show: a dump too, with slurmctld's time
+        assert not unchanged(_captured(release, "jobs-changed-none-left", 200))
+    assert unchanged(Response(304, b""))  # v0.0.38
+    assert not unchanged(Response(200, b"not json"))
+    assert not unchanged(Response(500, b'{"jobs": [], "last_update": 0}'))

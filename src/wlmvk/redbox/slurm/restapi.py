@@ -3,9 +3,12 @@
 ``RestSlurm`` is ``commands.Slurm`` with two methods taken over: ``submit``
 sends the job to red-box's slurmrestd (one RPC from a long-lived process
 instead of an ``sbatch`` process per job) and ``cancel`` asks it to cancel.
-Status, accounting and the rest stay on the CLI: one ``squeue`` is cheaper
-for slurmctld and red-box than slurmrestd's ``GET /jobs``, which returns
-every user's jobs.
+Status stays ``squeue``'s (one reading, every release), asked only when
+something changed: ``GET /jobs?update_time=T`` costs slurmctld one RPC and
+slurmrestd a few ms when no job of the cluster changed since T (``unchanged``),
+where ``squeue`` costs two RPCs. So at steady state the last ``squeue``
+answer for the same jobs is given again after one cheap question (see
+``queue``). Accounting and the rest stay on the CLI.
 
 The CLI is used for a job when:
 
@@ -26,13 +29,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 
 import structlog
 
 from wlmvk.core import sbatch
 from wlmvk.core.errors import Unavailable
-from wlmvk.core.jobs import JobId
+from wlmvk.core.jobs import JobId, JobState
 from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.restd import Restd
@@ -43,6 +47,13 @@ _log = structlog.get_logger(__name__)
 
 HELD = 2042
 """slurmrestd's 'Job is in held state': a held job was submitted, with its id."""
+
+
+NOT_MODIFIED = 304
+"""slurmrestd's answer to ``GET /jobs?update_time=T`` when no job changed since T."""
+
+REMEMBERED = 4
+"""squeue answers kept for the conditional look (the kubelet's tick asks one job list)."""
 
 
 def _unreachable(code: int) -> bool:
@@ -59,6 +70,8 @@ class RestSlurm(Slurm):
         # What sbatch inherits when a job asks for no variables: red-box's environment,
         # read once (iterating os.environ decodes every entry, on every submission).
         self.inherited = dict(os.environ)
+        # The last squeue answers by job list: (the second it started in, its states).
+        self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -84,6 +97,35 @@ class RestSlurm(Slurm):
         if job_id is None:
             return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {refusal}")
         return job_id
+
+    async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
+        """squeue's answer, or its last answer for these jobs when slurmrestd says no job changed.
+
+        slurmctld answers "no change" only when its last job update is older than the second
+        before T (``_slurm_rpc_dump_jobs``), T being the second the kept squeue started in: a
+        change within that second counts as one. Any other answer, or no slurmrestd: squeue.
+        """
+        key = None if job_ids is None else tuple(job_ids)
+        kept = self._queued.get(key)
+        client = self.restd.client
+        if kept is not None and client is not None and await self._unchanged(client, since=kept[0]):
+            _log.debug("no job changed: squeue's last answer", since=kept[0], jobs=len(kept[1]))
+            return list(kept[1])
+        started = int(time.time())
+        states = await super().queue(job_ids)
+        self._queued.pop(key, None)
+        self._queued[key] = (started, states)
+        while len(self._queued) > REMEMBERED:
+            del self._queued[next(iter(self._queued))]
+        return states
+
+    async def _unchanged(self, client: Client, *, since: int) -> bool:
+        target = f"/slurm/{self.restd.version}/jobs?update_time={since}"
+        try:
+            answer = await client.request("GET", target)
+        except (NotSent, Lost):
+            return False
+        return unchanged(answer)
 
     async def cancel(self, job_id: JobId) -> None:
         client = self.restd.client
@@ -121,11 +163,34 @@ class RestSlurm(Slurm):
         key = _key(options)
         if not key:
             raise Unavailable(f"{lost}; the job may exist and has no key to look it up by")
-        for state in await self.queue():
+        for state in await super().queue():  # squeue itself: a kept answer predates the request
             if state.idempotency_key == key:
                 _log.warning("job found by key after slurmrestd went away", job_id=state.job_id, key=key)
                 return state.job_id
         return await self._by_cli(script, options, env, why=f"{lost}; not in squeue under key {key}")
+
+
+UNCHANGED_MAX = 4096
+"""An answer longer than this holds jobs: it is not read (a changed cluster's is megabytes)."""
+
+
+def unchanged(answer: Response) -> bool:
+    """Whether ``GET /jobs?update_time=T`` says no job changed since T.
+
+    v0.0.38 answers 304. v0.0.42 answers 200 with no jobs and ``last_update`` 0 (and a
+    warning "No job changes since update_time"), where a dump carries slurmctld's time.
+    """
+    if answer.status == NOT_MODIFIED:
+        return True
+    if answer.status != 200 or len(answer.body) > UNCHANGED_MAX:
+        return False
+    try:
+        body = json.loads(answer.body)
+        last_update = body["last_update"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    number = last_update.get("number") if isinstance(last_update, dict) else last_update
+    return body.get("jobs") == [] and number == 0
 
 
 def _submitted(answer: Response) -> tuple[JobId | None, str]:
