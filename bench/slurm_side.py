@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,9 +268,12 @@ def main_with_json(
 
 
 @contextlib.asynccontextmanager
-async def bench_system(source: Path = ROOT / "src") -> AsyncIterator[tuple[BenchRedBox, Processes]]:
-    """red-box as the bench user and a ``Processes`` beside it; all stopped, every bench job cancelled."""
-    red_box = BenchRedBox(source=source).start()
+async def bench_system(
+    source: Path = ROOT / "src", args: Sequence[str] = ()
+) -> AsyncIterator[tuple[BenchRedBox, Processes]]:
+    """red-box (with ``args``) as the bench user and a ``Processes`` beside it; all stopped, every
+    bench job cancelled."""
+    red_box = BenchRedBox(source=source, args=list(args)).start()
     procs = Processes(red_box.base)
     try:
         yield red_box, procs

@@ -100,8 +100,8 @@ def profile(
     return spies
 
 
-async def measure(args: argparse.Namespace, source: Path, label: str) -> dict[str, Any]:
-    async with bench_system(source) as (red_box, procs):
+async def measure(args: argparse.Namespace, source: Path, label: str, api: str = "auto") -> dict[str, Any]:
+    async with bench_system(source, [] if api == "auto" else ["--slurm-api", api]) as (red_box, procs):
         return await measured(args, red_box, procs, label)
 
 
@@ -182,7 +182,7 @@ async def measured(
             ran[name] = ran.get(name, 0) + 1
         ctld_user = ctld.by_user.get(USER, 0) * per_min
         dbd_user = dbd.by_user.get(USER, 0) * per_min
-        ticks = ran.get("squeue", 0)  # one squeue per kubelet tick (the recorder has nothing due)
+        ticks = elapsed / TICK  # the kubelet's ticks (REST red-box runs squeue only after a change)
         result: dict[str, Any] = {
             "kubelet_cpu_s_per_tick": cpu["kubelet"] / ticks if ticks else None,
             "kubelet_rss_peak_sampled_mb": peak[0],
@@ -253,7 +253,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     arms: dict[str, Any] = {}
     if args.source:
         arms["before"] = await measure(args, Path(args.source), "before")
-    arms["now"] = await measure(args, ROOT / "src", "now")
+    apis = args.slurm_api.split(",")
+    for api in apis:
+        label = "now" if len(apis) == 1 else f"now-{api}"
+        arms[label] = await measure(args, ROOT / "src", label, api)
     return {"pods": args.pods, "window_s": args.window, "tick_s": TICK, "arms": arms}
 
 
@@ -264,6 +267,11 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=35.0, help="seconds waited before the window")
     parser.add_argument("--changes", type=int, default=40, help="jobs cancelled to time the status path")
     parser.add_argument("--source", default="", help="also run red-box and the kubelet from this src tree")
+    parser.add_argument(
+        "--slurm-api",
+        default="auto",
+        help="red-box's --slurm-api; several (cli,rest) measure one arm each, in turn",
+    )
     parser.add_argument(
         "--profile", default="", help="py-spy red-box and the kubelet during the window, to DIR"
     )

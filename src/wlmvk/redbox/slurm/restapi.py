@@ -8,7 +8,8 @@ something changed: ``GET /jobs?update_time=T`` costs slurmctld one RPC and
 slurmrestd a few ms when no job of the cluster changed since T (``unchanged``),
 where ``squeue`` costs two RPCs. So at steady state the last ``squeue``
 answer for the same jobs is given again after one cheap question (see
-``queue``). Accounting and the rest stay on the CLI.
+``queue``); where jobs keep changing, the question is asked less often. Accounting and the rest
+stay on the CLI.
 
 The CLI is used for a job when:
 
@@ -52,6 +53,12 @@ HELD = 2042
 NOT_MODIFIED = 304
 """slurmrestd's answer to ``GET /jobs?update_time=T`` when no job changed since T."""
 
+CHECK_PAUSE_MIN = 5.0
+CHECK_PAUSE_MAX = 60.0
+"""Seconds without the conditional look after it found a change, doubled while it keeps finding
+one: on a cluster where some job changes every few seconds (other users' work counts) the look
+is an RPC more per squeue, so it is asked again only now and then until it pays."""
+
 REMEMBERED = 4
 """squeue answers kept for the conditional look (the kubelet's tick asks one job list)."""
 
@@ -72,6 +79,8 @@ class RestSlurm(Slurm):
         self.inherited = dict(os.environ)
         # The last squeue answers by job list: (the second it started in, its states).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
+        self._pause = 0.0
+        self._look_after = 0.0
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
@@ -108,9 +117,13 @@ class RestSlurm(Slurm):
         key = None if job_ids is None else tuple(job_ids)
         kept = self._queued.get(key)
         client = self.restd.client
-        if kept is not None and client is not None and await self._unchanged(client, since=kept[0]):
-            _log.debug("no job changed: squeue's last answer", since=kept[0], jobs=len(kept[1]))
-            return list(kept[1])
+        if kept is not None and client is not None and time.monotonic() >= self._look_after:
+            if await self._unchanged(client, since=kept[0]):
+                self._pause = 0.0
+                _log.debug("no job changed: squeue's last answer", since=kept[0], jobs=len(kept[1]))
+                return list(kept[1])
+            self._pause = min(max(self._pause * 2, CHECK_PAUSE_MIN), CHECK_PAUSE_MAX)
+            self._look_after = time.monotonic() + self._pause
         started = int(time.time())
         states = await super().queue(job_ids)
         self._queued.pop(key, None)
