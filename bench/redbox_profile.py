@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import collections
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,14 +69,16 @@ async def main_async(args: argparse.Namespace) -> None:
         sampler = subprocess.Popen(  # noqa: ASYNC220 - runs beside the submissions
             [spy, "record", "--pid", str(pids[0]), "--format", "raw", "--rate", "250",
              "--nonblocking", "--output", str(raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         await asyncio.sleep(1.0)  # py-spy attaches
         before = cpu_meter.reading(pids[0])
         ids = await through(client, args.count, concurrency=args.concurrency, keyed=True)
         after = cpu_meter.reading(pids[0])
-        sampler.terminate()
-        sampler.wait()
+        sampler.send_signal(signal.SIGINT)  # py-spy writes its samples on SIGINT
+        _, err = sampler.communicate()
+        if not raw.exists():
+            raise RuntimeError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
         scancel(ids)
     per_job = cpu_meter.per_job(before, after, args.count)
     print(", ".join(f"{k} {v:.2f}" for k, v in per_job.items()), "ms of CPU per job")
