@@ -26,7 +26,6 @@ def _report(tally: churn.Tally, rig: Rig) -> str:
     return "\n".join([churn.markdown([tally]), *tally.problems[:20], rig.kubelet.log.read_text()[-2000:]])
 
 
-@pytest.mark.kube_any
 async def test_no_fault_baseline(rig: Rig) -> None:
     """The row every fault is compared with: the same round with nothing broken, every count zero."""
     rng = random.Random(7)
@@ -36,7 +35,6 @@ async def test_no_fault_baseline(rig: Rig) -> None:
     assert tally.clean, _report(tally, rig)
 
 
-@pytest.mark.kube_any
 async def test_kill_9_of_the_kubelet_mid_churn(rig: Rig) -> None:
     rng = random.Random(8)
     tally = churn.Tally("kubelet kill -9")
@@ -47,7 +45,6 @@ async def test_kill_9_of_the_kubelet_mid_churn(rig: Rig) -> None:
     assert tally.clean, _report(tally, rig)
 
 
-@pytest.mark.kube_any
 async def test_red_box_ssh_client_and_sshd_killed_while_jobs_run(rig: Rig) -> None:
     """kill -9 of red-box, then of the forward's ssh client, then of sshd, once a job runs: the node
     goes NotReady and back Ready each time (else a round problem), and every running job's pod

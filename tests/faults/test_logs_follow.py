@@ -100,7 +100,6 @@ async def _outage(rig: Rig, down: object, up: object) -> None:
     assert await churn.wait_for(lambda: churn.node_ready(rig.kube), 60, every=0.2)
 
 
-@pytest.mark.kube_any
 async def test_follow_across_red_box_ssh_and_kubelet_kills(rig: Rig) -> None:
     """One job, one follower through red-box's then the ssh client's kill -9 (it goes on, each line
     once), then the kubelet's (it ends, a prefix); a new follower then gets every line once."""

@@ -19,7 +19,7 @@ from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError
 from wlmvk.kube.bodies import LEASES
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kube_any]
+pytestmark = [pytest.mark.slurm]
 
 
 @pytest.fixture

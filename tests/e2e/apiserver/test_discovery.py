@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk_dev.apiserver.resources import CRDS
 
 pytestmark = pytest.mark.kubectl
@@ -33,11 +34,14 @@ WIDGETS = {
 }
 
 
-async def test_kubectl_version_reports_1_32(apiserver: RunningApiServer) -> None:
+async def test_kubectl_version_reports_the_kubernetes_version_wlmvk_implements(
+    apiserver: RunningApiServer,
+) -> None:
     result = await apiserver.kubectl("version", "-o", "json")
     assert result.returncode == 0, result.stderr
     server = json.loads(result.stdout)["serverVersion"]
-    assert (server["major"], server["minor"]) == ("1", "32")
+    assert server["gitVersion"] == KUBERNETES_VERSION
+    assert KUBERNETES_VERSION.startswith(f"v{server['major']}.{server['minor']}.")
 
 
 async def test_api_resources_lists_builtin_kinds(apiserver: RunningApiServer) -> None:
@@ -93,7 +97,7 @@ async def test_legacy_discovery_answers_plain_json(kube_api: object) -> None:
     resources = await client.CoreV1Api(kube_api).get_api_resources()
     assert {"pods", "pods/status", "pods/log", "pods/binding"} <= {r.name for r in resources.resources}
     code = await client.VersionApi(kube_api).get_code()
-    assert code.minor == "32"
+    assert code.git_version == KUBERNETES_VERSION
 
 
 @requires_kubectl(32)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.fidelity.support import APPLY, CONFIGMAPS, call, configmap, status, unique
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="Leases, Events and server-side apply as each plane stores them")
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 EVENTS = "/api/v1/namespaces/default/events"

@@ -30,7 +30,7 @@ from tests.e2e.fidelity.support import (
 )
 from wlmvk_dev.apiserver.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="the Status of each failing request")
 
 NO_RESOURCE = "the server could not find the requested resource"
 # After a blocking schema error (required, wrong type, unsupported value) kube-apiserver runs

@@ -19,7 +19,7 @@ from tests.e2e.fidelity.support import (
     unique,
 )
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="what each plane answers kubectl (tables, explain, discovery)")
 
 
 async def _node(kube_api: Any, name: str) -> None:

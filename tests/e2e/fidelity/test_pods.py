@@ -15,7 +15,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="pods: the same request, the same answer")
 
 
 def pod(resources: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from wlmvk.kube.bodies import PODS as POD_RESOURCE
 from wlmvk.kube.client import KubeClient
 from wlmvk_dev.apiserver.validation import LABEL_VALUE_MSG
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="kube-scheduler's placement against the in-memory scheduler's")
 
 RUN = "fidelity-run"
 ABSENT = {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.fidelity.support import CONFIGMAPS, MERGE, PODS, call, configmap, pod, unique, watch
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="watches and selectors")
 
 
 async def test_a_watch_from_a_list_resumes_with_every_change_in_order(apiserver: Any, kube_api: Any) -> None:

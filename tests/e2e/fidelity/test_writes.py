@@ -23,7 +23,7 @@ from tests.e2e.fidelity.support import (
     watch,
 )
 
-pytestmark = pytest.mark.kube_any
+pytestmark = pytest.mark.kube_any(subject="writes: create, patches, the status subresource, deletion")
 
 
 async def test_status_is_ignored_on_create_and_on_main_resource_writes(apiserver: Any, kube_api: Any) -> None:

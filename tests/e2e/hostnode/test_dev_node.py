@@ -30,7 +30,13 @@ from tests.e2e.apiserver_controllers.conftest import (
     pid_written,
 )
 
-pytestmark = [needs_root, pytest.mark.kubectl, pytest.mark.kube_any]
+pytestmark = [
+    needs_root,
+    pytest.mark.kubectl,
+    pytest.mark.kube_any(
+        subject="ServiceAccount admission (the kube-api-access volume) and the node's identity"
+    ),
+]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,11 @@ from tests.e2e.kubelet.helpers import job_pod, unique
 from tests.fixtures.apiserver import RealApiServer
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.kubectl,
+    pytest.mark.kube_any(subject="the API server's TokenReview and SubjectAccessReview"),
+]
 
 
 def client_context(cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:

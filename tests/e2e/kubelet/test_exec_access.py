@@ -24,7 +24,7 @@ from tests.fixtures.apiserver import RealApiServer
 from wlmvk.kube.bodies import PODS
 
 # The real plane only: the in-memory API server enforces no RBAC and allows every review.
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, pytest.mark.kube_real]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_real]
 
 POD_READER = """
 apiVersion: rbac.authorization.k8s.io/v1

@@ -28,12 +28,6 @@ COUNTER = re.compile(
 )
 
 
-@pytest.fixture
-def kube_plane() -> str:
-    """Only the real kube-apiserver chooses between translating and passing through."""
-    return "real"
-
-
 async def exec_routes(api: RealApiServer) -> dict[str, int]:
     metrics = await asyncio.to_thread(api.real.must, "get", "--raw", "/metrics")
     return {route: int(count) for route, count in COUNTER.findall(metrics)}

@@ -16,7 +16,7 @@ from tests.e2e.kubelet.helpers import eventually, job_pod, json_of, slurm_state,
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS, Body
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
 
 async def _pod(stack: Stack, name: str) -> Body:

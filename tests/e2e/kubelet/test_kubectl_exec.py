@@ -45,7 +45,11 @@ from tests.fixtures.shared_dirs import SharedDir
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.kubectl,
+    pytest.mark.kube_any(subject="pods/exec: the API server's upgrade and proxy to the kubelet"),
+]
 
 SLEEP = "sleep 600"
 

@@ -24,7 +24,7 @@ from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.loglines import MAX_LINE
 from wlmvk.kubelet.node.nodes import KUBELET_VERSION
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
 
 async def pod_json(stack: Stack, name: str) -> Body:

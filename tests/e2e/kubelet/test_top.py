@@ -34,8 +34,9 @@ from tests.e2e.kubelet.test_api_access import client_context, get, sign
 from tests.e2e.kubelet.test_kubelet import wait_phase
 from wlmvk.kube.bodies import PODS
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any]
-TOP = pytest.mark.kube_any(real_marks=(pytest.mark.metrics_server,))
+SUBJECT = "the resource metrics API and the node proxy, as the API server serves them to kubectl top"
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any(subject=SUBJECT)]
+TOP = pytest.mark.kube_any(subject=SUBJECT, real_marks=(pytest.mark.metrics_server,))
 """``kubectl top`` on both planes; on the real one it needs metrics-server."""
 
 SPIN = "while :; do :; done"

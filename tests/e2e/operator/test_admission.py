@@ -20,12 +20,6 @@ from tests.e2e.operator.support import eventually, get_json, status_of, wait_sta
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_real, WITH_AGENT_HOST]
 
 
-@pytest.fixture
-def kube_plane() -> str:
-    """Only the real control plane enforces admission policies (the in-memory one stores them)."""
-    return "real"
-
-
 def policy(name: str, pod: str) -> str:
     docs = [
         {

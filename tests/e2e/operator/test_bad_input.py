@@ -14,7 +14,7 @@ from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import get_json, wait_status
 from tests.e2e.operator.test_jobs import create, slurmjob
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
 
 async def test_a_script_sbatch_refuses_fails_the_slurmjob_with_sbatchs_words(stack: Stack) -> None:

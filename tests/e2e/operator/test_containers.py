@@ -24,7 +24,6 @@ from wlmvk_dev.images import busybox_rootfs, oci_archive
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.kubectl,
-    pytest.mark.kube_any,
     WITH_AGENT_HOST,
     prerequisites.unless_installed(
         shutil.which("podman") is None, "Podman is not installed (scripts/container-local up)"

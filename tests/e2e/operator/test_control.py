@@ -100,7 +100,7 @@ async def operators(apiserver: Any) -> AsyncIterator[list[OperatorProcess]]:
         await process.stop(signal.SIGKILL)
 
 
-@pytest.mark.kube_any
+@pytest.mark.kube_any(subject="garbage collection of the pods a SlurmJob owns")
 async def test_job_pod_carries_the_script_and_is_owned(cluster: Any, operators: Any) -> None:
     await operators("a")
     batch = "#!/bin/sh\n#SBATCH -c 2 # two CPUs\n#SBATCH --exclusive\necho hi\n"
@@ -127,7 +127,7 @@ async def test_job_pod_carries_the_script_and_is_owned(cluster: Any, operators: 
     await eventually(deleted, timeout=30, what="pod one-job deleted")
 
 
-@pytest.mark.kube_any
+@pytest.mark.kube_any(subject="the scheduler's verdict (FailedScheduling)")
 async def test_job_too_large_for_every_partition_stays_pending_with_the_reason(
     cluster: Any, operators: Any
 ) -> None:
@@ -150,7 +150,7 @@ async def test_job_too_large_for_every_partition_stays_pending_with_the_reason(
     assert "FailedScheduling" in described.stdout
 
 
-@pytest.mark.kube_any
+@pytest.mark.kube_any(subject="Leases: optimistic concurrency of the leader lock")
 async def test_one_leader_and_a_takeover_when_it_dies(cluster: Any, operators: Any) -> None:
     first = await operators("first")
 
@@ -182,7 +182,7 @@ async def test_one_leader_and_a_takeover_when_it_dies(cluster: Any, operators: A
     assert sum(int(e.get("count") or 1) for e in created) == 1
 
 
-@pytest.mark.kube_any
+@pytest.mark.kube_any(subject="Leases: optimistic concurrency of the leader lock")
 async def test_graceful_stop_hands_the_lease_over_at_once(cluster: Any, operators: Any) -> None:
     first = await operators("first")
 
@@ -224,7 +224,6 @@ async def test_operator_waits_for_the_crds_and_works_with_only_slurmjobs(
     assert "CRD not installed" in operator.output()
 
 
-@pytest.mark.kube_any
 async def test_probes(cluster: Any) -> None:
     port = free_port()
     process = await OperatorProcess(

@@ -21,7 +21,7 @@ import yaml
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_real, WITH_AGENT_HOST]
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 # What each example's job prints, whole (re.fullmatch).

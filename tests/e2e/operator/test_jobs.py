@@ -13,7 +13,7 @@ from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import eventually, get_json, status_of, wait_status
 from tests.fixtures.shared_dirs import SharedDir
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any, WITH_AGENT_HOST]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST]
 
 
 def slurmjob(name: str, batch: str, **spec: Any) -> str:

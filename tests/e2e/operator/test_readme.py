@@ -24,7 +24,6 @@ pytestmark = [
     pytest.mark.slurm,
     pytest.mark.slurm_releases,
     pytest.mark.kubectl,
-    pytest.mark.kube_any,
     WITH_AGENT_HOST,
 ]
 

@@ -6,8 +6,8 @@ slurm.conf, gres.conf and munge key and a "site" munged on the default socket
 (site.sh): nothing of the real host's is written. In it ``scripts/slurm-local``
 comes up in a fresh base directory on free ports (so it also runs beside the
 machine's other local Slurms), runs a job as the job owner and goes down; or
-the demo (``wlmvk dev up``, what scripts/demo runs) brings it up and runs every
-example on it.
+the demo (``wlmvk dev up``, what scripts/demo runs) brings it up and runs the
+README's example on it (every example runs end to end in tests/e2e/operator).
 Afterwards the site's files are byte for byte what they were, the site's
 munged still answers, and no process of that Slurm is left.
 """
@@ -141,7 +141,7 @@ def test_slurm_local_runs_a_job_beside_a_site_and_leaves_it_as_it_was(
 
 @pytest.mark.kubectl
 @pytest.mark.timeout(900)
-def test_the_demo_beside_a_site_runs_every_example_and_leaves_the_site_as_it_was(
+def test_the_demo_beside_a_site_runs_its_example_and_leaves_the_site_as_it_was(
     shared_dir: SharedDir, tmp_path: Path
 ) -> None:
     base = shared_dir("wlmvk-iso-slurm-")
@@ -150,9 +150,19 @@ def test_the_demo_beside_a_site_runs_every_example_and_leaves_the_site_as_it_was
     fake_site(tmp_path)
     out = tmp_path / "demo.out"
     (port,) = free_ports(1)
+    examples = shared_dir("wlmvk-iso-examples-")
+    shutil.copy(HERE.parents[2] / "examples" / "prepare-and-results.yaml", examples)
 
     done = in_site_namespace(
-        tmp_path, base, str(HERE / "demo.sh"), WLMVK, str(state), str(port), str(out), timeout=900
+        tmp_path,
+        base,
+        str(HERE / "demo.sh"),
+        WLMVK,
+        str(state),
+        str(port),
+        str(out),
+        str(examples),
+        timeout=900,
     )
 
     shown = out.read_text()

@@ -19,6 +19,7 @@ import structlog
 import yaml
 from aiohttp import web
 
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk_dev.apiserver import discovery, fieldlabels, metrics, openapi, protobuf, scale, schema, tables
 from wlmvk_dev.apiserver.controllers import ExecHandler, LogHandler
 from wlmvk_dev.apiserver.errors import (
@@ -38,10 +39,11 @@ from wlmvk_dev.apiserver.store import Store, WatchEvent
 
 _log = structlog.get_logger(__name__)
 
-VERSION = {
-    "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0",
+_MAJOR, _MINOR, _PATCH = KUBERNETES_VERSION.removeprefix("v").split(".")
+VERSION = {  # /version: the Kubernetes release wlmvk implements, as kube-apiserver words it
+    "major": _MAJOR,
+    "minor": _MINOR,
+    "gitVersion": KUBERNETES_VERSION,
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk_dev.apiserver.resources import Obj, ResourceInfo
 
 _DESCRIPTIONS = {
@@ -123,7 +124,7 @@ def document(members: list[ResourceInfo], group: str, version: str) -> Obj:
         schemas[schema_name(info)] = _schema(info)
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     }
