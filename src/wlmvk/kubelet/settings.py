@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from wlmvk.core import names
 from wlmvk.kubelet.api.auth import gate
+from wlmvk.kubelet.node import addresses
 
 # Not 10255: that is the real kubelet's legacy read-only port, which another
 # kubelet on the host may still hold.
@@ -71,9 +72,11 @@ def parse(argv: list[str]) -> Settings:
     )
     add(
         "--node-ip",
-        default=os.environ.get("NODE_IP", "") or "127.0.0.1",
-        help="InternalIP of the nodes, where the API server reaches this kubelet"
-        " (default: $NODE_IP, else 127.0.0.1)",
+        default="",
+        help="InternalIP of the nodes, where the API server reaches this kubelet (default: $NODE_IP,"
+        " else --listen's address when it is one, else the host's address on its default route as"
+        " the real kubelet chooses it, 127.0.0.1 without one). kube-apiserver proxies to no"
+        " loopback address",
     )
     add("--listen", default="0.0.0.0", help="address of the kubelet HTTPS API")
     add("--port", type=int, default=10250, help="port of the kubelet HTTPS API (0 = any free port)")
@@ -173,7 +176,7 @@ def parse(argv: list[str]) -> Settings:
         kubeconfig=args.kubeconfig,
         cluster_name=args.cluster_name or agent or socket.gethostname().split(".")[0],
         agent_host=agent,
-        node_ip=args.node_ip,
+        node_ip=args.node_ip or os.environ.get("NODE_IP", "") or addresses.node_ip_for(args.listen),
         listen_host=args.listen,
         port=args.port,
         metrics_host=args.metrics_listen,

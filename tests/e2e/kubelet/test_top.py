@@ -10,9 +10,9 @@ nothing and has no metrics.
 metrics-server is built only on request (``scripts/kube-local build --metrics-server``), so
 ``kubectl top`` on the real plane is marked ``metrics_server`` (CI deselects it). What it
 reads is proved on both planes without it: the kubelet's /stats/summary and
-/metrics/resource, with the job in them, reached as the API server reaches them (through the
-in-memory server's node proxy; kube-apiserver proxies to no loopback kubelet, so there with
-its kubelet client certificate).
+/metrics/resource, with the job in them, through the API server's node proxy (``kubectl get
+--raw /api/v1/nodes/<node>/proxy/...``) to a kubelet on the host's address, as deployed
+without --node-ip; kube-apiserver proxies to no loopback kubelet.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,13 @@ from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.e2e.kubelet.test_api_access import client_context, get, sign
 from tests.e2e.kubelet.test_kubelet import wait_phase
+from tests.fixtures import prerequisites
+from tests.fixtures.apiserver import RealApiServer, RunningApiServer
+from tests.fixtures.kubelet import StartKubelet
+from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.kube.bodies import PODS
+from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet.node import addresses
 
 SUBJECT = "the resource metrics API and the node proxy, as the API server serves them to kubectl top"
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_any(subject=SUBJECT)]
@@ -207,26 +213,51 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: test-scraper}
 metrics-server), for a user of the test's own."""
 
 
+HOST_IP = addresses.default_node_ip()
+ROUTABLE = prerequisites.unless_installed(
+    HOST_IP == addresses.LOOPBACK, "an IPv4 default route (the kubelet's address for the node proxy)"
+)
+
+
+@pytest.fixture
+async def routable_stack(
+    slurm: str,
+    apiserver: RunningApiServer | RealApiServer,
+    redbox_factory: Callable[..., RedBox],
+    kubelet_factory: StartKubelet,
+    kube: KubeClient,
+) -> Stack:
+    """The stack with its kubelet as deployed without --node-ip: listening on, and advertising as
+    its nodes' InternalIP, the host's address on its default route (not loopback)."""
+    box = redbox_factory(user=JOB_OWNER)
+    kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
+    kubelet = await kubelet_factory(
+        kubeconfig=kubeconfig, red_box_socket=box.socket, node_ip=HOST_IP, listen_host=HOST_IP
+    )
+    return Stack(apiserver, box, kubelet, kube)
+
+
 async def kubelet_path(stack: Stack, node: str, path: str) -> str:
-    """``path`` of the node's kubelet as the API server reaches it: on the in-memory plane through
-    ``kubectl get --raw /api/v1/nodes/<node>/proxy<path>``; kube-apiserver refuses to proxy to a
-    loopback address (where every kubelet of this machine listens), so on the real plane with the
-    client certificate kube-apiserver presents to kubelets, as its node proxy would."""
-    if stack.apiserver.plane == "memory":
-        raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy{path}")
-        assert raw.returncode == 0, raw.stderr
-        return raw.stdout
-    status, text = await get(stack, path, client_context(*stack.apiserver.kubelet_client))
-    assert status == 200, text
-    return text
+    """``path`` of the node's kubelet as the API server's node proxy reaches it:
+    ``kubectl get --raw /api/v1/nodes/<node>/proxy<path>``."""
+    raw = await stack.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy{path}")
+    assert raw.returncode == 0, raw.stderr
+    return raw.stdout
 
 
-async def test_the_kubelets_summary_and_resource_metrics_hold_a_running_job(stack: Stack) -> None:
-    """What ``kubectl top`` is made of, as the API server reaches the kubelet: the Summary API
-    (the in-memory plane's metrics stand-in reads it) and /metrics/resource/<node>
-    (metrics-server scrapes it) both hold the spinning job's pod."""
+@ROUTABLE
+async def test_the_kubelets_summary_and_resource_metrics_hold_a_running_job(routable_stack: Stack) -> None:
+    """What ``kubectl top`` is made of, through the API server's node proxy to the kubelet at the
+    host's address: the Summary API (the in-memory plane's metrics stand-in reads it) and
+    /metrics/resource/<node> (metrics-server scrapes it) both hold the spinning job's pod."""
+    stack = routable_stack
     name = unique("proxied")
     node = "slurm-test-debug"
+    addresses_of = await stack.kubectl("get", "node", node, "-o", "jsonpath={.status.addresses}")
+    assert json.loads(addresses_of.stdout) == [
+        {"type": "InternalIP", "address": HOST_IP},
+        {"type": "Hostname", "address": node},
+    ]
     await stack.kube.create(PODS, job_pod(name, SPIN), namespace="default")
     try:
         await wait_phase(stack, name, "Running")

@@ -5,6 +5,7 @@ import pytest
 from tests.unit.kubelet.podbodies import pod
 from wlmvk.core import names
 from wlmvk.kubelet import settings
+from wlmvk.kubelet.node import addresses
 from wlmvk.kubelet.pods.records import job_id_of, slim
 
 
@@ -13,7 +14,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     parsed = settings.parse([])
     assert parsed.red_box_socket == "/var/run/syslurm/red-box.sock"
-    assert parsed.node_ip == "127.0.0.1"
+    assert parsed.node_ip == addresses.default_node_ip()  # test_node_addresses: which one
     assert (parsed.listen_host, parsed.port) == ("0.0.0.0", 10250)
     # Metrics apart, on loopback, and not on 10255, the real kubelet's legacy read-only port.
     assert (parsed.metrics_host, parsed.metrics_port) == ("127.0.0.1", 10262)
