@@ -11,7 +11,7 @@ import pytest
 from wlmvk.kubelet import settings
 from wlmvk.kubelet.node import addresses
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "proc" / "net-route-eth0.txt"
+CAPTURED = Path(__file__).resolve().parents[3] / "fixtures" / "proc" / "net-route-eth0.txt"
 HEADER = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
 
 

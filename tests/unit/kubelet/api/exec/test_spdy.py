@@ -10,7 +10,7 @@ import pytest
 
 from wlmvk.kubelet.api.exec import spdyframes, spdyheaders
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "spdy_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "spdy_captured"
 
 
 def test_dictionary_is_the_spdy3_one() -> None:

@@ -15,7 +15,7 @@ from wlmvk.kubelet.api.exec.requests import Resize, StdinClosed, StdinData
 
 V4_ONLY = ("v4.channel.k8s.io",)
 CAPTURED_TTY_SESSION = (
-    Path(__file__).resolve().parents[2] / "fixtures" / "spdy_captured" / "translator-tty-session.bin"
+    Path(__file__).resolve().parents[4] / "fixtures" / "spdy_captured" / "translator-tty-session.bin"
 ).read_bytes()
 
 
