@@ -8,7 +8,8 @@ together on one worker in order:
 - every test on the real control plane (``real``): they share one cluster, which each
   cleans after itself, and the session's agent node ``agent-host``;
 - a test module's tests that share a module-scoped fixture (one group per module), so that
-  the fixture (a wheel, a Go build) is made once and never twice at the same time.
+  the fixture (a wheel, a Go build) is made once and never twice at the same time;
+- a test marked ``xdist_group(name)`` (pytest-xdist's own marker): with the others of that name.
 
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
@@ -66,6 +67,8 @@ def xdist_group(item: pytest.Item) -> str | None:
     """The worker group ``item`` must run in, or None when it may run anywhere (see above)."""
     from tests.fixtures.controlplane import plane_of
 
+    if (named := item.get_closest_marker("xdist_group")) is not None:
+        return str(named.args[0] if named.args else named.kwargs["name"])
     info = getattr(item, "_fixtureinfo", None)
     closure = set(info.names_closure) if info is not None else set()
     if plane_of(item) == "real" or "real_kube" in closure:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REAL_GROUP
 from tests.fixtures.shared_dirs import SharedDir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
@@ -87,6 +88,9 @@ def assert_the_user_sees_every_example_end(out: str) -> list[str]:
     return steps
 
 
+# Both demos put red-box's sockets at the default /var/run/syslurm/red-box*.sock, so they never
+# run at once: this one runs on the worker of the real plane's tests, where the other one runs.
+@pytest.mark.xdist_group(REAL_GROUP)
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
 def test_demo_runs_the_examples_and_stops_what_it_started(slurm: str, shared_dir: SharedDir) -> None:
