@@ -12,6 +12,12 @@ same rounds are tests/faults/test_churn.py.
     .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
     .venv/bin/python bench/faults_run.py --slurmctld   # also restart the shared slurmctld
     bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
+    nice -n 10 .venv/bin/python bench/faults_run.py --kube real --only takeover
+
+``--kube real`` runs the rounds on the real control plane of scripts/kube-local (it
+must be up; it is shared with the tests, so the rounds take a cluster, node and
+namespace of their own, ``faultbench``, and the kubelets run as the ServiceAccount
+wlmvk/wlmvk-kubelet, as deployed); the watch row needs the in-memory server's store.
 
 ``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
 then ``slurmctld -f`` its own config again, waiting for ``scontrol ping``): off by default.
@@ -42,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.faults import churn  # noqa: E402
 from tests.fixtures import sshd  # noqa: E402
+from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
@@ -55,6 +62,10 @@ SLURMCTLD_PID = localslurm.pid_file("slurmctld")
 FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
 # The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
 PAIRED = ("takeover", "takeover-stop")
+# The rows that need the in-memory API server (its store).
+MEMORY_ONLY = ("watch",)
+# The real plane is shared with the tests: the rounds there take names of their own.
+REAL_SITE = churn.Site(cluster="faultbench", namespace="faultbench")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
 
@@ -106,16 +117,51 @@ async def _serve_alone(
     for one in pair:
         await one.stop()
     await kubelet.start()
-    if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+    if not await churn.wait_for(lambda: churn.node_ready(kube, kubelet.site), 60):
         raise RuntimeError("the node never became Ready again after the takeover rows")
+
+
+def real_plane(scratch: Path) -> RealKube:
+    """scripts/kube-local's plane (up already), the project's manifests applied, the rounds' namespace."""
+    if subprocess.run([str(ROOT / "scripts" / "kube-local"), "status"], capture_output=True).returncode:
+        raise RuntimeError("the real control plane is not up (scripts/kube-local up)")
+    env = dict(
+        line.removeprefix("export ").split("=", 1) for line in kube_local("env").splitlines() if "=" in line
+    )
+    admin = Path(env["KUBECONFIG"].strip("'\""))
+    server = next(line.split()[-1] for line in admin.read_text().splitlines() if "server:" in line)
+    kubectl = Path(kube_local("bin").strip()) / "kubectl"
+    real = RealKube(server, admin, kubectl, admin.parent / "pki" / "ca.crt", scratch)
+    for name in INSTALLED:
+        real.must("apply", "-f", str(ROOT / "manifests" / name))
+    if real.run_kubectl("get", "namespace", REAL_SITE.namespace).returncode:
+        real.must("create", "namespace", REAL_SITE.namespace)
+    return real
+
+
+def clean_real(real: RealKube) -> None:
+    """What the rounds left on the shared plane: their pods, node and Lease."""
+    real.run_kubectl("delete", "pods", "--all", "-n", REAL_SITE.namespace, "--force", "--grace-period=0")
+    real.run_kubectl("delete", "node", REAL_SITE.node, "--ignore-not-found")
+    real.run_kubectl("delete", "lease", "-n", "kube-node-lease", REAL_SITE.lease, REAL_SITE.node,
+                     "--ignore-not-found")  # fmt: skip
 
 
 async def run(args: argparse.Namespace) -> list[churn.Tally]:
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
     apiserver = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
                            log_handler=default_log_handler())  # fmt: skip
-    await apiserver.start()
-    kubeconfig = apiserver.write_kubeconfig(scratch / "kubeconfig")
+    real: RealKube | None = None
+    site = churn.SITE
+    client_ca: Path | None = None
+    if args.kube == "real":
+        real = await asyncio.to_thread(real_plane, scratch)
+        site = REAL_SITE
+        admin, kubeconfig, client_ca = real.admin, real.account_kubeconfig("wlmvk-kubelet"), real.ca
+        await asyncio.to_thread(clean_real, real)
+    else:
+        await apiserver.start()
+        kubeconfig = admin = apiserver.write_kubeconfig(scratch / "kubeconfig")
     work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=JOBS_ROOT))
     # red-box as the job owner, as deployed: its directories are the owner's.
     state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
@@ -125,13 +171,19 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                  log_path=scratch / "red-box.log", user=JOB_OWNER)  # fmt: skip
     login = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
-    kube = await KubeClient.connect(str(kubeconfig))
-    kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
+    kube = await KubeClient.connect(str(admin))
+    kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log", client_ca, site=site)
     # The pair's election flags: the rig's (churn.LEADING) unless given.
     leading = ["--leader-elect", *(args.leader_flags.split() if args.leader_flags else churn.LEADING[1:])]
     pair = tuple(
         churn.KubeletRunner(
-            kubeconfig, forward.local, scratch / f"kubelet-{host}.log", agent_host=host, extra=leading
+            kubeconfig,
+            forward.local,
+            scratch / f"kubelet-{host}.log",
+            client_ca,
+            agent_host=host,
+            extra=leading,
+            site=site,
         )
         for host in ("agent-a", "agent-b")
     )
@@ -143,7 +195,7 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         await asyncio.to_thread(login.start)
         await asyncio.to_thread(forward.start)
         await kubelet.start()
-        if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+        if not await churn.wait_for(lambda: churn.node_ready(kube, site), 60):
             raise RuntimeError(f"the node never became Ready; see {scratch}")
         plans: dict[str, tuple[str, Callable[[churn.Tally], churn.Fault]]] = {
             "none": ("none (baseline)", lambda t: churn.no_fault()),
@@ -162,7 +214,7 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             ),
             "redbox": (
                 "red-box, ssh client, sshd kill -9 while jobs run (1 each per round)",
-                lambda t: churn.redbox_outages(box, forward, login, kube, rng, t),
+                lambda t: churn.redbox_outages(box, forward, login, kube, rng, t, site),
             ),
             "watch": (
                 "watch dropped + 410 Gone (3 per round)",
@@ -171,16 +223,18 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             "slurmctld": ("slurmctld restarted", lambda t: restart_slurmctld(rng, t)),
         }
         chosen = args.only or [f for f in FAULTS if f != "slurmctld" or args.slurmctld]
+        if real is not None:
+            chosen = [f for f in chosen if f not in MEMORY_ONLY]
         for key in chosen:
             label, make = plans[key]
-            tally = churn.Tally(label)
+            tally = churn.Tally(label if real is None else f"{label} [real plane]")
             rounds = max(1, args.rounds // 4) if key == "slurmctld" else args.rounds
             run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", *PAIRED) else 0.0
             if key in PAIRED:
                 await _serve_paired(kubelet, pair, kube)
             for _ in range(rounds):
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
-                                        settle=args.settle, run_seconds=run_seconds)  # fmt: skip
+                                        settle=args.settle, run_seconds=run_seconds, site=site)  # fmt: skip
                 took = f", takeover p95 {churn.p95(tally.takeovers):.1f} s" if tally.takeovers else ""
                 print(
                     f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s{took})", file=sys.stderr
@@ -201,7 +255,10 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         ids = box.journal_job_ids()
         if ids:
             await asyncio.to_thread(churn.scancel, sorted(ids))
-        await apiserver.stop()
+        if real is not None:
+            await asyncio.to_thread(clean_real, real)
+        else:
+            await apiserver.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
         shutil.rmtree(state_home, ignore_errors=True)
         shutil.rmtree(login.directory, ignore_errors=True)
@@ -226,6 +283,10 @@ def main() -> int:
         " --leader-retry-interval 2' (the kubelet's defaults); default: tests/faults/churn.py's LEADING",
     )
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument(
+        "--kube", choices=("memory", "real"), default="memory",
+        help="the control plane: the in-memory API server in this process, or scripts/kube-local's",
+    )  # fmt: skip
     parser.add_argument("--markdown", help="also write the table to this file")
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
@@ -250,7 +311,7 @@ def main() -> int:
             for t in tallies
         ]
         problems = [p for t in tallies for p in t.problems]
-        figures = {"argv": sys.argv[1:], "rows": rows, "problems": problems}
+        figures = {"argv": sys.argv[1:], "kube": args.kube, "rows": rows, "problems": problems}
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     return 0 if all(t.clean for t in tallies) else 1
 

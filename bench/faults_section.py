@@ -19,7 +19,11 @@ BEGIN, END = "<!-- faults:begin -->", "<!-- faults:end -->"
 # The faults run for the doc, in its table's order; slurmctld restarts the SHARED controller and
 # runs only when asked (--slurmctld).
 FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch")
-KEPT = (*FAULTS, "slurmctld")
+# The rows run on the real control plane too (key ``<fault>-real``: faults_run.py --kube real).
+REAL = ("kill9", "kill9-running", "takeover", "takeover-stop")
+REAL_SUFFIX = "-real"
+# Every kept row, in the table's order: each real-plane row after its in-memory one.
+KEPT = (*(k for f in FAULTS for k in ((f, f + REAL_SUFFIX) if f in REAL else (f,))), "slurmctld")
 COLUMNS = (
     ("fault", "fault"), ("rounds", "rounds"), ("pods", "pods"), ("duplicates", "duplicates"),
     ("lost", "lost"), ("orphaned", "orphaned"), ("spurious", "spurious failures"),
@@ -47,7 +51,10 @@ def run_faults(run: Run, raw: Path, args: argparse.Namespace) -> None:
     shown = ["--rounds", str(args.fault_rounds), "--pods", str(args.fault_pods), "--seed", str(args.seed)]
     for key in args.fault or [*FAULTS, *(["slurmctld"] if args.slurmctld else [])]:
         extra = ["--slurmctld"] if key == "slurmctld" else []
-        result = run(f"faults-{key}", ["faults_run.py", *shown, "--only", key, *extra], results=(0, 1))
+        if key.endswith(REAL_SUFFIX):
+            extra.extend(["--kube", "real"])
+        fault = key.removesuffix(REAL_SUFFIX)
+        result = run(f"faults-{key}", ["faults_run.py", *shown, "--only", fault, *extra], results=(0, 1))
         result["argv_shown"] = shown
         (raw / f"faults-{key}.json").write_text(json.dumps(result, indent=1))
 

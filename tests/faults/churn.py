@@ -58,8 +58,29 @@ Body = dict[str, Any]
 ALIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
 HELD = "#!/bin/sh\n#SBATCH --hold\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
 RUNS = "#!/bin/sh\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
-CLUSTER = "faults"
-NODE = f"slurm-{CLUSTER}-debug"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where rounds run: the cluster (its node ``slurm-<cluster>-debug`` and its kubelets' Lease) and
+    the pods' namespace. The fast tests use ``SITE``; the long bench on the shared real control plane
+    takes names of its own, apart from the tests other sessions run there."""
+
+    cluster: str = "faults"
+    namespace: str = "default"
+
+    @property
+    def node(self) -> str:
+        return f"slurm-{self.cluster}-debug"
+
+    @property
+    def lease(self) -> str:
+        return f"slurm-{self.cluster}.kubelet"
+
+
+SITE = Site()
+CLUSTER = SITE.cluster
+NODE = SITE.node
 
 
 @dataclass
@@ -167,6 +188,7 @@ class KubeletRunner:
     port: int = 0
     agent_host: str = "agent-host"
     extra: list[str] = field(default_factory=list)
+    site: Site = SITE
 
     def __post_init__(self) -> None:
         if not self.port:
@@ -178,7 +200,7 @@ class KubeletRunner:
         argv = [
             sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
             "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
-            "--cluster-name", CLUSTER, "--agent-host", self.agent_host, "--listen", "127.0.0.1",
+            "--cluster-name", self.site.cluster, "--agent-host", self.agent_host, "--listen", "127.0.0.1",
             "--port", str(self.port), "--metrics-port", "-1", "--status-interval", "1",
             "--discovery-interval", "2", "--node-status-interval", "2", "--lease-renew-interval", "2",
             "--jobs-root", "pods", "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
@@ -217,13 +239,17 @@ class KubeletRunner:
 # --- pods -----------------------------------------------------------------------------------
 
 
-def pod_body(name: str, script: str) -> Body:
+def pod_body(name: str, script: str, site: Site = SITE) -> Body:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "annotations": {names.ANNOTATION_BATCH: script}},
+        "metadata": {
+            "name": name,
+            "namespace": site.namespace,
+            "annotations": {names.ANNOTATION_BATCH: script},
+        },
         "spec": {
-            "nodeName": NODE,
+            "nodeName": site.node,
             "restartPolicy": "Never",
             "tolerations": [{"key": names.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [{"name": "main", "image": "busybox"}],
@@ -231,9 +257,9 @@ def pod_body(name: str, script: str) -> Body:
     }
 
 
-async def node_ready(kube: KubeClient) -> bool:
+async def node_ready(kube: KubeClient, site: Site = SITE) -> bool:
     try:
-        node = await kube.get(NODES, NODE)
+        node = await kube.get(NODES, site.node)
     except KubeError:
         return False
     conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
@@ -250,8 +276,8 @@ async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float, every: f
     return False
 
 
-async def _pods(kube: KubeClient, prefix: str) -> dict[str, Body]:
-    listing = await kube.list(PODS, namespace="default")
+async def _pods(kube: KubeClient, prefix: str, site: Site = SITE) -> dict[str, Body]:
+    listing = await kube.list(PODS, namespace=site.namespace)
     return {p["metadata"]["name"]: p for p in listing["items"] if p["metadata"]["name"].startswith(prefix)}
 
 
@@ -278,8 +304,8 @@ async def _no_sbatch(uids: Iterable[str]) -> bool:
     return not processes.running("sbatch", naming=uids)
 
 
-async def _any_running(kube: KubeClient, prefix: str) -> bool:
-    pods = await _pods(kube, prefix)
+async def _any_running(kube: KubeClient, prefix: str, site: Site) -> bool:
+    pods = await _pods(kube, prefix, site)
     return any(p.get("status", {}).get("phase") == "Running" for p in pods.values())
 
 
@@ -292,6 +318,7 @@ async def churn_round(
     settle: float = 240.0,
     rng: random.Random,
     run_seconds: float = 0.0,
+    site: Site = SITE,
 ) -> None:
     """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end.
 
@@ -307,7 +334,7 @@ async def churn_round(
     uids: dict[str, str] = {}
 
     async def create(name: str) -> None:
-        body = await kube.create(PODS, pod_body(name, scripts[name]), namespace="default")
+        body = await kube.create(PODS, pod_body(name, scripts[name], site), namespace=site.namespace)
         uids[name] = body["metadata"]["uid"]
 
     doomed = [n for n, s in scripts.items() if s == HELD]
@@ -315,10 +342,12 @@ async def churn_round(
 
     async def delete_some() -> None:
         await asyncio.sleep(rng.uniform(0.5, 3.0))
-        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in doomed])
+        await _gather_limited(
+            [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in doomed]
+        )
 
     async def strike() -> None:
-        if run_seconds and not await wait_for(lambda: _any_running(kube, prefix), settle):
+        if run_seconds and not await wait_for(lambda: _any_running(kube, prefix, site), settle):
             tally.round_problem(f"{prefix}: no pod was Running in {settle:.0f} s; the fault struck anyway")
         await fault()
 
@@ -330,7 +359,7 @@ async def churn_round(
     try:
 
         async def settled() -> bool:
-            current = await _pods(kube, prefix)
+            current = await _pods(kube, prefix, site)
             gone = all(n not in current for n in doomed)
             done = all(
                 current.get(n, {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
@@ -340,7 +369,7 @@ async def churn_round(
             return gone and done
 
         if not await wait_for(settled, settle, every=1.0):
-            current = await _pods(kube, prefix)
+            current = await _pods(kube, prefix, site)
             stuck = {
                 n: (p.get("status", {}).get("phase"), "deleting" if n in doomed else "")
                 for n, p in current.items()
@@ -350,10 +379,12 @@ async def churn_round(
         # A late duplicate would come from an sbatch still under way for one of the round's pods.
         if not await wait_for(lambda: _no_sbatch(uids.values()), settle, every=0.5):
             tally.round_problem(f"{prefix}: an sbatch for the round's pods still ran after {settle:.0f} s")
-        _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
+        _audit(await _pods(kube, prefix, site), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
     finally:
         cancel_keys(set(uids.values()))
-        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in scripts])
+        await _gather_limited(
+            [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in scripts]
+        )
     tally.rounds += 1
     tally.pods += pods
     tally.seconds += time.monotonic() - started
@@ -412,20 +443,20 @@ LEADING = ["--leader-elect", "--leader-lease-duration", "10", "--leader-renew-in
 TAKEOVER_LIMIT = 60.0
 
 
-async def holder_pid(kube: KubeClient) -> int:
+async def holder_pid(kube: KubeClient, site: Site = SITE) -> int:
     """The pid in the cluster Lease's holder identity (``<host>_<pid>_<random>``), 0 when none."""
     try:
-        lease = await kube.get(LEASES, f"slurm-{CLUSTER}.kubelet", namespace=names.NODE_LEASE_NAMESPACE)
+        lease = await kube.get(LEASES, site.lease, namespace=names.NODE_LEASE_NAMESPACE)
     except KubeError:
         return 0
     parts = str(lease["spec"].get("holderIdentity") or "").split("_")
     return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
 
 
-async def node_port(kube: KubeClient) -> int:
+async def node_port(kube: KubeClient, site: Site = SITE) -> int:
     """The port the node names for its kubelet, 0 when there is no node (or no answer)."""
     try:
-        node = await kube.get(NODES, NODE)
+        node = await kube.get(NODES, site.node)
     except KubeError:
         return 0
     return int(node.get("status", {}).get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port", 0))
@@ -434,7 +465,12 @@ async def node_port(kube: KubeClient) -> int:
 async def serving(kube: KubeClient, kubelet: KubeletRunner) -> bool:
     """``kubelet`` holds the cluster Lease and the node names its port, Ready."""
     pid = kubelet.process.pid if kubelet.process is not None else -1
-    return await holder_pid(kube) == pid and await node_port(kube) == kubelet.port and await node_ready(kube)
+    site = kubelet.site
+    return (
+        await holder_pid(kube, site) == pid
+        and await node_port(kube, site) == kubelet.port
+        and await node_ready(kube, site)
+    )
 
 
 def takeover(
@@ -454,9 +490,11 @@ def takeover(
     fence meanwhile (``write refused`` in its log); a reply to a write it sent before the stop is
     logged after SIGCONT, so its log alone cannot show which writes came late."""
 
+    site = pair[0].site
+
     async def strike() -> None:
         await asyncio.sleep(rng.uniform(0.2, 2.5))
-        pid = await holder_pid(kube)
+        pid = await holder_pid(kube, site)
         active = next((k for k in pair if k.process is not None and k.process.pid == pid), None)
         if active is None or active.process is None:
             tally.round_problem(f"no kubelet of the pair holds the cluster Lease (holder pid {pid})")
@@ -483,7 +521,8 @@ def takeover(
             after = active.log.read_bytes()[resumed_at:].decode(errors="replace")
             if "leadership lost" not in after:
                 tally.round_problem("the resumed kubelet did not log its Lease lost")
-            if await node_port(kube) != standby.port or await holder_pid(kube) != standby.process.pid:  # type: ignore[union-attr]
+            new_pid = standby.process.pid if standby.process is not None else -1
+            if await node_port(kube, site) != standby.port or await holder_pid(kube, site) != new_pid:
                 tally.round_problem("after SIGCONT the node or the Lease no longer name the new holder")
         await active.restart_after_kill()
 
@@ -497,8 +536,8 @@ def no_fault() -> Fault:
     return nothing
 
 
-async def node_not_ready(kube: KubeClient) -> bool:
-    return not await node_ready(kube)
+async def node_not_ready(kube: KubeClient, site: Site = SITE) -> bool:
+    return not await node_ready(kube, site)
 
 
 class Restartable(Protocol):
@@ -516,6 +555,7 @@ def redbox_outages(
     kube: KubeClient,
     rng: random.Random,
     tally: Tally,
+    site: Site = SITE,
 ) -> Fault:
     """red-box killed -9 and restarted; then the ssh client of the forward to it (``ssh -L``) killed
     -9 and started again; then sshd on the login side killed -9 with its sessions, and sshd and the
@@ -523,11 +563,11 @@ def redbox_outages(
 
     async def outage(label: str, down: Callable[[], None], *ups: Callable[[], object]) -> None:
         await asyncio.to_thread(down)
-        if not await wait_for(lambda: node_not_ready(kube), 30, every=0.25):
+        if not await wait_for(lambda: node_not_ready(kube, site), 30, every=0.25):
             tally.round_problem(f"{label}: the node never went NotReady")
         for up in ups:
             await asyncio.to_thread(up)
-        if not await wait_for(lambda: node_ready(kube), 60, every=0.25):
+        if not await wait_for(lambda: node_ready(kube, site), 60, every=0.25):
             tally.round_problem(f"{label}: the node did not come back Ready")
 
     def sshd_down() -> None:
