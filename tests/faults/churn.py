@@ -6,9 +6,9 @@ on the shared Slurm) that are deleted while the round goes on. A *fault*
 coroutine strikes meanwhile (kill -9 of the kubelet; kill -9 or SIGSTOP of the
 active one of two kubelets for the cluster, the standby taking over; kill -9 of red-box, of
 the ssh client forwarding its socket and of sshd; the API server's watches
-dropped with their history gone), during submission or, with
-``run_seconds``, once jobs run, and always leaves the system whole again when
-it returns. The round then
+dropped with their history gone; slurmctld restarted, in a Slurm of the suite's
+own), during submission or, with ``run_seconds``, once jobs run, and always
+leaves the system whole again when it returns. The round then
 waits for the pods to settle and counts, from Slurm's side (``squeue -t all``
 and ``sacct``, by the idempotency key ``wlmvk:<pod uid>`` in each job's
 comment), never from the kubelet's records:
@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.faults import ownslurm
 from tests.fixtures import processes
 from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError as KubeError
@@ -525,6 +526,19 @@ def takeover(
             if await node_port(kube, site) != standby.port or await holder_pid(kube, site) != new_pid:
                 tally.round_problem("after SIGCONT the node or the Lease no longer name the new holder")
         await active.restart_after_kill()
+
+    return strike
+
+
+def slurmctld_restart(instance: ownslurm.Instance, rng: random.Random, tally: Tally) -> Fault:
+    """The Slurm of the suite's own (``instance``): its slurmctld stopped with SIGTERM by its pid
+    file, left down 2-5 s, started again and waited for (``ownslurm.restart_slurmctld``)."""
+
+    async def strike() -> None:
+        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        problem = await ownslurm.restart_slurmctld(instance, down_for=rng.uniform(2.0, 5.0))
+        if problem:
+            tally.round_problem(problem)
 
     return strike
 

@@ -1,6 +1,7 @@
 """Fixtures of the fault suite: a fenced red-box; the ``rig`` of the churn and follow tests (red-box
 as the job owner behind a real sshd and ``ssh -L`` forward, ``wlmvk kubelet`` as a process); the
-``pair`` of ``--leader-elect`` kubelets (two agent hosts for one cluster) that replaces its kubelet."""
+``pair`` of ``--leader-elect`` kubelets (two agent hosts for one cluster) that replaces its kubelet;
+``own_rig``, the rig on a Slurm of the test's own (``own_slurm``), whose slurmctld may be restarted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import churn
+from tests.faults import churn, ownslurm
 from tests.fixtures import prerequisites, sshd
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.redbox import JOB_OWNER, RedBox
@@ -57,6 +58,28 @@ class Rig:
 async def rig(
     slurm: str, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
 ) -> AsyncIterator[Rig]:
+    async with _rigged(apiserver, redbox_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def own_slurm(slurm: str) -> Iterator[ownslurm.Instance]:
+    """A Slurm of the test's own (``ownslurm.TEST``), this process pointed at it meanwhile."""
+    with ownslurm.running(ownslurm.TEST) as instance:
+        yield instance
+
+
+@pytest.fixture
+async def own_rig(
+    own_slurm: ownslurm.Instance, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
+) -> AsyncIterator[Rig]:
+    """The ``rig`` on the test's own Slurm: red-box and the audit's Slurm commands use it."""
+    async with _rigged(apiserver, redbox_factory) as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def _rigged(apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]) -> AsyncIterator[Rig]:
     if reason := sshd.missing():
         prerequisites.missing(reason)
     box = redbox_factory(user=JOB_OWNER)
