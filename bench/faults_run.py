@@ -10,7 +10,7 @@ same rounds are tests/faults/test_churn.py.
 
     .venv/bin/python bench/faults_run.py --rounds 20 --pods 200
     .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
-    .venv/bin/python bench/faults_run.py --slurmctld   # also restart the shared slurmctld
+    .venv/bin/python bench/faults_run.py --only slurmctld --rounds 2 --pods 20
     bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
     nice -n 10 .venv/bin/python bench/faults_run.py --kube real --only takeover
 
@@ -19,8 +19,11 @@ must be up; it is shared with the tests, so the rounds take a cluster, node and
 namespace of their own, ``faultbench``, and the kubelets run as the ServiceAccount
 wlmvk/wlmvk-kubelet, as deployed); the watch row needs the in-memory server's store.
 
-``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
-then ``slurmctld -f`` its own config again, waiting for ``scontrol ping``): off by default.
+A run with the ``slurmctld`` row (its slurmctld stopped with SIGTERM and started
+again once per round) runs all its rows on a Slurm of its own (tests/faults/ownslurm.py:
+``scripts/slurm-local`` in /var/tmp/wlmvk-faults-slurm, ports 6927-6929 and 3327),
+started before the rounds and stopped after them: the shared local Slurm is never
+restarted.
 ``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
 JSON (bench/run-all keeps both in docs/raw/ and fills docs/reliability.md's
 table from them). Exit status 1 when any count is not zero.
@@ -30,12 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
-import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,19 +48,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.faults import churn  # noqa: E402
+from tests.faults import churn, ownslurm  # noqa: E402
 from tests.fixtures import sshd  # noqa: E402
 from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
-from wlmvk_dev import localslurm  # noqa: E402
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
 from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
-SLURMCTLD_PID = localslurm.pid_file("slurmctld")
 FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
 # The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
 PAIRED = ("takeover", "takeover-stop")
@@ -68,35 +68,6 @@ MEMORY_ONLY = ("watch",)
 REAL_SITE = churn.Site(cluster="faultbench", namespace="faultbench")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
-
-
-def _slurmctld_up() -> bool:
-    done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
-    return "UP" in done.stdout
-
-
-def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
-    """Stop the shared slurmctld mid-round, leave it down a few seconds, start it again."""
-
-    async def strike() -> None:
-        await asyncio.sleep(rng.uniform(0.5, 2.0))
-        pid = int((await asyncio.to_thread(SLURMCTLD_PID.read_text)).split()[0])
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while await asyncio.to_thread(os.path.exists, f"/proc/{pid}") and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
-        await asyncio.sleep(rng.uniform(2.0, 5.0))
-        conf = localslurm.environment()["SLURM_CONF"]
-        await asyncio.to_thread(subprocess.run, ["slurmctld", "-f", conf], check=False)
-        deadline = time.monotonic() + 90
-        while not await asyncio.to_thread(_slurmctld_up):
-            if time.monotonic() > deadline:
-                tally.round_problem("slurmctld did not come back; running scripts/slurm-local up")
-                await asyncio.to_thread(subprocess.run, [str(ROOT / "scripts" / "slurm-local"), "up"])
-                break
-            await asyncio.sleep(0.5)
-
-    return strike
 
 
 async def _serve_paired(
@@ -119,6 +90,10 @@ async def _serve_alone(
     await kubelet.start()
     if not await churn.wait_for(lambda: churn.node_ready(kube, kubelet.site), 60):
         raise RuntimeError("the node never became Ready again after the takeover rows")
+
+
+def chosen_faults(args: argparse.Namespace) -> list[str]:
+    return [f for f in args.only or FAULTS if args.kube == "memory" or f not in MEMORY_ONLY]
 
 
 def real_plane(scratch: Path) -> RealKube:
@@ -162,7 +137,9 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
     else:
         await apiserver.start()
         kubeconfig = admin = apiserver.write_kubeconfig(scratch / "kubeconfig")
-    work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=JOBS_ROOT))
+    # Jobs run in the Slurm's own working root: the shared one's, or the run's own Slurm's.
+    jobs_root = ownslurm.BENCH.jobs_root if "slurmctld" in chosen_faults(args) else JOBS_ROOT
+    work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=jobs_root))
     # red-box as the job owner, as deployed: its directories are the owner's.
     state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
     for path in (work_dir, state_home):
@@ -220,16 +197,17 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                 "watch dropped + 410 Gone (3 per round)",
                 lambda t: churn.watch_drops(apiserver.store, PODS_GVR, rng, drops=3),
             ),
-            "slurmctld": ("slurmctld restarted", lambda t: restart_slurmctld(rng, t)),
+            "slurmctld": (
+                "slurmctld restarted while jobs run (1 per round, on a Slurm of its own)",
+                lambda t: churn.slurmctld_restart(ownslurm.BENCH, rng, t),
+            ),
         }
-        chosen = args.only or [f for f in FAULTS if f != "slurmctld" or args.slurmctld]
-        if real is not None:
-            chosen = [f for f in chosen if f not in MEMORY_ONLY]
+        chosen = chosen_faults(args)
         for key in chosen:
             label, make = plans[key]
             tally = churn.Tally(label if real is None else f"{label} [real plane]")
-            rounds = max(1, args.rounds // 4) if key == "slurmctld" else args.rounds
-            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", *PAIRED) else 0.0
+            rounds = args.rounds
+            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", "slurmctld", *PAIRED) else 0.0
             if key in PAIRED:
                 await _serve_paired(kubelet, pair, kube)
             for _ in range(rounds):
@@ -271,11 +249,10 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20, help="rounds per fault (slurmctld: a quarter)")
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per fault")
     parser.add_argument("--pods", type=int, default=200, help="pods per round")
     parser.add_argument("--settle", type=float, default=300.0, help="seconds a round may take to settle")
     parser.add_argument("--only", action="append", choices=FAULTS, help="run only this fault (repeatable)")
-    parser.add_argument("--slurmctld", action="store_true", help="also restart the shared slurmctld")
     parser.add_argument(
         "--leader-flags",
         default="",
@@ -292,7 +269,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
     started = time.monotonic()
-    tallies = asyncio.run(run(args))
+    own = ownslurm.running(ownslurm.BENCH) if "slurmctld" in chosen_faults(args) else contextlib.nullcontext()
+    with own:
+        tallies = asyncio.run(run(args))
     table = churn.markdown(tallies)
     print(table)
     for tally in tallies:

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 BEGIN, END = "<!-- faults:begin -->", "<!-- faults:end -->"
-# The faults run for the doc, in its table's order; slurmctld restarts the SHARED controller and
-# runs only when asked (--slurmctld).
-FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch")
+# The faults run for the doc, in its table's order (slurmctld: on a Slurm of its own, see faults_run.py).
+FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
 # The rows run on the real control plane too (key ``<fault>-real``: faults_run.py --kube real).
 REAL = ("kill9", "kill9-running", "takeover", "takeover-stop")
 REAL_SUFFIX = "-real"
 # Every kept row, in the table's order: each real-plane row after its in-memory one.
-KEPT = (*(k for f in FAULTS for k in ((f, f + REAL_SUFFIX) if f in REAL else (f,))), "slurmctld")
+KEPT = tuple(k for f in FAULTS for k in ((f, f + REAL_SUFFIX) if f in REAL else (f,)))
 COLUMNS = (
     ("fault", "fault"), ("rounds", "rounds"), ("pods", "pods"), ("duplicates", "duplicates"),
     ("lost", "lost"), ("orphaned", "orphaned"), ("spurious", "spurious failures"),
@@ -37,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault-rounds", type=int, default=4, help="rounds per fault (faults_run.py)")
     parser.add_argument("--fault-pods", type=int, default=100, help="pods per fault round")
     parser.add_argument("--seed", type=int, default=8, help="faults_run.py's seed")
-    parser.add_argument("--slurmctld", action="store_true", help="also restart the SHARED slurmctld")
     parser.add_argument(
         "--fault",
         action="append",
@@ -49,10 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_faults(run: Run, raw: Path, args: argparse.Namespace) -> None:
     """Each fault's run, kept in ``raw`` by ``run``; the arguments shown in the doc kept with it."""
     shown = ["--rounds", str(args.fault_rounds), "--pods", str(args.fault_pods), "--seed", str(args.seed)]
-    for key in args.fault or [*FAULTS, *(["slurmctld"] if args.slurmctld else [])]:
-        extra = ["--slurmctld"] if key == "slurmctld" else []
-        if key.endswith(REAL_SUFFIX):
-            extra.extend(["--kube", "real"])
+    for key in args.fault or KEPT:
+        extra = ["--kube", "real"] if key.endswith(REAL_SUFFIX) else []
         fault = key.removesuffix(REAL_SUFFIX)
         result = run(f"faults-{key}", ["faults_run.py", *shown, "--only", fault, *extra], results=(0, 1))
         result["argv_shown"] = shown
