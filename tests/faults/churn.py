@@ -305,9 +305,24 @@ async def _no_sbatch(uids: Iterable[str]) -> bool:
     return not processes.running("sbatch", naming=uids)
 
 
-async def _any_running(kube: KubeClient, prefix: str, site: Site) -> bool:
+# A job in one of these states has started running.
+STARTED = {"RUNNING", "COMPLETING", "COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
+
+
+async def _any_started(kube: KubeClient, prefix: str, site: Site, uids: Iterable[str]) -> bool:
+    """A job of the round has started: Slurm says so (``squeue``), or a pod is Running or ended.
+
+    Both are looked at: under load the kubelet may see a short job only once it has ended, and
+    ``squeue`` forgets an ended job after MinJobAge."""
+    keys = {f"wlmvk:{uid}" for uid in uids}
+    out = await asyncio.to_thread(_run, "squeue", "-h", "-t", "all", "-o", "%k|%T")
+    if any(
+        key in keys and state in STARTED
+        for key, _, state in (line.partition("|") for line in out.splitlines())
+    ):
+        return True
     pods = await _pods(kube, prefix, site)
-    return any(p.get("status", {}).get("phase") == "Running" for p in pods.values())
+    return any(p.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed") for p in pods.values())
 
 
 async def churn_round(
@@ -323,8 +338,8 @@ async def churn_round(
 ) -> None:
     """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end.
 
-    With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once one
-    of them is Running (its Slurm job RUNNING): the fault lands on running jobs, not only on
+    With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once a job
+    of the round has started (``_any_started``): the fault lands on running jobs, not only on
     submissions.
     """
     started = time.monotonic()
@@ -348,8 +363,11 @@ async def churn_round(
         )
 
     async def strike() -> None:
-        if run_seconds and not await wait_for(lambda: _any_running(kube, prefix, site), settle):
-            tally.round_problem(f"{prefix}: no pod was Running in {settle:.0f} s; the fault struck anyway")
+        started = functools.partial(_any_started, kube, prefix, site, uids.values())
+        if run_seconds and not await wait_for(started, settle):
+            tally.round_problem(
+                f"{prefix}: no job of the round started in {settle:.0f} s; the fault struck anyway"
+            )
         await fault()
 
     creating = asyncio.ensure_future(_gather_limited([functools.partial(create, n) for n in scripts]))
