@@ -10,11 +10,20 @@ same rounds are tests/faults/test_churn.py.
 
     .venv/bin/python bench/faults_run.py --rounds 20 --pods 200
     .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
-    .venv/bin/python bench/faults_run.py --slurmctld   # also restart the shared slurmctld
+    .venv/bin/python bench/faults_run.py --only slurmctld --rounds 2 --pods 20
     bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
+    nice -n 10 .venv/bin/python bench/faults_run.py --kube real --only takeover
 
-``--slurmctld`` restarts the SHARED slurmctld (SIGTERM through its pid file,
-then ``slurmctld -f`` its own config again, waiting for ``scontrol ping``): off by default.
+``--kube real`` runs the rounds on the real control plane of scripts/kube-local (it
+must be up; it is shared with the tests, so the rounds take a cluster, node and
+namespace of their own, ``faultbench``, and the kubelets run as the ServiceAccount
+wlmvk/wlmvk-kubelet, as deployed); the watch row needs the in-memory server's store.
+
+A run with the ``slurmctld`` row (its slurmctld stopped with SIGTERM and started
+again once per round) runs all its rows on a Slurm of its own (tests/faults/ownslurm.py:
+``scripts/slurm-local`` in /var/tmp/wlmvk-faults-slurm, ports 6927-6929 and 3327),
+started before the rounds and stopped after them: the shared local Slurm is never
+restarted.
 ``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
 JSON (bench/run-all keeps both in docs/raw/ and fills docs/reliability.md's
 table from them). Exit status 1 when any count is not zero.
@@ -24,12 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
-import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,52 +48,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.faults import churn  # noqa: E402
+from tests.faults import churn, ownslurm  # noqa: E402
 from tests.fixtures import sshd  # noqa: E402
+from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
-from wlmvk_dev import localslurm  # noqa: E402
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
 from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
-SLURMCTLD_PID = localslurm.pid_file("slurmctld")
 FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
 # The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
 PAIRED = ("takeover", "takeover-stop")
+# The rows that need the in-memory API server (its store).
+MEMORY_ONLY = ("watch",)
+# The real plane is shared with the tests: the rounds there take names of their own.
+REAL_SITE = churn.Site(cluster="faultbench", namespace="faultbench")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
-
-
-def _slurmctld_up() -> bool:
-    done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
-    return "UP" in done.stdout
-
-
-def restart_slurmctld(rng: random.Random, tally: churn.Tally) -> churn.Fault:
-    """Stop the shared slurmctld mid-round, leave it down a few seconds, start it again."""
-
-    async def strike() -> None:
-        await asyncio.sleep(rng.uniform(0.5, 2.0))
-        pid = int((await asyncio.to_thread(SLURMCTLD_PID.read_text)).split()[0])
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while await asyncio.to_thread(os.path.exists, f"/proc/{pid}") and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
-        await asyncio.sleep(rng.uniform(2.0, 5.0))
-        conf = localslurm.environment()["SLURM_CONF"]
-        await asyncio.to_thread(subprocess.run, ["slurmctld", "-f", conf], check=False)
-        deadline = time.monotonic() + 90
-        while not await asyncio.to_thread(_slurmctld_up):
-            if time.monotonic() > deadline:
-                tally.round_problem("slurmctld did not come back; running scripts/slurm-local up")
-                await asyncio.to_thread(subprocess.run, [str(ROOT / "scripts" / "slurm-local"), "up"])
-                break
-            await asyncio.sleep(0.5)
-
-    return strike
 
 
 async def _serve_paired(
@@ -106,17 +88,58 @@ async def _serve_alone(
     for one in pair:
         await one.stop()
     await kubelet.start()
-    if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+    if not await churn.wait_for(lambda: churn.node_ready(kube, kubelet.site), 60):
         raise RuntimeError("the node never became Ready again after the takeover rows")
+
+
+def chosen_faults(args: argparse.Namespace) -> list[str]:
+    return [f for f in args.only or FAULTS if args.kube == "memory" or f not in MEMORY_ONLY]
+
+
+def real_plane(scratch: Path) -> RealKube:
+    """scripts/kube-local's plane (up already), the project's manifests applied, the rounds' namespace."""
+    if subprocess.run([str(ROOT / "scripts" / "kube-local"), "status"], capture_output=True).returncode:
+        raise RuntimeError("the real control plane is not up (scripts/kube-local up)")
+    env = dict(
+        line.removeprefix("export ").split("=", 1) for line in kube_local("env").splitlines() if "=" in line
+    )
+    admin = Path(env["KUBECONFIG"].strip("'\""))
+    server = next(line.split()[-1] for line in admin.read_text().splitlines() if "server:" in line)
+    kubectl = Path(kube_local("bin").strip()) / "kubectl"
+    real = RealKube(server, admin, kubectl, admin.parent / "pki" / "ca.crt", scratch)
+    for name in INSTALLED:
+        real.must("apply", "-f", str(ROOT / "manifests" / name))
+    if real.run_kubectl("get", "namespace", REAL_SITE.namespace).returncode:
+        real.must("create", "namespace", REAL_SITE.namespace)
+    return real
+
+
+def clean_real(real: RealKube) -> None:
+    """What the rounds left on the shared plane: their pods, node and Lease."""
+    real.run_kubectl("delete", "pods", "--all", "-n", REAL_SITE.namespace, "--force", "--grace-period=0")
+    real.run_kubectl("delete", "node", REAL_SITE.node, "--ignore-not-found")
+    real.run_kubectl("delete", "lease", "-n", "kube-node-lease", REAL_SITE.lease, REAL_SITE.node,
+                     "--ignore-not-found")  # fmt: skip
 
 
 async def run(args: argparse.Namespace) -> list[churn.Tally]:
     scratch = Path(tempfile.mkdtemp(prefix="faults-", dir="/tmp"))
     apiserver = ApiServer(Config(port=0, bookmark_interval=1.0), controllers=default_controllers(),
                            log_handler=default_log_handler())  # fmt: skip
-    await apiserver.start()
-    kubeconfig = apiserver.write_kubeconfig(scratch / "kubeconfig")
-    work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=JOBS_ROOT))
+    real: RealKube | None = None
+    site = churn.SITE
+    client_ca: Path | None = None
+    if args.kube == "real":
+        real = await asyncio.to_thread(real_plane, scratch)
+        site = REAL_SITE
+        admin, kubeconfig, client_ca = real.admin, real.account_kubeconfig("wlmvk-kubelet"), real.ca
+        await asyncio.to_thread(clean_real, real)
+    else:
+        await apiserver.start()
+        kubeconfig = admin = apiserver.write_kubeconfig(scratch / "kubeconfig")
+    # Jobs run in the Slurm's own working root: the shared one's, or the run's own Slurm's.
+    jobs_root = ownslurm.BENCH.jobs_root if "slurmctld" in chosen_faults(args) else JOBS_ROOT
+    work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=jobs_root))
     # red-box as the job owner, as deployed: its directories are the owner's.
     state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
     for path in (work_dir, state_home):
@@ -125,13 +148,19 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                  log_path=scratch / "red-box.log", user=JOB_OWNER)  # fmt: skip
     login = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
-    kube = await KubeClient.connect(str(kubeconfig))
-    kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log")
+    kube = await KubeClient.connect(str(admin))
+    kubelet = churn.KubeletRunner(kubeconfig, forward.local, scratch / "kubelet.log", client_ca, site=site)
     # The pair's election flags: the rig's (churn.LEADING) unless given.
     leading = ["--leader-elect", *(args.leader_flags.split() if args.leader_flags else churn.LEADING[1:])]
     pair = tuple(
         churn.KubeletRunner(
-            kubeconfig, forward.local, scratch / f"kubelet-{host}.log", agent_host=host, extra=leading
+            kubeconfig,
+            forward.local,
+            scratch / f"kubelet-{host}.log",
+            client_ca,
+            agent_host=host,
+            extra=leading,
+            site=site,
         )
         for host in ("agent-a", "agent-b")
     )
@@ -143,7 +172,7 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         await asyncio.to_thread(login.start)
         await asyncio.to_thread(forward.start)
         await kubelet.start()
-        if not await churn.wait_for(lambda: churn.node_ready(kube), 60):
+        if not await churn.wait_for(lambda: churn.node_ready(kube, site), 60):
             raise RuntimeError(f"the node never became Ready; see {scratch}")
         plans: dict[str, tuple[str, Callable[[churn.Tally], churn.Fault]]] = {
             "none": ("none (baseline)", lambda t: churn.no_fault()),
@@ -162,25 +191,28 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             ),
             "redbox": (
                 "red-box, ssh client, sshd kill -9 while jobs run (1 each per round)",
-                lambda t: churn.redbox_outages(box, forward, login, kube, rng, t),
+                lambda t: churn.redbox_outages(box, forward, login, kube, rng, t, site),
             ),
             "watch": (
                 "watch dropped + 410 Gone (3 per round)",
                 lambda t: churn.watch_drops(apiserver.store, PODS_GVR, rng, drops=3),
             ),
-            "slurmctld": ("slurmctld restarted", lambda t: restart_slurmctld(rng, t)),
+            "slurmctld": (
+                "slurmctld restarted while jobs run (1 per round, on a Slurm of its own)",
+                lambda t: churn.slurmctld_restart(ownslurm.BENCH, rng, t),
+            ),
         }
-        chosen = args.only or [f for f in FAULTS if f != "slurmctld" or args.slurmctld]
+        chosen = chosen_faults(args)
         for key in chosen:
             label, make = plans[key]
-            tally = churn.Tally(label)
-            rounds = max(1, args.rounds // 4) if key == "slurmctld" else args.rounds
-            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", *PAIRED) else 0.0
+            tally = churn.Tally(label if real is None else f"{label} [real plane]")
+            rounds = args.rounds
+            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", "slurmctld", *PAIRED) else 0.0
             if key in PAIRED:
                 await _serve_paired(kubelet, pair, kube)
             for _ in range(rounds):
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
-                                        settle=args.settle, run_seconds=run_seconds)  # fmt: skip
+                                        settle=args.settle, run_seconds=run_seconds, site=site)  # fmt: skip
                 took = f", takeover p95 {churn.p95(tally.takeovers):.1f} s" if tally.takeovers else ""
                 print(
                     f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s{took})", file=sys.stderr
@@ -201,7 +233,10 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         ids = box.journal_job_ids()
         if ids:
             await asyncio.to_thread(churn.scancel, sorted(ids))
-        await apiserver.stop()
+        if real is not None:
+            await asyncio.to_thread(clean_real, real)
+        else:
+            await apiserver.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
         shutil.rmtree(state_home, ignore_errors=True)
         shutil.rmtree(login.directory, ignore_errors=True)
@@ -214,11 +249,10 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20, help="rounds per fault (slurmctld: a quarter)")
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per fault")
     parser.add_argument("--pods", type=int, default=200, help="pods per round")
     parser.add_argument("--settle", type=float, default=300.0, help="seconds a round may take to settle")
     parser.add_argument("--only", action="append", choices=FAULTS, help="run only this fault (repeatable)")
-    parser.add_argument("--slurmctld", action="store_true", help="also restart the shared slurmctld")
     parser.add_argument(
         "--leader-flags",
         default="",
@@ -226,12 +260,18 @@ def main() -> int:
         " --leader-retry-interval 2' (the kubelet's defaults); default: tests/faults/churn.py's LEADING",
     )
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument(
+        "--kube", choices=("memory", "real"), default="memory",
+        help="the control plane: the in-memory API server in this process, or scripts/kube-local's",
+    )  # fmt: skip
     parser.add_argument("--markdown", help="also write the table to this file")
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
     started = time.monotonic()
-    tallies = asyncio.run(run(args))
+    own = ownslurm.running(ownslurm.BENCH) if "slurmctld" in chosen_faults(args) else contextlib.nullcontext()
+    with own:
+        tallies = asyncio.run(run(args))
     table = churn.markdown(tallies)
     print(table)
     for tally in tallies:
@@ -250,7 +290,7 @@ def main() -> int:
             for t in tallies
         ]
         problems = [p for t in tallies for p in t.problems]
-        figures = {"argv": sys.argv[1:], "rows": rows, "problems": problems}
+        figures = {"argv": sys.argv[1:], "kube": args.kube, "rows": rows, "problems": problems}
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     return 0 if all(t.clean for t in tallies) else 1
 

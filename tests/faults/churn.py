@@ -6,9 +6,9 @@ on the shared Slurm) that are deleted while the round goes on. A *fault*
 coroutine strikes meanwhile (kill -9 of the kubelet; kill -9 or SIGSTOP of the
 active one of two kubelets for the cluster, the standby taking over; kill -9 of red-box, of
 the ssh client forwarding its socket and of sshd; the API server's watches
-dropped with their history gone), during submission or, with
-``run_seconds``, once jobs run, and always leaves the system whole again when
-it returns. The round then
+dropped with their history gone; slurmctld restarted, in a Slurm of the suite's
+own), during submission or, with ``run_seconds``, once jobs run, and always
+leaves the system whole again when it returns. The round then
 waits for the pods to settle and counts, from Slurm's side (``squeue -t all``
 and ``sacct``, by the idempotency key ``wlmvk:<pod uid>`` in each job's
 comment), never from the kubelet's records:
@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.faults import ownslurm
 from tests.fixtures import processes
 from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError as KubeError
@@ -58,8 +59,29 @@ Body = dict[str, Any]
 ALIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
 HELD = "#!/bin/sh\n#SBATCH --hold\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
 RUNS = "#!/bin/sh\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=10M\ntrue\n"
-CLUSTER = "faults"
-NODE = f"slurm-{CLUSTER}-debug"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where rounds run: the cluster (its node ``slurm-<cluster>-debug`` and its kubelets' Lease) and
+    the pods' namespace. The fast tests use ``SITE``; the long bench on the shared real control plane
+    takes names of its own, apart from the tests other sessions run there."""
+
+    cluster: str = "faults"
+    namespace: str = "default"
+
+    @property
+    def node(self) -> str:
+        return f"slurm-{self.cluster}-debug"
+
+    @property
+    def lease(self) -> str:
+        return f"slurm-{self.cluster}.kubelet"
+
+
+SITE = Site()
+CLUSTER = SITE.cluster
+NODE = SITE.node
 
 
 @dataclass
@@ -167,6 +189,7 @@ class KubeletRunner:
     port: int = 0
     agent_host: str = "agent-host"
     extra: list[str] = field(default_factory=list)
+    site: Site = SITE
 
     def __post_init__(self) -> None:
         if not self.port:
@@ -178,7 +201,7 @@ class KubeletRunner:
         argv = [
             sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
             "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
-            "--cluster-name", CLUSTER, "--agent-host", self.agent_host, "--listen", "127.0.0.1",
+            "--cluster-name", self.site.cluster, "--agent-host", self.agent_host, "--listen", "127.0.0.1",
             "--port", str(self.port), "--metrics-port", "-1", "--status-interval", "1",
             "--discovery-interval", "2", "--node-status-interval", "2", "--lease-renew-interval", "2",
             "--jobs-root", "pods", "--workers", "8", "--wlm-timeout", "10", "--log-level", "info",
@@ -217,13 +240,17 @@ class KubeletRunner:
 # --- pods -----------------------------------------------------------------------------------
 
 
-def pod_body(name: str, script: str) -> Body:
+def pod_body(name: str, script: str, site: Site = SITE) -> Body:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "annotations": {names.ANNOTATION_BATCH: script}},
+        "metadata": {
+            "name": name,
+            "namespace": site.namespace,
+            "annotations": {names.ANNOTATION_BATCH: script},
+        },
         "spec": {
-            "nodeName": NODE,
+            "nodeName": site.node,
             "restartPolicy": "Never",
             "tolerations": [{"key": names.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [{"name": "main", "image": "busybox"}],
@@ -231,9 +258,9 @@ def pod_body(name: str, script: str) -> Body:
     }
 
 
-async def node_ready(kube: KubeClient) -> bool:
+async def node_ready(kube: KubeClient, site: Site = SITE) -> bool:
     try:
-        node = await kube.get(NODES, NODE)
+        node = await kube.get(NODES, site.node)
     except KubeError:
         return False
     conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
@@ -250,8 +277,8 @@ async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float, every: f
     return False
 
 
-async def _pods(kube: KubeClient, prefix: str) -> dict[str, Body]:
-    listing = await kube.list(PODS, namespace="default")
+async def _pods(kube: KubeClient, prefix: str, site: Site = SITE) -> dict[str, Body]:
+    listing = await kube.list(PODS, namespace=site.namespace)
     return {p["metadata"]["name"]: p for p in listing["items"] if p["metadata"]["name"].startswith(prefix)}
 
 
@@ -278,9 +305,24 @@ async def _no_sbatch(uids: Iterable[str]) -> bool:
     return not processes.running("sbatch", naming=uids)
 
 
-async def _any_running(kube: KubeClient, prefix: str) -> bool:
-    pods = await _pods(kube, prefix)
-    return any(p.get("status", {}).get("phase") == "Running" for p in pods.values())
+# A job in one of these states has started running.
+STARTED = {"RUNNING", "COMPLETING", "COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
+
+
+async def _any_started(kube: KubeClient, prefix: str, site: Site, uids: Iterable[str]) -> bool:
+    """A job of the round has started: Slurm says so (``squeue``), or a pod is Running or ended.
+
+    Both are looked at: under load the kubelet may see a short job only once it has ended, and
+    ``squeue`` forgets an ended job after MinJobAge."""
+    keys = {f"wlmvk:{uid}" for uid in uids}
+    out = await asyncio.to_thread(_run, "squeue", "-h", "-t", "all", "-o", "%k|%T")
+    if any(
+        key in keys and state in STARTED
+        for key, _, state in (line.partition("|") for line in out.splitlines())
+    ):
+        return True
+    pods = await _pods(kube, prefix, site)
+    return any(p.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed") for p in pods.values())
 
 
 async def churn_round(
@@ -292,11 +334,12 @@ async def churn_round(
     settle: float = 240.0,
     rng: random.Random,
     run_seconds: float = 0.0,
+    site: Site = SITE,
 ) -> None:
     """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end.
 
-    With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once one
-    of them is Running (its Slurm job RUNNING): the fault lands on running jobs, not only on
+    With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once a job
+    of the round has started (``_any_started``): the fault lands on running jobs, not only on
     submissions.
     """
     started = time.monotonic()
@@ -307,7 +350,7 @@ async def churn_round(
     uids: dict[str, str] = {}
 
     async def create(name: str) -> None:
-        body = await kube.create(PODS, pod_body(name, scripts[name]), namespace="default")
+        body = await kube.create(PODS, pod_body(name, scripts[name], site), namespace=site.namespace)
         uids[name] = body["metadata"]["uid"]
 
     doomed = [n for n, s in scripts.items() if s == HELD]
@@ -315,11 +358,16 @@ async def churn_round(
 
     async def delete_some() -> None:
         await asyncio.sleep(rng.uniform(0.5, 3.0))
-        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in doomed])
+        await _gather_limited(
+            [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in doomed]
+        )
 
     async def strike() -> None:
-        if run_seconds and not await wait_for(lambda: _any_running(kube, prefix), settle):
-            tally.round_problem(f"{prefix}: no pod was Running in {settle:.0f} s; the fault struck anyway")
+        started = functools.partial(_any_started, kube, prefix, site, uids.values())
+        if run_seconds and not await wait_for(started, settle):
+            tally.round_problem(
+                f"{prefix}: no job of the round started in {settle:.0f} s; the fault struck anyway"
+            )
         await fault()
 
     creating = asyncio.ensure_future(_gather_limited([functools.partial(create, n) for n in scripts]))
@@ -330,7 +378,7 @@ async def churn_round(
     try:
 
         async def settled() -> bool:
-            current = await _pods(kube, prefix)
+            current = await _pods(kube, prefix, site)
             gone = all(n not in current for n in doomed)
             done = all(
                 current.get(n, {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
@@ -340,7 +388,7 @@ async def churn_round(
             return gone and done
 
         if not await wait_for(settled, settle, every=1.0):
-            current = await _pods(kube, prefix)
+            current = await _pods(kube, prefix, site)
             stuck = {
                 n: (p.get("status", {}).get("phase"), "deleting" if n in doomed else "")
                 for n, p in current.items()
@@ -350,10 +398,12 @@ async def churn_round(
         # A late duplicate would come from an sbatch still under way for one of the round's pods.
         if not await wait_for(lambda: _no_sbatch(uids.values()), settle, every=0.5):
             tally.round_problem(f"{prefix}: an sbatch for the round's pods still ran after {settle:.0f} s")
-        _audit(await _pods(kube, prefix), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
+        _audit(await _pods(kube, prefix, site), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
     finally:
         cancel_keys(set(uids.values()))
-        await _gather_limited([functools.partial(kube.delete, PODS, n, namespace="default") for n in scripts])
+        await _gather_limited(
+            [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in scripts]
+        )
     tally.rounds += 1
     tally.pods += pods
     tally.seconds += time.monotonic() - started
@@ -412,20 +462,20 @@ LEADING = ["--leader-elect", "--leader-lease-duration", "10", "--leader-renew-in
 TAKEOVER_LIMIT = 60.0
 
 
-async def holder_pid(kube: KubeClient) -> int:
+async def holder_pid(kube: KubeClient, site: Site = SITE) -> int:
     """The pid in the cluster Lease's holder identity (``<host>_<pid>_<random>``), 0 when none."""
     try:
-        lease = await kube.get(LEASES, f"slurm-{CLUSTER}.kubelet", namespace=names.NODE_LEASE_NAMESPACE)
+        lease = await kube.get(LEASES, site.lease, namespace=names.NODE_LEASE_NAMESPACE)
     except KubeError:
         return 0
     parts = str(lease["spec"].get("holderIdentity") or "").split("_")
     return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
 
 
-async def node_port(kube: KubeClient) -> int:
+async def node_port(kube: KubeClient, site: Site = SITE) -> int:
     """The port the node names for its kubelet, 0 when there is no node (or no answer)."""
     try:
-        node = await kube.get(NODES, NODE)
+        node = await kube.get(NODES, site.node)
     except KubeError:
         return 0
     return int(node.get("status", {}).get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port", 0))
@@ -434,7 +484,12 @@ async def node_port(kube: KubeClient) -> int:
 async def serving(kube: KubeClient, kubelet: KubeletRunner) -> bool:
     """``kubelet`` holds the cluster Lease and the node names its port, Ready."""
     pid = kubelet.process.pid if kubelet.process is not None else -1
-    return await holder_pid(kube) == pid and await node_port(kube) == kubelet.port and await node_ready(kube)
+    site = kubelet.site
+    return (
+        await holder_pid(kube, site) == pid
+        and await node_port(kube, site) == kubelet.port
+        and await node_ready(kube, site)
+    )
 
 
 def takeover(
@@ -454,9 +509,11 @@ def takeover(
     fence meanwhile (``write refused`` in its log); a reply to a write it sent before the stop is
     logged after SIGCONT, so its log alone cannot show which writes came late."""
 
+    site = pair[0].site
+
     async def strike() -> None:
         await asyncio.sleep(rng.uniform(0.2, 2.5))
-        pid = await holder_pid(kube)
+        pid = await holder_pid(kube, site)
         active = next((k for k in pair if k.process is not None and k.process.pid == pid), None)
         if active is None or active.process is None:
             tally.round_problem(f"no kubelet of the pair holds the cluster Lease (holder pid {pid})")
@@ -483,9 +540,23 @@ def takeover(
             after = active.log.read_bytes()[resumed_at:].decode(errors="replace")
             if "leadership lost" not in after:
                 tally.round_problem("the resumed kubelet did not log its Lease lost")
-            if await node_port(kube) != standby.port or await holder_pid(kube) != standby.process.pid:  # type: ignore[union-attr]
+            new_pid = standby.process.pid if standby.process is not None else -1
+            if await node_port(kube, site) != standby.port or await holder_pid(kube, site) != new_pid:
                 tally.round_problem("after SIGCONT the node or the Lease no longer name the new holder")
         await active.restart_after_kill()
+
+    return strike
+
+
+def slurmctld_restart(instance: ownslurm.Instance, rng: random.Random, tally: Tally) -> Fault:
+    """The Slurm of the suite's own (``instance``): its slurmctld stopped with SIGTERM by its pid
+    file, left down 2-5 s, started again and waited for (``ownslurm.restart_slurmctld``)."""
+
+    async def strike() -> None:
+        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        problem = await ownslurm.restart_slurmctld(instance, down_for=rng.uniform(2.0, 5.0))
+        if problem:
+            tally.round_problem(problem)
 
     return strike
 
@@ -497,8 +568,8 @@ def no_fault() -> Fault:
     return nothing
 
 
-async def node_not_ready(kube: KubeClient) -> bool:
-    return not await node_ready(kube)
+async def node_not_ready(kube: KubeClient, site: Site = SITE) -> bool:
+    return not await node_ready(kube, site)
 
 
 class Restartable(Protocol):
@@ -516,6 +587,7 @@ def redbox_outages(
     kube: KubeClient,
     rng: random.Random,
     tally: Tally,
+    site: Site = SITE,
 ) -> Fault:
     """red-box killed -9 and restarted; then the ssh client of the forward to it (``ssh -L``) killed
     -9 and started again; then sshd on the login side killed -9 with its sessions, and sshd and the
@@ -523,11 +595,11 @@ def redbox_outages(
 
     async def outage(label: str, down: Callable[[], None], *ups: Callable[[], object]) -> None:
         await asyncio.to_thread(down)
-        if not await wait_for(lambda: node_not_ready(kube), 30, every=0.25):
+        if not await wait_for(lambda: node_not_ready(kube, site), 30, every=0.25):
             tally.round_problem(f"{label}: the node never went NotReady")
         for up in ups:
             await asyncio.to_thread(up)
-        if not await wait_for(lambda: node_ready(kube), 60, every=0.25):
+        if not await wait_for(lambda: node_ready(kube, site), 60, every=0.25):
             tally.round_problem(f"{label}: the node did not come back Ready")
 
     def sshd_down() -> None:

@@ -1,8 +1,11 @@
 """Fixtures of the fault suite: a fenced red-box; the ``rig`` of the churn and follow tests (red-box
-as the job owner behind a real sshd and ``ssh -L`` forward, ``wlmvk kubelet`` as a process)."""
+as the job owner behind a real sshd and ``ssh -L`` forward, ``wlmvk kubelet`` as a process); the
+``pair`` of ``--leader-elect`` kubelets (two agent hosts for one cluster) that replaces its kubelet;
+``own_rig``, the rig on a Slurm of the test's own (``own_slurm``), whose slurmctld may be restarted."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -11,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import churn
+from tests.faults import churn, ownslurm
 from tests.fixtures import prerequisites, sshd
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.slurm import JOBS_ROOT
+from wlmvk.core import names
+from wlmvk.core.errors import WlmvkError
+from wlmvk.kube.bodies import LEASES
 from wlmvk.kube.client import KubeClient
 
 
@@ -52,6 +58,28 @@ class Rig:
 async def rig(
     slurm: str, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
 ) -> AsyncIterator[Rig]:
+    async with _rigged(apiserver, redbox_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def own_slurm(slurm: str) -> Iterator[ownslurm.Instance]:
+    """A Slurm of the test's own (``ownslurm.TEST``), this process pointed at it meanwhile."""
+    with ownslurm.running(ownslurm.TEST) as instance:
+        yield instance
+
+
+@pytest.fixture
+async def own_rig(
+    own_slurm: ownslurm.Instance, apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]
+) -> AsyncIterator[Rig]:
+    """The ``rig`` on the test's own Slurm: red-box and the audit's Slurm commands use it."""
+    async with _rigged(apiserver, redbox_factory) as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def _rigged(apiserver: RunningApiServer, redbox_factory: Callable[..., RedBox]) -> AsyncIterator[Rig]:
     if reason := sshd.missing():
         prerequisites.missing(reason)
     box = redbox_factory(user=JOB_OWNER)
@@ -80,3 +108,31 @@ async def rig(
             shutil.copy(kubelet.log, "/tmp/faults-last-kubelet.log")
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture
+async def pair(rig: Rig) -> AsyncIterator[tuple[churn.KubeletRunner, churn.KubeletRunner]]:
+    """The rig's kubelet replaced by two with --leader-elect on two 'agent hosts'; the first holds."""
+    await rig.kubelet.stop()
+    log = rig.kubelet.log
+    first, second = (
+        churn.KubeletRunner(
+            rig.kubelet.kubeconfig,
+            rig.kubelet.socket,
+            Path(f"{log}.{host}"),
+            client_ca=rig.kubelet.client_ca,
+            agent_host=host,
+            extra=churn.LEADING,
+        )
+        for host in ("agent-a", "agent-b")
+    )
+    try:
+        await first.start()
+        assert await churn.wait_for(lambda: churn.serving(rig.kube, first), 60), first.log.read_text()[-3000:]
+        await second.start()
+        yield first, second
+    finally:
+        await first.stop()
+        await second.stop()
+        with contextlib.suppress(WlmvkError):
+            await rig.kube.delete(LEASES, churn.SITE.lease, namespace=names.NODE_LEASE_NAMESPACE)

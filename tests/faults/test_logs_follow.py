@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -132,13 +133,22 @@ async def _three_kills(rig: Rig, stop: Path) -> None:
     whole = seen if cut.endswith("\n") or not cut else seen[:-1]
     assert _numbered(whole), whole
     assert code == 0, error
+    await _follow_to_end(rig, name, stop, rig.kubelet, printed=len(whole))
+
+
+async def _follow_to_end(
+    rig: Rig, name: str, stop: Path, kubelet: churn.KubeletRunner, *, printed: int
+) -> None:
+    """Once ``kubelet`` answers for the pod's log again, a new ``kubectl logs -f`` gets every line
+    once, in order, from the first to the job's end (more than the ``printed`` lines of the cut
+    follow), and ends with 0."""
 
     async def answers() -> bool:
         # The kubelet is back once the API server reaches it for this pod's log again.
         done = await rig.apiserver.kubectl("logs", "--tail=1", name, timeout=30)
         return done.returncode == 0
 
-    assert await churn.wait_for(answers, 120, every=1.0), rig.kubelet.log.read_text()[-2000:]
+    assert await churn.wait_for(answers, 120, every=1.0), kubelet.log.read_text()[-2000:]
     second = await _follow(rig, name)
     try:
         assert await _line(second) == "line-1\n"
@@ -152,6 +162,54 @@ async def _three_kills(rig: Rig, stop: Path) -> None:
     everything = ["line-1", *rest]
     assert everything[-1] == "done"
     assert _numbered(everything[:-1])
-    assert len(everything) - 1 > len(whole), "the new follow has the lines written after the kill"
+    assert len(everything) - 1 > printed, "the new follow has the lines written after the kill"
     assert len(everything) - 1 < CAP, "the job ran out of lines before the test let it end"
     assert code == 0
+
+
+@pytest.mark.kube_any
+@pytest.mark.parametrize("freeze", [False, True], ids=["kill-9", "sigstop"])
+async def test_follow_across_a_takeover(
+    rig: Rig, pair: tuple[churn.KubeletRunner, churn.KubeletRunner], freeze: bool
+) -> None:
+    """Two kubelets for the cluster; the one holding its Lease serves the follow. Its agent host
+    fails mid-follow: kill -9, or SIGSTOP (a partition) and SIGCONT once the standby serves the node.
+    The cut follower ends with 0, having printed a prefix, each line once, in order (as when a lone
+    kubelet dies: the log API has no offset to resume from); the resumed holder exits 1; a follow
+    started through the new holder gets every line once, in order, from the first to the job's end."""
+    stop = Path(tempfile.mkdtemp(prefix="follow-", dir="/tmp")) / "stop"
+    stop.parent.chmod(0o755)
+    try:
+        await _takeover(rig, pair, stop, freeze=freeze)
+    finally:
+        shutil.rmtree(stop.parent, ignore_errors=True)
+
+
+async def _takeover(
+    rig: Rig, pair: tuple[churn.KubeletRunner, churn.KubeletRunner], stop: Path, *, freeze: bool
+) -> None:
+    active, standby = pair
+    assert active.process is not None
+    name, first = await _started(rig, stop)
+    try:
+        assert first.stdout is not None
+        assert first.stderr is not None
+        active.process.send_signal(signal.SIGSTOP if freeze else signal.SIGKILL)
+        taken = await churn.wait_for(
+            lambda: churn.serving(rig.kube, standby), churn.TAKEOVER_LIMIT, every=0.25
+        )
+        assert taken, standby.log.read_text()[-3000:]
+        if freeze:
+            active.process.send_signal(signal.SIGCONT)
+            assert await asyncio.wait_for(active.process.wait(), 60) == 1, active.log.read_text()[-3000:]
+        cut = (await asyncio.wait_for(first.stdout.read(), 60)).decode()
+        error = (await first.stderr.read()).decode()
+        code = await asyncio.wait_for(first.wait(), 30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            first.kill()
+    seen = ["line-1", *cut.splitlines()]
+    whole = seen if cut.endswith("\n") or not cut else seen[:-1]
+    assert _numbered(whole), whole
+    assert code == 0, error
+    await _follow_to_end(rig, name, stop, standby, printed=len(whole))

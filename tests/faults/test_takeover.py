@@ -6,49 +6,14 @@ every pod's job exactly once, nothing lost or orphaned, no spurious failure; the
 
 from __future__ import annotations
 
-import contextlib
 import random
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from tests.faults import churn
 from tests.faults.conftest import Rig
-from wlmvk.core import names
-from wlmvk.core.errors import WlmvkError
-from wlmvk.kube.bodies import LEASES
 
 pytestmark = [pytest.mark.slurm]
-
-
-@pytest.fixture
-async def pair(rig: Rig) -> AsyncIterator[tuple[churn.KubeletRunner, churn.KubeletRunner]]:
-    """The rig's kubelet replaced by two with --leader-elect on two 'agent hosts'; the first holds."""
-    await rig.kubelet.stop()
-    log = rig.kubelet.log
-    first, second = (
-        churn.KubeletRunner(
-            rig.kubelet.kubeconfig,
-            rig.kubelet.socket,
-            Path(f"{log}.{host}"),
-            client_ca=rig.kubelet.client_ca,
-            agent_host=host,
-            extra=churn.LEADING,
-        )
-        for host in ("agent-a", "agent-b")
-    )
-    try:
-        await first.start()
-        assert await churn.wait_for(lambda: churn.serving(rig.kube, first), 60), first.log.read_text()[-3000:]
-        await second.start()
-        yield first, second
-    finally:
-        await first.stop()
-        await second.stop()
-        with contextlib.suppress(WlmvkError):
-            lease = f"slurm-{churn.CLUSTER}.kubelet"
-            await rig.kube.delete(LEASES, lease, namespace=names.NODE_LEASE_NAMESPACE)
 
 
 def _report(tally: churn.Tally, pair: tuple[churn.KubeletRunner, churn.KubeletRunner]) -> str:

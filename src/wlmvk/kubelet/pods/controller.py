@@ -30,7 +30,7 @@ import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import NotFound, Unavailable
+from wlmvk.core.errors import Conflict, NotFound, Unavailable
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import PODS, Body
@@ -50,6 +50,9 @@ from wlmvk.kubelet.pods.translate import Rejection
 _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
+# A status write pinned to a resourceVersion that another write overtook is read again and tried
+# again this many times in a row before the sync retries later.
+_CONFLICT_TRIES = 5
 IMAGE_NOT_USED = "ImageNotUsed"
 """The Warning Event's reason when a plain pod's image does not run (``translate.unused_image``)."""
 
@@ -323,16 +326,42 @@ class PodController:
             record.advance(Happening.FINISHED)
 
     async def _patch_status(self, record: PodRecord, body: Body) -> None:
-        patch = {"status": {"reason": None, "message": None, **body}}
-        try:
-            updated = await self._client.patch_status(PODS, record.name, patch, namespace=record.namespace)
-        except NotFound:
-            record.gone = True
-            self._wake(record)
+        """Write the pod's status, pinned to the resourceVersion last seen of the pod.
+
+        A kubelet replaced by a standby while this write was on its way (``--leader-elect``:
+        stopped after its Lease check passed) gets 409 Conflict once the successor wrote the
+        pod, instead of putting an older status back. On a conflict the pod is read again and
+        the write tried again (through the fence, which refuses it from a replaced holder); a
+        pod of that name with another uid is not this record's.
+        """
+        status = {"reason": None, "message": None, **body}
+        for _ in range(_CONFLICT_TRIES):
+            seen = objects.resource_version(record.pod)
+            patch = {"metadata": {"resourceVersion": seen}, "status": status} if seen else {"status": status}
+            try:
+                updated = await self._client.patch_status(
+                    PODS, record.name, patch, namespace=record.namespace
+                )
+            except NotFound:
+                record.gone = True
+                self._wake(record)
+                return
+            except Conflict:
+                try:
+                    fresh = await self._client.get(PODS, record.name, namespace=record.namespace)
+                except NotFound:
+                    fresh = {}
+                if objects.uid(fresh) != record.uid:
+                    record.gone = True
+                    self._wake(record)
+                    return
+                record.pod = slim(fresh)
+                continue
+            self._metrics.status_writes.inc()
+            if objects.uid(updated) == record.uid:
+                record.pod = slim(updated)
             return
-        self._metrics.status_writes.inc()
-        if objects.uid(updated) == record.uid:
-            record.pod = slim(updated)
+        raise Unavailable(f"the pod's status: 409 Conflict {_CONFLICT_TRIES} times in a row")
 
     async def _finish_deletion(self, record: PodRecord, log: Logger) -> None:
         if not await self.provider.delete(record, log):

@@ -1,0 +1,120 @@
+"""A Slurm of the fault suite's own, whose slurmctld may be restarted: the shared one's never is.
+
+``scripts/slurm-local`` in another base directory, on other ports and under
+another cluster name (its own munged, MariaDB, slurmdbd, slurmctld and slurmd;
+the job owner account is the machine's, shared). ``running`` starts it, points
+this process at it (``SLURM_CONF``, ``WLMVK_SLURM_BASE``: every Slurm command
+and red-box started meanwhile use it), and on leaving points the process back
+and stops it. The fast test and the long bench take different bases and ports
+(``TEST``, ``BENCH``), so both may run at once. ``restart_slurmctld`` is the
+fault: SIGTERM to its slurmctld by its own pid file, down a while, started
+again with its own config, waited for with ``scontrol ping``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from wlmvk_dev import localslurm
+
+
+@dataclass(frozen=True)
+class Instance:
+    base: Path
+    ctld_port: int
+    cluster: str
+
+    def variables(self) -> dict[str, str]:
+        """What ``scripts/slurm-local`` reads to run this instance and no other."""
+        port = self.ctld_port
+        return {
+            "WLMVK_SLURM_BASE": str(self.base),
+            "WLMVK_SLURM_CLUSTER": self.cluster,
+            "WLMVK_SLURM_CTLD_PORT": str(port),
+            "WLMVK_SLURM_SLURMD_PORT": str(port + 1),
+            "WLMVK_SLURM_DBD_PORT": str(port + 2),
+            "WLMVK_SLURM_DB_PORT": str(port - 6917 + 3317),
+        }
+
+    @property
+    def conf(self) -> Path:
+        return self.base / "etc" / "slurm.conf"
+
+    @property
+    def jobs_root(self) -> Path:
+        return self.base / "jobs"
+
+    def script(self, *args: str) -> None:
+        env = {**os.environ, **self.variables()}
+        done = subprocess.run(
+            [str(localslurm.SCRIPT), *args], env=env, capture_output=True, text=True, check=False, timeout=600
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"slurm-local {' '.join(args)} ({self.base}): {done.stderr[-2000:]}")
+
+
+TEST = Instance(Path("/var/tmp/wlmvk-faults-slurm-test"), 6937, "faultstest")
+BENCH = Instance(Path("/var/tmp/wlmvk-faults-slurm"), 6927, "faultsbench")
+
+
+@contextlib.contextmanager
+def running(instance: Instance) -> Iterator[Instance]:
+    """``instance`` up, this process pointed at it; back to the shared Slurm, and it down, after."""
+    saved = {name: os.environ.get(name) for name in ("SLURM_CONF", "WLMVK_SLURM_BASE")}
+    instance.script("up")
+    try:
+        os.environ.update(SLURM_CONF=str(instance.conf), WLMVK_SLURM_BASE=str(instance.base))
+        localslurm.environment.cache_clear()
+        yield instance
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        localslurm.environment.cache_clear()
+        instance.script("down")
+
+
+def _up() -> bool:
+    done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
+    return "UP" in done.stdout
+
+
+def _slurmctld_pid(instance: Instance) -> int:
+    """The pid in ``instance``'s own pid file, while that process is a slurmctld."""
+    pid = int((instance.base / "run" / "slurmctld.pid").read_text().split()[0])
+    if Path(f"/proc/{pid}/comm").read_text().strip() != "slurmctld":
+        raise RuntimeError(f"pid {pid} of {instance.base}'s pid file is not a slurmctld")
+    return pid
+
+
+async def restart_slurmctld(instance: Instance, *, down_for: float) -> str:
+    """SIGTERM ``instance``'s slurmctld, wait for it to exit, leave it down ``down_for`` seconds,
+    start it again and wait until ``scontrol ping`` says UP; what went wrong, or ''."""
+    if os.environ.get("SLURM_CONF") != str(instance.conf):
+        raise RuntimeError(f"this process is not pointed at {instance.base}: its slurmctld is not restarted")
+    pid = await asyncio.to_thread(_slurmctld_pid, instance)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while await asyncio.to_thread(os.path.exists, f"/proc/{pid}"):
+        if time.monotonic() > deadline:
+            return f"slurmctld {pid} did not exit within 60 s of SIGTERM"
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(down_for)
+    await asyncio.to_thread(subprocess.run, ["slurmctld", "-f", str(instance.conf)], check=False)
+    deadline = time.monotonic() + 90
+    while not await asyncio.to_thread(_up):
+        if time.monotonic() > deadline:
+            await asyncio.to_thread(instance.script, "up")
+            return "slurmctld did not answer scontrol ping within 90 s of its start; slurm-local up run"
+        await asyncio.sleep(0.5)
+    return ""
