@@ -167,7 +167,6 @@ async def _follow_to_end(
     assert code == 0
 
 
-@pytest.mark.kube_any
 @pytest.mark.parametrize("freeze", [False, True], ids=["kill-9", "sigstop"])
 async def test_follow_across_a_takeover(
     rig: Rig, pair: tuple[churn.KubeletRunner, churn.KubeletRunner], freeze: bool
