@@ -115,11 +115,17 @@ def real_plane(scratch: Path) -> RealKube:
 
 
 def clean_real(real: RealKube) -> None:
-    """What the rounds left on the shared plane: their pods, node and Lease."""
+    """What the rounds left on the shared plane: their pods, the cluster's nodes (one per
+    partition) and Leases."""
     real.run_kubectl("delete", "pods", "--all", "-n", REAL_SITE.namespace, "--force", "--grace-period=0")
-    real.run_kubectl("delete", "node", REAL_SITE.node, "--ignore-not-found")
-    real.run_kubectl("delete", "lease", "-n", "kube-node-lease", REAL_SITE.lease, REAL_SITE.node,
-                     "--ignore-not-found")  # fmt: skip
+    prefix = f"slurm-{REAL_SITE.cluster}"
+    nodes = [n for n in real.run_kubectl("get", "nodes", "-o", "name").stdout.split() if f"/{prefix}-" in n]
+    if nodes:
+        real.run_kubectl("delete", *nodes, "--ignore-not-found")
+    leases = real.run_kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout.split()
+    ours = [n for n in leases if n.split("/")[-1].startswith(prefix)]
+    if ours:
+        real.run_kubectl("delete", "-n", "kube-node-lease", *ours, "--ignore-not-found")
 
 
 async def run(args: argparse.Namespace) -> list[churn.Tally]:
