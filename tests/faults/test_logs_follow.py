@@ -101,6 +101,22 @@ async def _outage(rig: Rig, down: object, up: object) -> None:
     assert await churn.wait_for(lambda: churn.node_ready(rig.kube), 60, every=0.2)
 
 
+async def _cut_off(follower: asyncio.subprocess.Process) -> tuple[str, str, int]:
+    """What a follow whose kubelet went away printed after that, its stderr and its exit code."""
+    assert follower.stdout is not None
+    assert follower.stderr is not None
+    cut = (await asyncio.wait_for(follower.stdout.read(), 60)).decode()
+    error = (await follower.stderr.read()).decode()
+    return cut, error, await asyncio.wait_for(follower.wait(), 30)
+
+
+def _whole_lines(before: list[str], cut: str) -> list[str]:
+    """The lines read before the cut and after it; the last may have been cut mid-way by the
+    kill, every whole line before it is in place."""
+    seen = [*before, *cut.splitlines()]
+    return seen if cut.endswith("\n") or not cut else seen[:-1]
+
+
 async def test_follow_across_red_box_ssh_and_kubelet_kills(rig: Rig) -> None:
     """One job, one follower through red-box's then the ssh client's kill -9 (it goes on, each line
     once), then the kubelet's (it ends, a prefix); a new follower then gets every line once."""
@@ -118,19 +134,13 @@ async def _three_kills(rig: Rig, stop: Path) -> None:
         await _outage(rig, rig.box.kill, rig.box.start)
         await _outage(rig, rig.forward.kill, rig.forward.start)
         # Still following after both: the next lines arrive, none twice, none skipped.
-        assert first.stdout is not None
-        assert first.stderr is not None
         after = [(await _line(first)).rstrip("\n") for _ in range(3)]
         await rig.kubelet.restart_after_kill()
-        cut = (await asyncio.wait_for(first.stdout.read(), 60)).decode()
-        error = (await first.stderr.read()).decode()
-        code = await asyncio.wait_for(first.wait(), 30)
+        cut, error, code = await _cut_off(first)
     finally:
         with contextlib.suppress(ProcessLookupError):
             first.kill()
-    seen = ["line-1", *after, *cut.splitlines()]
-    # The last line may have been cut mid-way by the kill; every whole line before it is in place.
-    whole = seen if cut.endswith("\n") or not cut else seen[:-1]
+    whole = _whole_lines(["line-1", *after], cut)
     assert _numbered(whole), whole
     assert code == 0, error
     await _follow_to_end(rig, name, stop, rig.kubelet, printed=len(whole))
@@ -191,8 +201,6 @@ async def _takeover(
     assert active.process is not None
     name, first = await _started(rig, stop)
     try:
-        assert first.stdout is not None
-        assert first.stderr is not None
         active.process.send_signal(signal.SIGSTOP if freeze else signal.SIGKILL)
         taken = await churn.wait_for(
             lambda: churn.serving(rig.kube, standby), churn.TAKEOVER_LIMIT, every=0.25
@@ -201,14 +209,11 @@ async def _takeover(
         if freeze:
             active.process.send_signal(signal.SIGCONT)
             assert await asyncio.wait_for(active.process.wait(), 60) == 1, active.log.read_text()[-3000:]
-        cut = (await asyncio.wait_for(first.stdout.read(), 60)).decode()
-        error = (await first.stderr.read()).decode()
-        code = await asyncio.wait_for(first.wait(), 30)
+        cut, error, code = await _cut_off(first)
     finally:
         with contextlib.suppress(ProcessLookupError):
             first.kill()
-    seen = ["line-1", *cut.splitlines()]
-    whole = seen if cut.endswith("\n") or not cut else seen[:-1]
+    whole = _whole_lines(["line-1"], cut)
     assert _numbered(whole), whole
     assert code == 0, error
     await _follow_to_end(rig, name, stop, standby, printed=len(whole))

@@ -139,6 +139,13 @@ _VALUED: dict[str, tuple[str, _Convert]] = {
 }
 
 
+# Options without a value that every version writes alike: long name -> (field, value).
+_FLAGGED: dict[str, tuple[str, object]] = {
+    "hold": ("hold", True),
+    "requeue": ("requeue", True),
+}
+
+
 def _gres(value: str) -> str:
     # sbatch 24.11+ sends --gres as TRES: each "gpu:1" becomes "gres/gpu:1".
     items = value.split(",")
@@ -194,11 +201,7 @@ DIALECTS = {
             "gpus-per-task": ("gpus_per_task", _text),
             "mail-type": ("mail_type", _text),
         },
-        flagged={
-            "hold": ("hold", True),
-            "requeue": ("requeue", True),
-            "oversubscribe": ("oversubscribe", True),
-        },
+        flagged={**_FLAGGED, "oversubscribe": ("oversubscribe", True)},
         # v0.0.38 refuses its own schema's "true"; "exclusive" gives sbatch's OverSubscribe=NO.
         exclusive={None: "exclusive", "user": "user", "mcs": "mcs"},
         exclusive_field="exclusive",
@@ -217,11 +220,7 @@ DIALECTS = {
             "gpus-per-task": ("tres_per_task", _gpus),
             "mail-type": ("mail_type", _mail_types),
         },
-        flagged={
-            "hold": ("hold", True),
-            "requeue": ("requeue", True),
-            "oversubscribe": ("shared", ["oversubscribe"]),
-        },
+        flagged={**_FLAGGED, "oversubscribe": ("shared", ["oversubscribe"])},
         exclusive={None: ["none"], "user": ["user"], "mcs": ["mcs"]},
         exclusive_field="shared",
         # A list of NAME=value; an unknown field is ignored, not refused, from v0.0.40 on.
