@@ -173,8 +173,7 @@ class PodController:
                     self._upsert(pod, lookup=self._first_listing)
             for uid, record in self._records.items():
                 if uid not in seen and not record.gone:
-                    record.gone = True
-                    self._wake(record)
+                    self._gone(record)
             self._first_listing = False
             self._synced.set()
             return
@@ -211,6 +210,11 @@ class PodController:
 
     def _wake(self, record: PodRecord) -> None:
         self._queue.add(record.uid, urgent=urgent(record.stage, record.presence))
+
+    def _gone(self, record: PodRecord) -> None:
+        """Mark the record's pod gone from the API server and queue its sync."""
+        record.gone = True
+        self._wake(record)
 
     async def _worker(self) -> None:
         while True:
@@ -294,8 +298,7 @@ class PodController:
                 )
                 return
             except NotFound:
-                record.gone = True  # deleted meanwhile: the job is cancelled by _forget
-                self._wake(record)
+                self._gone(record)  # deleted meanwhile: the job is cancelled by _forget
                 return
             except Unavailable:
                 # The job exists: keep trying, the id must reach the pod.
@@ -343,8 +346,7 @@ class PodController:
                     PODS, record.name, patch, namespace=record.namespace
                 )
             except NotFound:
-                record.gone = True
-                self._wake(record)
+                self._gone(record)
                 return
             except Conflict:
                 try:
@@ -352,8 +354,7 @@ class PodController:
                 except NotFound:
                     fresh = {}
                 if objects.uid(fresh) != record.uid:
-                    record.gone = True
-                    self._wake(record)
+                    self._gone(record)
                     return
                 record.pod = slim(fresh)
                 continue
