@@ -1,4 +1,9 @@
-"""structlog setup: JSON when stderr is not a terminal, console otherwise."""
+"""structlog setup: JSON when stderr is not a terminal, console otherwise.
+
+Libraries' own chatter stays at INFO or above whatever the level: at DEBUG,
+hpack and h2 log every HTTP/2 frame of every gRPC call (dozens of lines
+per call), burying wlmvk's own lines and spending CPU on each.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,9 @@ import logging
 import sys
 
 import structlog
+
+QUIET = ("hpack", "h2", "grpclib", "asyncio", "aiohttp.access")
+"""Loggers of libraries kept at INFO or above."""
 
 
 def configure(level: str = "info", *, json: bool | None = None) -> None:
@@ -15,6 +23,8 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
         structlog.processors.JSONRenderer() if as_json else structlog.dev.ConsoleRenderer()
     )
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(message)s")
+    for noisy in QUIET:
+        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger().level))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 import socket
 from typing import Any
@@ -285,8 +284,6 @@ async def serve(settings: Settings) -> int:
 def main(argv: list[str]) -> int:
     settings = settings_mod.parse(argv)
     wlmvk_logging.configure(settings.log_level)
-    for noisy in ("hpack", "h2", "grpclib", "asyncio", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger().level))
     try:
         return asyncio.run(serve(settings))
     except KeyboardInterrupt:

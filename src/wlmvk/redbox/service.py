@@ -27,7 +27,7 @@ from grpclib.const import Handler, Status
 
 from wlmvk._proto import api
 from wlmvk.core import runtimes
-from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound
+from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkError
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
 from wlmvk.core.sessions import Started
 from wlmvk.redbox import archives, files, jobinfo, scripts
@@ -230,7 +230,16 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
                 feeder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await feeder
-            await execution.stop()
+            ending = await execution.stop()
+            step = None
+            if ending == "killed":
+                try:
+                    step = await self.slurm.cancel_step(spec.job_id, execution.name)
+                except WlmvkError as exc:
+                    _log.warning(
+                        "exec: its step could not be cancelled", job_id=spec.job_id, error=exc.message
+                    )
+            _log.info("exec ended", job_id=spec.job_id, srun=ending, step_cancelled=step)
 
     # --- files ---
 

@@ -49,8 +49,25 @@ async def wait_status(
         status = await status_of(apiserver, name, kind)
         return status if status.get("status") in wanted else None
 
-    result: dict[str, Any] = await eventually(probe, timeout=timeout, what=f"{kind} {name} in {wanted}")
+    try:
+        result: dict[str, Any] = await eventually(probe, timeout=timeout, what=f"{kind} {name} in {wanted}")
+    except AssertionError:
+        await print_diagnostics(apiserver)
+        raise
     return result
+
+
+async def print_diagnostics(apiserver: Any) -> None:
+    """What a person would look at when a job stays in one state: pods, events, processes."""
+    for args in (("get", "pods", "-o", "wide"), ("get", "events"), ("describe", "pods")):
+        shown = await apiserver.kubectl(*args)
+        print(f"$ kubectl {' '.join(args)}\n{shown.stdout}{shown.stderr}")
+    ps = await asyncio.create_subprocess_exec(
+        "ps", "-eo", "pid,ppid,user,etimes,stat,wchan:20,args", stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await ps.communicate()
+    lines = out.decode(errors="replace").splitlines()
+    print("$ ps (staging processes)\n" + "\n".join(line for line in lines if " stage " in line))
 
 
 class OperatorProcess:

@@ -11,9 +11,13 @@ an original red-box answers UNIMPLEMENTED, raised as Unsupported.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -181,6 +185,24 @@ async def test_an_original_red_box_cannot_exec(redbox_factory: Callable[..., Red
         await client.close()
 
 
+def srun_pid(job: JobId) -> int:
+    """The srun of the one exec step into ``job`` (the oldest process: srun forks a helper)."""
+    found = subprocess.run(
+        ["pgrep", "-o", "-f", f"^srun --overlap --jobid={job} "], capture_output=True, text=True, check=True
+    )
+    return int(found.stdout)
+
+
+async def eventually_logged(box: RedBox, event: str) -> dict[str, Any]:
+    for _ in range(300):
+        for line in box.log().splitlines():
+            if line.startswith("{") and json.loads(line).get("event") == event:
+                found: dict[str, Any] = json.loads(line)
+                return found
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"red-box never logged {event!r}:\n{box.log()[-4000:]}")
+
+
 def steps(job: JobId) -> set[str]:
     out = subprocess.run(
         ["squeue", "-h", "-s", "-j", str(job), "-o", "%i"], capture_output=True, text=True, check=False
@@ -197,21 +219,49 @@ async def until_steps(job: JobId, wanted: Callable[[set[str]], bool]) -> set[str
     raise AssertionError(f"job {job}: steps {steps(job)}")
 
 
-async def test_a_client_that_leaves_ends_the_command(owner_box: RedBox) -> None:
-    client = RedBoxClient(owner_box.socket)
-    job = await running_job(client)
+async def waiting_exec(client: RedBoxClient, job: JobId) -> tuple[AsyncIterator[ExecOutput], str]:
+    """An exec of ``sleep 300`` whose client sends nothing, once started; its step."""
     never = asyncio.Event()
 
     async def open_input() -> AsyncIterator[ExecEvent]:
         await never.wait()
         yield StdinClosed()
 
+    outputs = client.exec(exec_spec(job, ["sleep", "300"], tty=False, size=None), open_input())
+    assert await anext(outputs) == Started()
+    (step,) = await until_steps(job, lambda found: len(found) == 1)
+    return outputs, step
+
+
+async def test_a_client_that_leaves_ends_the_command(owner_box: RedBox) -> None:
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
     try:
-        outputs = client.exec(exec_spec(job, ["sleep", "300"], tty=False, size=None), open_input())
-        assert await anext(outputs) == Started()
-        running = await until_steps(job, lambda found: len(found) == 1)
+        outputs, step = await waiting_exec(client, job)
         await outputs.aclose()  # the kubelet's client went away
-        assert await until_steps(job, lambda found: not found) == set(), f"step {running} left behind"
+        try:
+            await until_steps(job, lambda found: not found)
+        except AssertionError:
+            print(f"step {step} left behind; red-box's log:\n{owner_box.log()[-8000:]}")
+            raise
+        ended = await eventually_logged(owner_box, "exec ended")
+        assert (ended["srun"], ended["step_cancelled"]) == ("terminated", None)
+    finally:
+        scancel(job)
+        await client.close()
+
+
+async def test_a_client_that_leaves_a_hung_srun_gets_its_step_cancelled(owner_box: RedBox) -> None:
+    """srun that does not end at SIGTERM is killed; the step it can no longer end is cancelled."""
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    try:
+        outputs, step = await waiting_exec(client, job)
+        os.kill(srun_pid(job), signal.SIGSTOP)  # hung: SIGTERM stays pending
+        await outputs.aclose()
+        assert await until_steps(job, lambda found: not found) == set()
+        ended = await eventually_logged(owner_box, "exec ended")
+        assert (ended["srun"], ended["step_cancelled"]) == ("killed", step)
     finally:
         scancel(job)
         await client.close()

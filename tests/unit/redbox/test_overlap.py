@@ -6,7 +6,7 @@ import pytest
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.sessions import ExecSpec, Resize
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
+from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv, step_named
 
 # What srun 22.05 printed for `sh -c 'echo err >&2; exit 3'` in job 162127 (node vm).
 CAPTURED = b"err\nsrun: error: vm: task 0: Exited with exit code 3\n"
@@ -77,3 +77,20 @@ def test_a_held_start_that_was_not_the_exit_line_comes_out() -> None:
     assert f.feed(b"ror: elsewhere\n") == b"srun: error: elsewhere\n"
     assert f.feed(b"srun") == b""
     assert f.end() == b"srun"
+
+
+def test_the_step_is_named_when_asked() -> None:
+    spec = ExecSpec(job_id=JobId(12), command=("true",))
+    assert srun_argv(spec, name="wlmvk-exec-0123456789ab")[:7] == [
+        "srun", "--overlap", "--jobid=12", "--ntasks=1", "--nodes=1", "--quiet",
+        "--job-name=wlmvk-exec-0123456789ab",
+    ]  # fmt: skip
+
+
+def test_step_named_finds_the_step_by_its_exact_name() -> None:
+    # `squeue -h -s -j 57020 -o "%i %j"` (Slurm 22.05) with an exec step named wlmvk-exec-abc.
+    listing = "57020.0 wlmvk-exec-abc\n57020.batch batch\n"
+    assert step_named(listing, "wlmvk-exec-abc") == "57020.0"
+    assert step_named(listing, "wlmvk-exec-ab") is None
+    assert step_named(listing, "batch") == "57020.batch"
+    assert step_named("", "wlmvk-exec-abc") is None

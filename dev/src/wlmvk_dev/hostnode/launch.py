@@ -158,8 +158,16 @@ def _pin(mount: dict[str, Any]) -> int:
 def _bind(mount: dict[str, Any], fd: int, done: list[dict[str, Any]], created: list[str]) -> None:
     target = mount["target"]
     pinned = f"/proc/self/fd/{fd}"
-    _ensure(target, os.path.isdir(pinned), done, created)
-    _mount(pinned, target, MS_BIND | MS_REC)
+    for attempt in range(3):
+        _ensure(target, os.path.isdir(pinned), done, created)
+        try:
+            _mount(pinned, target, MS_BIND | MS_REC)
+            break
+        except LaunchError:
+            # Another host kubelet may remove a mount point it made, unused as far as it can see,
+            # between our finding it and binding on it: made again, the bind is tried again.
+            if attempt == 2 or os.path.lexists(target):
+                raise
     os.close(fd)
     if mount.get("readOnly"):
         _mount(None, target, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)

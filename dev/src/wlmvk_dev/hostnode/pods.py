@@ -109,8 +109,7 @@ class HostContext:
             ):
                 continue
             mounted = mount_points() if mounted is None else mounted
-            inside = path.rstrip("/") + "/"
-            if any(m == path or m.startswith(inside) for m in mounted):
+            if holds_a_mount(path, mounted):
                 continue
             self.created.discard(path)
             with contextlib.suppress(OSError):
@@ -118,6 +117,23 @@ class HostContext:
                     os.unlink(path)
                 elif os.path.isdir(path):
                     os.rmdir(path)
+
+
+def holds_a_mount(path: str, mounted: set[str]) -> bool:
+    """Whether ``path`` is, or has below it, one of the ``mounted`` points.
+
+    The kernel names a mount point by its real path: a point made at
+    ``/var/run/x`` shows as ``/run/x`` where ``/var/run`` links to ``/run``, so
+    ``path``'s directory is resolved first (not ``path`` itself: a symbolic link
+    a launcher made there is the point, not where it leads).
+    """
+    parent, name = os.path.split(path.rstrip("/") or "/")
+    real = os.path.join(os.path.realpath(parent), name) if name else "/"
+    for candidate in {path.rstrip("/") or "/", real}:
+        inside = candidate.rstrip("/") + "/"
+        if any(m == candidate or m.startswith(inside) for m in mounted):
+            return True
+    return False
 
 
 def mount_points() -> set[str]:

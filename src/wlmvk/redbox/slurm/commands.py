@@ -29,7 +29,7 @@ import structlog
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
-from wlmvk.redbox.slurm import partitions, records, releases, rows, sacct, slices, squeue, stats
+from wlmvk.redbox.slurm import overlap, partitions, records, releases, rows, sacct, slices, squeue, stats
 from wlmvk.redbox.slurm.runner import Completed, Runner
 
 _log = structlog.get_logger(__name__)
@@ -124,6 +124,17 @@ class Slurm:
         done = await self.runner.run(["scancel", str(job_id)])
         if not done.ok:
             raise classify(done)
+
+    async def cancel_step(self, job_id: JobId, name: str) -> str | None:
+        """Cancel the step of ``job_id`` named ``name``, if Slurm still has it; its id then."""
+        listing = await self.runner.run(["squeue", "-h", "-s", "-j", str(job_id), "-o", "%i %j"])
+        step = overlap.step_named(listing.stdout, name) if listing.ok else None
+        if step is None:
+            return None
+        done = await self.runner.run(["scancel", step])
+        if not done.ok:
+            raise classify(done)
+        return step
 
     async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
         """``squeue -t all``: the jobs Slurm still holds (finished ones until MinJobAge).

@@ -12,7 +12,10 @@ the command's output. Output is read only as fast as the caller takes it
 than red-box's memory.
 
 ``stop()`` ends srun: SIGTERM (srun forwards it to the step's task and ends
-the step), then SIGKILL to its process group after ``GRACE`` seconds.
+the step), then SIGKILL to its process group after ``GRACE`` seconds, and
+says which it took. A killed srun cannot end its step: Slurm keeps it (and
+its command) until it notices srun is gone, so the caller cancels the step,
+named ``self.name``, through Slurm.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import signal
 import struct
 import subprocess
 import termios
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Literal
 
 import structlog
 
@@ -52,6 +57,9 @@ CHUNK = 65536
 GRACE = 2.0
 _EOT = b"\x04"  # a terminal's end of input (VEOF in canonical mode)
 
+Ending = Literal["exited", "terminated", "killed"]
+"""How srun ended: by itself, at SIGTERM, or at SIGKILL (its step may outlive it)."""
+
 
 def _take_terminal() -> None:  # pragma: no cover - runs in the child, before exec
     # The child is a new session's leader (start_new_session): the pseudo-terminal on its
@@ -71,7 +79,9 @@ class Execution:
     ) -> None:
         """``env``: srun's whole environment (None: red-box's own)."""
         self.spec = spec
-        self.argv = srun_argv(spec, working_dir=working_dir)
+        self.name = f"wlmvk-exec-{uuid.uuid4().hex[:12]}"
+        """The step's name in Slurm."""
+        self.argv = srun_argv(spec, working_dir=working_dir, name=self.name)
         self.env = env
         self._proc: subprocess.Popen[bytes] | None = None
         self._input = -1  # srun's stdin: a pipe, or the terminal's master
@@ -191,15 +201,18 @@ class Execution:
                 else:
                     self._early_size = event
 
-    async def stop(self) -> None:
-        """End srun if it still runs, and release its descriptors."""
+    async def stop(self) -> Ending:
+        """End srun if it still runs, and release its descriptors; how srun ended."""
         proc = self._proc
+        ending: Ending = "exited"
         if proc is not None and proc.poll() is None:
+            ending = "terminated"
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
             try:
                 await asyncio.wait_for(asyncio.shield(self._exit_code()), GRACE)
             except TimeoutError:
+                ending = "killed"
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await self._exit_code()
@@ -214,6 +227,7 @@ class Execution:
         if self._terminal >= 0:
             os.close(self._terminal)
             self._terminal = -1
+        return ending
 
 
 async def _wait(fd: int, *, write: bool) -> None:

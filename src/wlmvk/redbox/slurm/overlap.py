@@ -9,7 +9,9 @@ out of the command's stderr. The command starts in the container's working
 directory (under the job's when relative, as the job script's ``cd``); srun
 runs with the container's variables over red-box's own (``scripts.environment``,
 as sbatch for a job), as a job script's ``srun`` runs after its ``export``
-lines: the step inherits them.
+lines: the step inherits them. The step is named (``--job-name``, one name
+per exec) so that ``step_named`` finds it in ``squeue -s`` when srun had to be
+killed and the step must be cancelled through Slurm.
 
 srun still adds one line of its own when the task fails
 (``srun: error: <node>: task 0: Exited with exit code 3``): the exit code
@@ -29,15 +31,29 @@ _EXIT_LINE = re.compile(rb"srun: error: [^\s:]+: tasks? [0-9,\-]+: Exited with e
 _PREFIX = b"srun: error: "
 
 
-def srun_argv(spec: ExecSpec, *, working_dir: str = "") -> list[str]:
-    """srun's command line; ``working_dir`` is the job's, under which a relative container one is."""
+def srun_argv(spec: ExecSpec, *, working_dir: str = "", name: str = "") -> list[str]:
+    """srun's command line; ``working_dir`` is the job's, under which a relative container one is.
+
+    ``name`` names the step.
+    """
     argv = ["srun", "--overlap", f"--jobid={spec.job_id}", "--ntasks=1", "--nodes=1", "--quiet"]
+    if name:
+        argv.append(f"--job-name={name}")
     directory = posixpath.join(working_dir, spec.working_dir) if spec.working_dir else working_dir
     if directory:
         argv.append(f"--chdir={directory}")
     if spec.tty:
         argv.append("--pty")
     return [*argv, "--", *spec.command]
+
+
+def step_named(listing: str, name: str) -> str | None:
+    """The id (``JOB.STEP``) of the step called ``name`` in ``squeue -h -s -o "%i %j"``'s output."""
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1] == name:
+            return fields[0]
+    return None
 
 
 class ExitLineFilter:
