@@ -18,9 +18,7 @@ import pytest
 from tests.fixtures import slurm_release
 from tests.fixtures.slurm import JOB_USER, JOBS_ROOT
 
-in_a_box = pytest.mark.skipif(
-    slurm_release.RELEASE is None, reason="runs against a release's box: set WLMVK_SLURM_RELEASE"
-)
+in_a_box = pytest.mark.release_box
 
 
 def test_an_unknown_release_is_refused_naming_the_known_ones() -> None:
