@@ -7,8 +7,10 @@ the in-memory one) and look at the status code and the decoded body, Status erro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,15 @@ async def watch(
     api: Any, path: str, query: dict[str, str], *, count: int | None = None
 ) -> list[dict[str, Any]]:
     """The events of a watch (``watch=true`` added), until ``count`` of them or the server ends it."""
+    async with watching(api, path, query) as events:
+        return await take(events, count)
+
+
+@contextlib.asynccontextmanager
+async def watching(
+    api: Any, path: str, query: dict[str, str]
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """A watch once the server has answered its request (it is established): its events as they come."""
     response = await api.call_api(
         path,
         "GET",
@@ -72,16 +83,26 @@ async def watch(
         _preload_content=False,
         _request_timeout=60,
     )
-    events: list[dict[str, Any]] = []
-    try:
+
+    async def events() -> AsyncIterator[dict[str, Any]]:
         async for line in response.content:
             if line.strip():
-                events.append(json.loads(line))
-            if count is not None and len(events) >= count:
-                break
+                yield json.loads(line)
+
+    try:
+        yield events()
     finally:
         response.release()
-    return events
+
+
+async def take(events: AsyncIterator[dict[str, Any]], count: int | None) -> list[dict[str, Any]]:
+    """``count`` events (all of them when None), fewer if the watch ends first."""
+    taken: list[dict[str, Any]] = []
+    async for event in events:
+        taken.append(event)
+        if count is not None and len(taken) >= count:
+            break
+    return taken
 
 
 def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
