@@ -118,8 +118,7 @@ class Jobs:
         # this one by its key. One fsync per submission, then, shared by concurrent ones.
         self.store.intend(key)
         job_id = await self.slurm.submit(script, options, env=env)
-        self.store.remember_key(key, job_id)
-        self.store.track(job_id)
+        self.store.submitted(key, job_id)
         await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id

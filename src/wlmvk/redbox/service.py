@@ -39,7 +39,7 @@ from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.executing import Execution
-from wlmvk.wire import codec, sessions
+from wlmvk.wire import codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import EncodedStates, StatesEncoder
 
@@ -88,20 +88,22 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES
 
     def __mapping__(self) -> dict[str, Handler]:
-        """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED."""
+        """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED.
+
+        SubmitJob's request and answer are read and written by ``wire.submits``, not as messages.
+        """
         return {
             path: _unimplemented(handler)
             if path.rsplit("/", 1)[-1] in self.dialect.unserved
             else checked(handler)
-            for path, handler in super().__mapping__().items()
+            for path, handler in submits.handlers(super().__mapping__()).items()
         }
 
     # --- submitting ---
 
-    @unary("SubmitJob", bind=lambda r: {"partition": r.partition})
-    async def submit_job(self, submit_job_request: api.SubmitJobRequest) -> api.SubmitJobResponse:
-        job_id = await self.jobs.submit(self.dialect.spec(codec.spec_from_wire(submit_job_request)))
-        return api.SubmitJobResponse(job_id=job_id)
+    @unary("SubmitJob", bind=lambda r: {"partition": r.spec.partition})
+    async def submit_job(self, submit_job_request: submits.SubmitRequest) -> submits.SubmitReply:
+        return submits.SubmitReply(await self.jobs.submit(self.dialect.spec(submit_job_request.spec)))
 
     @unary("SubmitJobContainer", bind=lambda r: {"partition": r.partition})
     async def submit_job_container(

@@ -59,6 +59,11 @@ def _decode(data: dict[str, Any]) -> JobState:
     return JobState(**{k: v for k, v in fields.items() if k in known})
 
 
+def _submitted(job_id: JobId) -> JobState:
+    """The state red-box gives a job it has just submitted, until it sees the job in Slurm."""
+    return JobState(job_id=job_id, status=JobStatus.PENDING, reason="Submitted")
+
+
 class Store:
     """Job states and idempotency keys, in memory and journaled to disk."""
 
@@ -101,9 +106,12 @@ class Store:
                         self._states[state.job_id] = state
                         self._seen[state.job_id] = float(entry["at"])
                     elif entry["kind"] == "key":
-                        self._keys[entry["key"]] = JobId(int(entry["job_id"]))
-                        self._seen.setdefault(JobId(int(entry["job_id"])), float(entry["at"]))
+                        job_id = JobId(int(entry["job_id"]))
+                        self._keys[entry["key"]] = job_id
+                        self._seen.setdefault(job_id, float(entry["at"]))
                         self._intents.discard(entry["key"])
+                        if entry.get("submitted"):
+                            self._states.setdefault(job_id, _submitted(job_id))
                     elif entry["kind"] == "intent" and entry["key"] not in self._keys:
                         self._intents.add(entry["key"])
                 except (ValueError, KeyError, TypeError) as exc:
@@ -178,6 +186,19 @@ class Store:
         self._seen.setdefault(job_id, now)
         self._append(self._line("key", at=now, key=key, job_id=job_id))
 
+    def submitted(self, key: str, job_id: JobId) -> None:
+        """``remember_key`` and ``track`` of a job red-box just submitted with ``key``, in one line.
+
+        The key's line says that the job was submitted here (a red-box that does not know
+        the mark reads it as the key alone): one line per submission fewer to encode and write.
+        """
+        now = time.time()
+        self._intents.discard(key)
+        self._keys[key] = job_id
+        self._seen.setdefault(job_id, now)
+        self._states.setdefault(job_id, _submitted(job_id))
+        self._append(self._line("key", at=now, key=key, job_id=job_id, submitted=True))
+
     # --- states ---
 
     def get(self, job_id: JobId) -> JobState | None:
@@ -205,4 +226,4 @@ class Store:
     def track(self, job_id: JobId) -> None:
         """Follow a job red-box submitted without a key until its end."""
         if job_id not in self._states:
-            self.record(JobState(job_id=job_id, status=JobStatus.PENDING, reason="Submitted"))
+            self.record(_submitted(job_id))

@@ -20,37 +20,16 @@ from collections.abc import Iterable
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.wire import codec
+from wlmvk.wire.protowire import read_varint, varint
 
 _STATES_TAG = b"\x0a"  # field 1 (states), wire type 2 (length-delimited)
 ENCODER_LIMIT = 200_000
 """States kept by an encoder; past it, the memory starts again (a churn of short jobs)."""
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated or overlong varint")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
 def frame(pieces: Iterable[bytes]) -> bytes:
     """The ``JobStatesResponse`` whose ``states`` are these encoded ``JobState`` messages."""
-    return b"".join(_STATES_TAG + _varint(len(p)) + p for p in pieces)
+    return b"".join(_STATES_TAG + varint(len(p)) + p for p in pieces)
 
 
 def split(data: bytes) -> list[bytes]:
@@ -58,16 +37,16 @@ def split(data: bytes) -> list[bytes]:
     pieces: list[bytes] = []
     at = 0
     while at < len(data):
-        key, at = _read_varint(data, at)
+        key, at = read_varint(data, at)
         field, kind = key >> 3, key & 7
         if kind == 0:
-            _, at = _read_varint(data, at)
+            _, at = read_varint(data, at)
         elif kind == 1:
             at += 8
         elif kind == 5:
             at += 4
         elif kind == 2:
-            size, at = _read_varint(data, at)
+            size, at = read_varint(data, at)
             if field == 1:
                 pieces.append(data[at : at + size])
             at += size

@@ -45,6 +45,31 @@ def test_states_and_keys_survive_a_restart(tmp_path: Path) -> None:
     assert again.unfinished() == [8]
 
 
+def test_a_submission_is_one_line_and_replays_as_its_key_and_its_tracked_job(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.open()
+    store.intend("uid-1")
+    store.submitted("uid-1", JobId(7))
+    store.close()
+    lines = (tmp_path / JOURNAL).read_text().splitlines()
+    assert [json.loads(line)["kind"] for line in lines] == ["intent", "key"]
+
+    again = Store(tmp_path)
+    again.open()
+    assert again.job_for_key("uid-1") == 7
+    assert not again.intended("uid-1")
+    assert again.get(JobId(7)) == JobState(job_id=JobId(7), status=JobStatus.PENDING, reason="Submitted")
+    assert again.unfinished() == [7]
+    again.record(finished(7))
+    again.close()
+
+    third = Store(tmp_path)  # compacted: the later state stands
+    third.open()
+    assert third.get(JobId(7)) == finished(7)
+    assert third.unfinished() == []
+    third.close()
+
+
 def test_a_terminal_state_is_final(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.open()
