@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from wlmvk.core import sbatch
@@ -277,3 +279,37 @@ def test_what_v0_0_42_cannot_say_as_sbatch_does_goes_to_sbatch(directive: str, r
     with pytest.raises(CliOnly) as refused:
         _job(f"#SBATCH {directive}", version="v0.0.42")
     assert refused.value.reason == reason
+
+
+@pytest.mark.parametrize("version", restfields.VERSIONS)
+@pytest.mark.parametrize(
+    "lines",
+    [
+        (),
+        ("#SBATCH --hold", "#SBATCH --output=/dev/null"),
+        ("#SBATCH -N 2 -c 4 --mem=2G --time=1:30", "#SBATCH --exclusive --job-name='a \"quoted\" name'"),
+    ],
+)
+def test_the_body_with_an_environment_encoded_once_is_the_body_of_the_job(
+    version: str, lines: tuple[str, ...]
+) -> None:
+    script = "\n".join(["#!/bin/sh", *lines, "echo 'ü'"]) + "\n"
+    argv = ["--partition=debug", "--comment=wlmvk:uid-1"]
+    env = {**ENV, "QUOTE": 'a "b" \\ ü'}
+    expected = job_request(script, argv, env, version=version)
+    encoded = restfields.environment(env, version=version)
+    assert json.loads(restfields.request_body(script, argv, encoded, version=version)) == expected
+    assert json.loads(restfields.request_body(script, argv, env, version=version)) == expected
+
+
+def test_an_environment_encoded_once_is_refused_as_its_variables_are() -> None:
+    script = "#!/bin/sh\necho hi\n"
+    encoded = restfields.environment({**ENV, "SBATCH_PARTITION": "gpu"}, version="v0.0.42")
+    with pytest.raises(CliOnly, match="SBATCH_PARTITION"):
+        restfields.request_body(script, [], encoded, version="v0.0.42")
+    with pytest.raises(CliOnly, match="#!"):  # the script is still checked first
+        restfields.request_body(
+            "echo hi\n", [], restfields.environment(ENV, version="v0.0.42"), version="v0.0.42"
+        )
+    with pytest.raises(ValueError, match=r"v0\.0\.38, not v0\.0\.42"):
+        restfields.request_body(script, [], restfields.environment(ENV, version="v0.0.38"), version="v0.0.42")

@@ -75,8 +75,10 @@ class RestSlurm(Slurm):
         super().__init__(runner, user=user)
         self.restd = restd
         # What sbatch inherits when a job asks for no variables: red-box's environment,
-        # read once (iterating os.environ decodes every entry, on every submission).
+        # read once (iterating os.environ decodes every entry, on every submission), and
+        # checked and encoded once per OpenAPI version.
         self.inherited = dict(os.environ)
+        self._encoded: dict[str, restfields.Environment] = {}
         # The last squeue answers by job list: (the second it started in, its states).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
         self._pause = 0.0
@@ -88,16 +90,17 @@ class RestSlurm(Slurm):
         client = self.restd.client
         if client is None:
             return await self._by_cli(script, options, env, why="slurmrestd is not serving")
+        version = self.restd.version
         try:
-            body = restfields.job_request(
-                script.decode(), options, self.inherited if env is None else env, version=self.restd.version
+            body = restfields.request_body(
+                script.decode(), options, self._environment(version) if env is None else env, version=version
             )
         except (restfields.CliOnly, UnicodeDecodeError) as exc:
             reason = exc.reason if isinstance(exc, restfields.CliOnly) else "the script is not UTF-8"
             return await self._by_cli(script, options, env, why=reason)
-        target = f"/slurm/{self.restd.version}/job/submit"
+        target = f"/slurm/{version}/job/submit"
         try:
-            answer = await client.request("POST", target, json.dumps(body).encode())
+            answer = await client.request("POST", target, body)
         except NotSent as exc:
             return await self._by_cli(script, options, env, why=str(exc))
         except Lost as exc:
@@ -106,6 +109,12 @@ class RestSlurm(Slurm):
         if job_id is None:
             return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {refusal}")
         return job_id
+
+    def _environment(self, version: str) -> restfields.Environment:
+        encoded = self._encoded.get(version)
+        if encoded is None:
+            encoded = self._encoded[version] = restfields.environment(self.inherited, version=version)
+        return encoded
 
     async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
         """squeue's answer, or its last answer for these jobs when slurmrestd says no job changed.
