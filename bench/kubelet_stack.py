@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
+from redbox_common import JOB_OWNER
 
 from wlmvk.core.errors import NotFound
 from wlmvk.kube.bodies import NODES
@@ -57,9 +58,12 @@ class Stack:
     work_dir: Path = Path()
     counter: Path = Path()
 
-    def start(self, *, original: bool = False, count_commands: bool = True) -> Stack:
+    def start(self, *, original: bool = False, count_commands: bool = True, slurm_api: str = "") -> Stack:
         """Start the API server and red-box; red-box runs Slurm's commands through counting
-        shims (a shell each) only when ``count_commands``: a benchmark of speed leaves them out."""
+        shims (a shell each) only when ``count_commands``: a benchmark of speed leaves them out.
+
+        ``slurm_api`` is red-box's ``--slurm-api`` (its default when empty); with ``rest`` red-box
+        runs as the job owner (uid JOB_OWNER), as its own slurmrestd requires and as deployed."""
         port = free_port()
         self.kubeconfig = self.base / "kubeconfig"
         self._spawn(
@@ -80,6 +84,12 @@ class Stack:
                 "--log-level", "warning"]  # fmt: skip
         if original:
             argv.append("--original-api-only")
+        if slurm_api:
+            argv += ["--slurm-api", slurm_api]
+        if slurm_api == "rest":
+            for path in (self.base, self.work_dir):
+                os.chown(path, JOB_OWNER, JOB_OWNER)
+            argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
         env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"} if count_commands else None
         self._spawn(argv, "red-box.log", env=env)
         deadline = time.monotonic() + 30

@@ -9,7 +9,8 @@ annotation, end to end (API server, kubelet, red-box, Slurm). Each round runs (a
 overhead over red-box alone (the mean of its two runs), and their medians, with the CPU
 each part of the system spent per pod in (c) (``cpu_meter``). red-box runs the real Slurm
 commands, without the counting shims of the other kubelet benchmarks (a shell per command
-would weigh on it alone). ``--json FILE`` writes the figures for ``bench/run-all``. Cancels
+would weigh on it alone), through its own slurmrestd as the job owner (``--slurm-api rest``, as
+deployed; ``cli``: sbatch, as root). ``--json FILE`` writes the figures for ``bench/run-all``. Cancels
 every job it made.
 
     .venv/bin/python bench/kubelet_submit.py --pods 1000
@@ -152,7 +153,7 @@ async def through_kubelet(
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    stack = Stack().start(count_commands=False)
+    stack = Stack().start(count_commands=False, slurm_api=args.slurm_api)
     ratios: list[float] = []
     speedups: list[float] = []
     rounds: list[dict[str, float]] = []
@@ -185,13 +186,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             )
     finally:
         stack.close()
-    print(f"pods: {args.pods}, concurrency: {args.workers}, rounds: {len(ratios)}")
+    print(f"pods: {args.pods}, concurrency: {args.workers}, rounds: {len(ratios)}, api: {args.slurm_api}")
     print("speedups over the loop: " + ", ".join(f"{s:.2f}x" for s in speedups))
     print("overheads over red-box alone: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios))
     speedup, median = statistics.median(speedups), statistics.median(ratios)
     print(f"pods -> jobs, x the sequential sbatch loop, median: {speedup:.2f}x  (target >= 1.4x)")
     print(f"overhead ratio (kubelet / red-box only), median: {median:.2f}x")
-    figures = {"pods": args.pods, "workers": args.workers, "rounds": rounds}
+    figures = {"pods": args.pods, "workers": args.workers, "slurm_api": args.slurm_api, "rounds": rounds}
     return figures | {"x_loop": speedup, "x_redbox_time": median, "x_loop_rounds": speedups}
 
 
@@ -200,6 +201,12 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the figure is their median")
+    parser.add_argument(
+        "--slurm-api",
+        default="rest",
+        choices=("rest", "cli"),
+        help="red-box's path: rest (its own slurmrestd, as the job owner, as deployed) or cli (sbatch, root)",
+    )
     parser.add_argument("--json", default="", help="also write the figures here")
     args = parser.parse_args()
     figures = asyncio.run(measure(args))

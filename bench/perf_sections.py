@@ -20,7 +20,10 @@ SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200"]
 
 
 def status_argv(pods: int, source: str) -> list[str]:
-    argv = ["status_steady.py", "--pods", str(pods), "--window", "60", "--changes", "40"]
+    # --settle 120: a red-box through slurmrestd pauses its conditional look while it keeps
+    # finding changes (other users' jobs), 5 s doubling to 60 s, reached about 75 s in; the
+    # window measures it after that, at steady state.
+    argv = ["status_steady.py", "--pods", str(pods), "--window", "60", "--changes", "40", "--settle", "120"]
     return argv + (["--source", source] if source else [])
 
 

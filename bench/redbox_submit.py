@@ -19,9 +19,10 @@ the end of its round):
   ``--original PATH`` names its binary. CI cannot build it: its figure is a
   recorded reference (docs/performance.md), not a CI comparison.
 
-``--before SRC`` adds ``before-keys@C``: red-box from another source tree (say
-the commit before a change, ``git archive REV src | tar -x -C DIR``; SRC is
-DIR/src), so a change is measured against its predecessor in the same run.
+``--before SRC`` adds ``before-keys@C`` and ``before-rest-keys@C``: red-box from
+another source tree (say the commit before a change, ``git archive REV src | tar
+-x -C DIR``; SRC is DIR/src), through sbatch and through its slurmrestd, so a
+change is measured against its predecessor in the same run.
 
 Every arm submits to the same partition (the original needs one named). Each
 figure is the median of the rounds; each ratio (to the loop, and of red-box to
@@ -118,12 +119,14 @@ async def original_process(binary: str, pids: list[int]) -> AsyncIterator[RedBox
 
 
 @contextlib.asynccontextmanager
-async def red_box_from(source: str, pids: list[int]) -> AsyncIterator[RedBoxClient]:
+async def red_box_from(
+    source: str, pids: list[int], *, args: tuple[str, ...] = (), owner: bool = False
+) -> AsyncIterator[RedBoxClient]:
     """red-box started from another source tree (its process imports ``wlmvk`` from ``source``)."""
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = source
     try:
-        async with red_box_process(pids=pids) as client:
+        async with red_box_process(pids=pids, args=args, owner=owner) as client:
             os.environ.pop("PYTHONPATH")
             if saved is not None:
                 os.environ["PYTHONPATH"] = saved
@@ -146,12 +149,18 @@ async def measure(
     rest_pid: list[int] = []
     theirs_pid: list[int] = []
     older_pid: list[int] = []
+    older_rest_pid: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
         ours = await stack.enter_async_context(red_box_process(pids=ours_pid, args=("--slurm-api", "cli")))
         rest_args = ("--slurm-api", "rest")
         rest = await stack.enter_async_context(red_box_process(pids=rest_pid, args=rest_args, owner=True))
         theirs = await stack.enter_async_context(original_process(original, theirs_pid)) if original else None
         older = await stack.enter_async_context(red_box_from(before, older_pid)) if before else None
+        older_rest = (
+            await stack.enter_async_context(red_box_from(before, older_rest_pid, args=rest_args, owner=True))
+            if before
+            else None
+        )
         arms: dict[str, tuple[Arm, int | None]] = {
             "loop": (sbatch_loop, None),
             "parallel4": (sbatch_parallel, None),
@@ -182,6 +191,11 @@ async def measure(
                 arms[f"before-keys@{c}"] = (
                     lambda n, c=c, o=older: through(o, n, concurrency=c, keyed=True),
                     older_pid[0],
+                )
+            if older_rest is not None:
+                arms[f"before-rest-keys@{c}"] = (
+                    lambda n, c=c, o=older_rest: through(o, n, concurrency=c, keyed=True),
+                    older_rest_pid[0],
                 )
         for number in range(rounds):
             for name, (arm, server) in arms.items():

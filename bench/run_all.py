@@ -213,7 +213,10 @@ def cpu_table(result: dict[str, Any]) -> list[str]:
         bound = cores * 1000 / parts["total"] / loop_rate
         cells = " | ".join(f"{parts[p]:.2f}" for p in cpu_meter.PARTS)
         rows.append(f"| {describe(name)} | {cells} | {busy:.2f} | {bound:.2f} |")
-    keyed = [n for n in medians if n.startswith("redbox-keys@")]
+    # The kubelet's path: through slurmrestd where the run had it, else through sbatch.
+    keyed = [n for n in medians if n.startswith("rest-keys@")] or [
+        n for n in medians if n.startswith("redbox-keys@")
+    ]
     if keyed:
         name = keyed[-1]
         fixed = sum(medians[name][p] for p in (*slurm_side, "client"))
@@ -264,6 +267,7 @@ def describe(arm: str) -> str:
         "rest-nokeys": "red-box through its slurmrestd, no keys",
         "original": "the original Go red-box",
         "before-keys": "red-box before the change (`--before`), keys",
+        "before-rest-keys": "red-box before the change (`--before`) through its slurmrestd, keys",
     }
     text = words.get(name, name)
     return f"{text}, {concurrency} in flight" if concurrency else text
@@ -286,7 +290,9 @@ def write_docs(
         p = pods["machine"]
         pod_rows = [
             f"Pods to jobs, {p['date']} (load {p['load']}): `bench/kubelet_submit.py --pods {pods['pods']}`,"
-            f" {pods['workers']} submissions in flight; the time from creating the first pod to every pod"
+            f" {pods['workers']} submissions in flight"
+            + (", red-box through its slurmrestd as the job owner" if pods.get("slurm_api") == "rest" else "")
+            + "; the time from creating the first pod to every pod"
             " annotated with its job id, end to end (in-memory API server, kubelet, red-box, Slurm):",
             "",
             *pods_table(pods),
