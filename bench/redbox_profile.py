@@ -9,7 +9,11 @@ the functions with the most samples are printed, by their own samples
 and as milliseconds of CPU per job (red-box's CPU from /proc split by
 share). Every job is cancelled at the end.
 
-    .venv/bin/python bench/redbox_profile.py 1500 --concurrency 8
+py-spy samples the wall time of red-box's busy threads (the fsync thread's wait and
+the selector show up); ``--gil`` keeps only the samples of the thread holding the
+GIL, red-box's Python work, closer to its CPU.
+
+    .venv/bin/python bench/redbox_profile.py 1500 --concurrency 8 --gil
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ async def main_async(args: argparse.Namespace) -> None:
         await cpu_meter.settled()
         sampler = subprocess.Popen(  # noqa: ASYNC220 - runs beside the submissions
             [spy, "record", "--pid", str(pids[0]), "--format", "raw", "--rate", "250",
-             "--nonblocking", "--output", str(raw)],
+             "--nonblocking", "--output", str(raw), *(["--gil"] if args.gil else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         await asyncio.sleep(1.0)  # py-spy attaches
@@ -90,6 +94,7 @@ def main() -> None:
     parser.add_argument("count", type=int, nargs="?", default=1500)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--gil", action="store_true", help="only samples of the thread holding the GIL")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -7,6 +7,7 @@ each ``scontrol show node`` two (it reads the partition table too), each
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -113,3 +114,6 @@ async def test_a_lookup_by_key_reads_only_our_users_jobs_of_the_last_three_days(
     assert argv[0] == "sacct"
     assert argv[argv.index("-u") + 1] == "wlmvk"
     assert argv[argv.index("-S") + 1] == "now-3days"
+    # A rebuild reads from its start on, in the local time sacct reads.
+    await slurm.accounting_recent(since=time.mktime((2026, 12, 5, 16, 20, 30, 0, 0, -1)))
+    assert runner.argvs[-1][runner.argvs[-1].index("-S") + 1] == "2026-12-05T16:20:30"

@@ -8,6 +8,7 @@ real commands are exercised end to end in tests/e2e/redbox.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +18,14 @@ import pytest
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement
-from wlmvk.redbox.jobs import KEY_INDEX_STALE, KEY_INDEX_TTL, LOST_REASON, Jobs
+from wlmvk.redbox.jobs import (
+    KEY_INDEX_FULL,
+    KEY_INDEX_OVERLAP,
+    KEY_INDEX_STALE,
+    KEY_INDEX_TTL,
+    LOST_REASON,
+    Jobs,
+)
 from wlmvk.redbox.store import Store
 
 
@@ -28,6 +36,7 @@ class ScriptedSlurm:
         self.calls: list[str] = []
         self.next_id = 100
         self.submitted: list[Sequence[str]] = []
+        self.since: list[float | None] = []  # each accounting_recent's start
         self.queue_gate: asyncio.Event | None = None  # when set up, squeue answers once it is set
 
     async def submit(
@@ -54,8 +63,9 @@ class ScriptedSlurm:
             return None
         return [s for j, s in self.accounted.items() if j in job_ids]
 
-    async def accounting_recent(self) -> list[JobState] | None:
+    async def accounting_recent(self, since: float | None = None) -> list[JobState] | None:
         self.calls.append("sacct")
+        self.since.append(since)
         return None if self.accounted is None else list(self.accounted.values())
 
 
@@ -166,6 +176,31 @@ async def test_submissions_answer_from_an_expired_key_index_while_a_new_one_is_b
     slurm.queue_gate.set()
     await asyncio.wait_for(waiting, 5)
     assert slurm.calls.count("sbatch") == 3
+
+
+async def test_a_rebuilt_key_index_reads_the_accounting_since_its_last_read_and_all_of_it_hourly(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    assert slurm.accounted is not None
+    slurm.accounted[JobId(7)] = replace(done(7), idempotency_key="k7")
+    before = time.time()
+    assert await jobs.find("k7") is not None  # the first build reads all of the window
+    assert slurm.since == [None]
+    del slurm.accounted[JobId(7)]  # read already: a later read from a later start lacks it
+    slurm.accounted[JobId(8)] = replace(done(8), idempotency_key="k8")
+    jobs._index_at -= KEY_INDEX_TTL + KEY_INDEX_STALE + 1
+    assert [await jobs.job_for_key(k, max_age=KEY_INDEX_TTL) for k in ("k7", "k8")] == [7, 8]
+    last = slurm.since[-1]
+    assert last is not None
+    assert before - KEY_INDEX_OVERLAP <= last <= time.time() - KEY_INDEX_OVERLAP
+    assert set(jobs._index) == {"k7", "k8"}
+    # An hour on, the index is built afresh: a key no longer in Slurm is gone from it (red-box's
+    # own record keeps the keys it found).
+    jobs._index_full_at -= KEY_INDEX_FULL + 1
+    jobs._index_at -= KEY_INDEX_TTL + KEY_INDEX_STALE + 1
+    assert await jobs.job_for_key("k9", max_age=KEY_INDEX_TTL) is None
+    assert slurm.since[-1] is None
+    assert set(jobs._index) == {"k8"}
 
 
 async def test_a_key_from_a_lost_record_is_found_in_slurm(jobs: Jobs, slurm: ScriptedSlurm) -> None:

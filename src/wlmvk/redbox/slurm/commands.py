@@ -163,9 +163,13 @@ class Slurm:
             return []
         return await self._sacct(["-j", ",".join(str(i) for i in job_ids)])
 
-    async def accounting_recent(self) -> list[JobState] | None:
-        """Every job of the last ACCOUNTING_WINDOW (for lookups by key), or None without accounting."""
-        return await self._sacct(["-S", ACCOUNTING_WINDOW])
+    async def accounting_recent(self, since: float | None = None) -> list[JobState] | None:
+        """Every job of the last ACCOUNTING_WINDOW, or of any state after the epoch second ``since``
+        (for lookups by key); None without accounting."""
+        start = (
+            ACCOUNTING_WINDOW if since is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+        )
+        return await self._sacct(["-S", start])
 
     async def _sacct(self, selection: Sequence[str]) -> list[JobState] | None:
         argv = ["sacct", "-X", "-n", "-u", self.user, "--parsable2", f"--delimiter={rows.SEP}"]
