@@ -26,7 +26,7 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.wlm.client import RedBoxClient
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.slurm_releases]
 
 JOBS = 160
 IN_FLIGHT = 8
