@@ -61,6 +61,8 @@ from perf_sections import (
 )
 from stats_section import RUNS, stats_argv, stats_section
 
+from wlmvk_dev import localslurm
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RAW = ROOT / "docs" / "raw"
@@ -102,7 +104,10 @@ def machine() -> dict[str, str]:
         for line in (ROOT / "scripts" / "kube-versions.env").read_text().splitlines()
         if "=" in line and not line.startswith("#")
     )
-    slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True, check=False)
+    # The local Slurm's (slurm-local), as the benchmarks use it: without its SLURM_CONF, sinfo
+    # finds no configuration and prints nothing.
+    local = {**os.environ, **localslurm.environment()}
+    slurm = subprocess.run(["sinfo", "--version"], capture_output=True, text=True, check=False, env=local)
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
     )
