@@ -11,7 +11,7 @@ same rounds are tests/faults/test_churn.py.
     .venv/bin/python bench/faults_run.py --rounds 20 --pods 200
     .venv/bin/python bench/faults_run.py --only kill9 --rounds 3 --pods 40
     .venv/bin/python bench/faults_run.py --only slurmctld --rounds 2 --pods 20
-    bench/run-all --only reliability --rounds 4 --pods 100   # each fault, raw output, the doc
+    bench/run-all --only reliability --fault kill9-real   # one row: raw output kept, the doc's table
     nice -n 10 .venv/bin/python bench/faults_run.py --kube real --only takeover
 
 ``--kube real`` runs the rounds on the real control plane of scripts/kube-local (it

@@ -33,8 +33,9 @@ Run = Callable[..., dict[str, Any]]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fault-rounds", type=int, default=4, help="rounds per fault (faults_run.py)")
-    parser.add_argument("--fault-pods", type=int, default=100, help="pods per fault round")
+    # The table's scale (issue 24: at least 20 rounds x 200 pods per row); smaller for a quick look.
+    parser.add_argument("--fault-rounds", type=int, default=20, help="rounds per fault (faults_run.py)")
+    parser.add_argument("--fault-pods", type=int, default=200, help="pods per fault round")
     parser.add_argument("--seed", type=int, default=8, help="faults_run.py's seed")
     parser.add_argument(
         "--fault",
