@@ -40,7 +40,8 @@ class Secured:
         self.ca.configure_trust(context)
         if cert:
             issuer = trustme.CA() if other_ca else self.ca
-            issuer.issue_cert(common_name="kube-apiserver-client").configure_cert(context)
+            user = "kube-apiserver-client"
+            issuer.issue_cert(user, common_name=user).configure_cert(context)
         return context
 
 

@@ -150,7 +150,7 @@ async def test_requests_are_authenticated_then_authorized_per_node(ca: trustme.C
         made = ssl.create_default_context()
         ca.configure_trust(made)
         if name is not None:
-            ca.issue_cert(common_name=name).configure_cert(made)
+            ca.issue_cert(name, common_name=name).configure_cert(made)
         return made
 
     async def get(path: str, context: ssl.SSLContext, token: str = "") -> tuple[int, str]:
@@ -179,7 +179,7 @@ async def test_requests_are_authenticated_then_authorized_per_node(ca: trustme.C
         assert await get("/pods", client(None), token="t-reader") == (200, json.dumps(POD_LIST))
         assert len(reviews.asked) == asked, "a token and an allowed access are not asked again at once"
         stranger = client(None)
-        trustme.CA().issue_cert(common_name="apiserver").configure_cert(stranger)
+        trustme.CA().issue_cert("apiserver", common_name="apiserver").configure_cert(stranger)
         with pytest.raises(aiohttp.ClientError):  # another CA's certificate: refused at the handshake
             await get("/healthz", stranger)
     finally:
