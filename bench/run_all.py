@@ -91,6 +91,11 @@ NOT_RUN = [
         " and Slurm, memory sampled throughout)",
     ),
     (
+        "bench/wire_states.py",
+        "a job state written and read straight between its bytes and its value (`wire.states`)"
+        " against the message classes, pure CPU, no Slurm (raw output: `docs/raw/wire-states.txt`)",
+    ),
+    (
         "bench/redbox_states.py",
         "one JobStates call for 1000 jobs against a sequential loop of 1000 `scontrol show job`,"
         " not against one `squeue`",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -41,6 +41,62 @@ def test_decoding_gives_the_states_back_and_skips_unknown_fields() -> None:
     assert StatesDecoder().decode(unknown + data) == STATES
 
 
+WHEN = datetime(2026, 12, 5, 19, 0, 1, 123456, tzinfo=UTC)
+EVERY_FIELD = [
+    JobState(job_id=JobId(0), status=JobStatus.COMPLETED, exit_code=0),
+    JobState(job_id=JobId(2**40), status=JobStatus.COMPLETED, exit_code=0, end_time=WHEN),
+    *(
+        JobState(job_id=JobId(100 + n), status=status, exit_code=n if status.terminal else None)
+        for n, status in enumerate(JobStatus)
+    ),
+    JobState(job_id=JobId(5), status=JobStatus.FAILED, exit_code=-1, signal=9, reason="NonZeroExitCode"),
+    JobState(job_id=JobId(6), status=JobStatus.CANCELLED, exit_code=2**31 - 1, signal=15),
+    JobState(
+        job_id=JobId(24110042),
+        status=JobStatus.RUNNING,
+        reason="None",
+        submit_time=datetime(1969, 12, 31, 23, 59, 58, 500000, tzinfo=UTC),
+        start_time=WHEN,
+        end_time=WHEN + timedelta(days=400, microseconds=1),
+        std_out="/home/ü/slurm-%j.out",
+        std_err="/home/ü/err",
+        working_dir="/work/日本",
+        partition="debug",
+        node_list="node[01-04]",
+        name="a" * 300,
+        idempotency_key="5c1b4a2e-0d7e-4b9a-9b1e-2f7f0c3c9a11",
+    ),
+]
+
+
+@pytest.mark.parametrize("state", EVERY_FIELD, ids=lambda s: f"{s.job_id}-{s.status.name}")
+def test_a_state_is_written_and_read_as_the_message_classes_do(state: JobState) -> None:
+    expected = bytes(codec.state_to_wire(state))
+    assert wire_states.write_state(state) == expected
+    assert wire_states.read_state(expected) == codec.state_from_wire(api.JobState().parse(expected))
+    assert wire_states.read_state(expected) == state
+
+
+def test_a_status_this_client_does_not_know_reads_unknown() -> None:
+    piece = b"\x08\x07\x10\x63"  # job 7, status 99
+    assert wire_states.read_state(piece) == JobState(job_id=JobId(7), status=JobStatus.UNKNOWN)
+    assert codec.state_from_wire(api.JobState().parse(piece)).status is JobStatus.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("piece", "message"),
+    [
+        (b"\x0a\x01x", "field 1: wire type 2, not a varint"),
+        (b"\x4a\x02\xff\xfe", "can't decode"),
+        (b"\x30\x01", "field 6: wire type 0, not a string or message"),
+        (b"\x32\x02\x0a\x00", "Timestamp field 1: wire type 2, not a varint"),
+    ],
+)
+def test_a_piece_with_a_field_of_the_wrong_kind_is_refused(piece: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        wire_states.read_state(piece)
+
+
 def test_a_truncated_answer_is_refused() -> None:
     data = StatesEncoder().encode(STATES)
     with pytest.raises(ValueError, match="truncated"):
@@ -49,13 +105,14 @@ def test_a_truncated_answer_is_refused() -> None:
 
 def test_only_changed_states_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[int] = []
-    real = codec.state_from_wire
+    real = wire_states.read_state
 
-    def counting(wire: api.JobState) -> JobState:
-        decoded.append(wire.job_id)
-        return real(wire)
+    def counting(piece: bytes) -> JobState:
+        state = real(piece)
+        decoded.append(state.job_id)
+        return state
 
-    monkeypatch.setattr(wire_states.codec, "state_from_wire", counting)
+    monkeypatch.setattr(wire_states, "read_state", counting)
     encoder, decoder = StatesEncoder(), StatesDecoder()
     assert decoder.decode(encoder.encode(STATES)) == STATES
     assert sorted(decoded) == [7, 9, 300_000]
