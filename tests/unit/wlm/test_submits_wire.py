@@ -37,6 +37,22 @@ def test_a_request_reads_as_the_message_classes_read_it(spec: JobSpec) -> None:
     assert submits.read_spec(data) == _message_reading(data) == spec
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        *SPECS,
+        JobSpec(script="s", env={"K": "", "": "v", "Z": "z", "A": "a"}),
+        JobSpec(script="", partition="p", env={"": ""}),
+        JobSpec(script="s", std_err="e", working_dir="w"),
+    ],
+)
+def test_a_request_is_written_as_the_message_classes_write_it(spec: JobSpec) -> None:
+    written = submits.write_spec(spec)
+    assert written == bytes(codec.spec_to_wire(spec))
+    assert submits.SubmitRequest(spec).SerializeToString() == written
+    assert _message_reading(written) == spec
+
+
 def test_unknown_fields_are_skipped_and_a_repeated_field_keeps_its_last_value() -> None:
     data = bytes(codec.spec_to_wire(SPECS[1]))
     unknown = b"\x50\x96\x01" + b"\x5a\x02hi" + b"\x65\x00\x00\x00\x00" + b"\x69" + bytes(8)
@@ -78,6 +94,27 @@ def test_the_answer_is_the_message_classes_answer(job_id: int) -> None:
     expected = bytes(api.SubmitJobResponse(job_id=job_id))
     assert submits.SubmitReply(JobId(job_id)).SerializeToString() == expected
     assert api.SubmitJobResponse().parse(expected).job_id == job_id
+
+
+@pytest.mark.parametrize("job_id", [0, 1, 127, 128, 300_000, 2**31, 2**40, 2**63 - 1, -1, -(2**63)])
+def test_the_answer_reads_as_the_message_classes_read_it(job_id: int) -> None:
+    data = bytes(api.SubmitJobResponse(job_id=job_id))
+    assert submits.read_job_id(data) == submits.SubmitReply.FromString(data).job_id == job_id
+    unknown = b"\x12\x02hi" + b"\x18\x07"
+    again = b"\x08\x05"
+    assert submits.read_job_id(unknown + data + unknown) == job_id
+    assert submits.read_job_id(data + again) == api.SubmitJobResponse().parse(data + again).job_id == 5
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [(b"\x0a\x01x", "field 1: wire type 2"), (b"\x08", "varint"), (b"\x08\x80", "varint")],
+)
+def test_an_answer_the_message_classes_refuse_is_refused(data: bytes, says: str) -> None:
+    with pytest.raises(RuntimeError, match="does not match"):
+        api.SubmitJobResponse().parse(data)
+    with pytest.raises(ValueError, match=says):
+        submits.read_job_id(data)
 
 
 def test_only_submit_job_is_read_here() -> None:
