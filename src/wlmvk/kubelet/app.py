@@ -16,13 +16,16 @@ import asyncio
 import contextlib
 import signal
 import socket
+import sys
 from typing import Any
 
 import structlog
 from aiohttp import web
 
 from wlmvk.core import logging as wlmvk_logging
+from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
+from wlmvk.core.errors import WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
@@ -285,6 +288,9 @@ def main(argv: list[str]) -> int:
     settings = settings_mod.parse(argv)
     wlmvk_logging.configure(settings.log_level)
     try:
-        return asyncio.run(serve(settings))
+        return event_loop.run(serve(settings))
+    except WlmvkError as exc:
+        print(f"wlmvk kubelet: {exc.message}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from wlmvk.core import logging as core_logging
+from wlmvk.core import loop as event_loop
 from wlmvk.core import tasks
 from wlmvk.core.errors import WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
@@ -155,7 +156,7 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
     core_logging.configure(args.log_level)
     try:
-        return asyncio.run(serve(settings_from(args), kubeconfig=args.kubeconfig))
+        return event_loop.run(serve(settings_from(args), kubeconfig=args.kubeconfig))
     except WlmvkError as exc:
         print(f"wlmvk operator: {exc.message}", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ import structlog
 from grpclib.server import Server
 
 from wlmvk.core import logging as wlog
+from wlmvk.core import loop as event_loop
 from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
@@ -402,7 +403,7 @@ def main(argv: list[str]) -> int:
     wlog.configure(args.log_level)
     try:
         settings = settings_from(args)
-        asyncio.run(serve(settings))
+        event_loop.run(serve(settings))
     except WlmvkError as exc:
         print(f"red-box: {exc.message}", file=sys.stderr)
         return 2 if isinstance(exc, InvalidInput) else 1

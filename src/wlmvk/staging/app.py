@@ -30,6 +30,7 @@ from pathlib import Path
 import structlog
 
 from wlmvk.core import logging as core_logging
+from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
@@ -69,7 +70,7 @@ def main(argv: list[str], *, backend: BackendFactory = _client) -> int:
         return int(exc.code or 0)
     core_logging.configure(args.log_level)
     try:
-        totals = asyncio.run(_run(args, backend))
+        totals = event_loop.run(_run(args, backend))
     except Unavailable as exc:
         return _fail(f"red-box at {args.socket} is unreachable: {exc.message}", 3)
     except WlmvkError as exc:
