@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from grpclib.server import Server
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
@@ -39,6 +38,7 @@ from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.redbox import config as cfg
+from wlmvk.redbox.coalescing import Server
 from wlmvk.redbox.dialects import ORIGINAL, WLMVK
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.health import Health
