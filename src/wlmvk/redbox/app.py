@@ -38,7 +38,6 @@ from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.redbox import config as cfg
-from wlmvk.redbox.coalescing import Server
 from wlmvk.redbox.dialects import ORIGINAL, WLMVK
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.health import Health
@@ -50,6 +49,7 @@ from wlmvk.redbox.slurm.restapi import RestSlurm
 from wlmvk.redbox.slurm.restd import Restd
 from wlmvk.redbox.slurm.runner import Runner
 from wlmvk.redbox.store import Store
+from wlmvk.wire.coalescing import Server
 
 _log = structlog.get_logger("wlmvk.redbox")
 

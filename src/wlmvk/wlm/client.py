@@ -71,7 +71,7 @@ from wlmvk.core.jobs import (
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import UsageSample
-from wlmvk.wire import codec, sessions, submits
+from wlmvk.wire import coalescing, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
 from wlmvk.wlm import failures, zipbridge
@@ -107,7 +107,7 @@ class RedBoxClient:
 
     def _stub(self) -> api.WorkloadManagerStub:
         if self._channel is None:
-            self._channel = Channel(path=self.socket_path)
+            self._channel = coalescing.Channel(path=self.socket_path)
         return api.WorkloadManagerStub(self._channel)
 
     def _reset(self) -> None:

@@ -1,4 +1,4 @@
-"""red-box's gRPC server with each connection's writes of one loop turn sent as one.
+"""gRPC over grpclib with each connection's writes of one loop turn sent as one.
 
 grpclib writes every HTTP/2 frame group to the socket as soon as h2 makes
 it: a unary answer is three writes (headers, the message, the trailers),
@@ -6,12 +6,15 @@ and at 16 calls in flight the answers of one loop turn are dozens. Each is
 a ``send()`` of its own, and each can wake the client for a few bytes.
 Here a connection's writes are gathered and sent together at the end of
 the loop turn that made them (``call_soon``): the same bytes in the same
-order, one ``send()`` per connection and turn.
+order, one ``send()`` per connection and turn. The client's side is the
+same: a request is two writes (headers, then the message), and the kubelet
+sends up to 16 at once on its one connection.
 
 What grpclib does with its transport is unchanged otherwise: closing sends
 what is gathered first; an abort drops it, as the socket's own buffer is
-dropped. ``Server`` is grpclib's server with this one difference (its
-``_protocol_factory``, grpclib 0.4's, with the transport wrapped).
+dropped. ``Server`` (red-box's) and ``Channel`` (the client's) are grpclib's
+with this one difference (their ``_protocol_factory``, grpclib 0.4's, with
+the transport wrapped).
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+from grpclib import client, server
 from grpclib.protocol import H2Protocol
-from grpclib.server import Handler
-from grpclib.server import Server as GrpclibServer
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -77,11 +79,18 @@ class _Protocol(H2Protocol):
         super().connection_made(CoalescingTransport(cast(asyncio.Transport, transport)))
 
 
-class Server(GrpclibServer):
+class Server(server.Server):
     """grpclib's ``Server``, its connections' writes coalesced per loop turn."""
 
     def _protocol_factory(self) -> H2Protocol:
         self.__gc_step__()
-        handler = Handler(self._mapping, self._codec, self._status_details_codec, self.__dispatch__)
+        handler = server.Handler(self._mapping, self._codec, self._status_details_codec, self.__dispatch__)
         self._handlers.add(handler)
         return _Protocol(handler, self._config, self._h2_config)
+
+
+class Channel(client.Channel):
+    """grpclib's ``Channel``, its connection's writes coalesced per loop turn."""
+
+    def _protocol_factory(self) -> H2Protocol:
+        return _Protocol(client.Handler(), self._config, self._h2_config)

@@ -1,4 +1,4 @@
-"""redbox.coalescing: a connection's writes of one loop turn go out as one, the same bytes in order."""
+"""wire.coalescing: a connection's writes of one loop turn go out as one, the same bytes in order."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobSpec
-from wlmvk.redbox.coalescing import CoalescingTransport, Server
+from wlmvk.wire.coalescing import CoalescingTransport, Server
 from wlmvk.wlm.client import RedBoxClient
 
 
