@@ -14,6 +14,9 @@ the end of its round):
 - ``rest-keys@C``, ``rest-nokeys@C``: the same two through red-box's own
   slurmrestd (``--slurm-api rest``; red-box runs as the job owner, uid 1000,
   as slurmrestd requires); the ``slurmrestd`` column is its CPU;
+- ``rest-keys@W``, ``original@W`` for each ``--wide`` W (32): more calls in
+  flight on the kubelet's path and on the original's, to see whether they
+  fill the machine's cores;
 - ``original@C``: the original Go red-box (sylabs/wlm-operator's
   ``cmd/red-box``) behind the same client at the same concurrency, when
   ``--original PATH`` names its binary. CI cannot build it: its figure is a
@@ -140,7 +143,7 @@ Arm = Callable[[int], Awaitable[list[int]]]
 
 
 async def measure(
-    count: int, rounds: int, concurrency: list[int], original: str, before: str
+    count: int, rounds: int, concurrency: list[int], original: str, before: str, wide: list[int]
 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Each arm's jobs/s per round, and its CPU per job by part of the system per round."""
     rates: dict[str, list[float]] = {}
@@ -197,6 +200,16 @@ async def measure(
                     lambda n, c=c, o=older_rest: through(o, n, concurrency=c, keyed=True),
                     older_rest_pid[0],
                 )
+        for c in wide:  # only the kubelet's path and the original: whether more in flight fills the cores
+            arms[f"rest-keys@{c}"] = (
+                lambda n, c=c: through(rest, n, concurrency=c, keyed=True),
+                rest_pid[0],
+            )
+            if theirs is not None:
+                arms[f"original@{c}"] = (
+                    lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False),
+                    theirs_pid[0],
+                )
         # Each server once before the rounds: a red-box builds its index of idempotency keys at
         # the first keyed call (all of the user's accounting of three days), as it does once
         # after a start; the rounds measure it up and running.
@@ -229,13 +242,21 @@ def main() -> int:
     p.add_argument("count", type=int, nargs="?", default=COUNT, help="jobs per arm and round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--concurrency", default="8,16", help="calls in flight to red-box (comma list)")
+    p.add_argument(
+        "--wide",
+        default="32",
+        help="also red-box through its slurmrestd (keys) and the original at these (comma list; '' none)",
+    )
     p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
     p.add_argument("--before", default="", help="also red-box from this source tree (its src directory)")
     p.add_argument("--json", default="", help="also write the figures here")
     args = p.parse_args()
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
-    rates, costs = asyncio.run(measure(args.count, args.rounds, concurrency, args.original, args.before))
+    wide = [int(c) for c in args.wide.split(",") if c]
+    rates, costs = asyncio.run(
+        measure(args.count, args.rounds, concurrency, args.original, args.before, wide)
+    )
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
     print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7}   rounds")
     figures = {}
