@@ -6,6 +6,7 @@ red-box is exercised in tests/e2e/redbox.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -121,6 +122,30 @@ async def test_not_found_from_a_new_server(socket_path: str) -> None:
     try:
         with pytest.raises(NotFound, match="CancelJob: job 9: unknown"):
             await client.cancel(JobId(9))
+    finally:
+        await client.close()
+        await stop(server)
+
+
+async def test_a_call_past_its_deadline_is_unavailable_and_the_server_sees_it_go(socket_path: str) -> None:
+    gone = asyncio.Event()
+
+    class Stuck(OriginalRedBox):
+        async def partitions(self, request: api.PartitionsRequest) -> api.PartitionsResponse:
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                gone.set()
+            raise AssertionError("unreachable")
+
+    server = await serve(Stuck(), socket_path)
+    client = RedBoxClient(socket_path, timeout=0.2)
+    try:
+        with pytest.raises(Unavailable, match="Partitions: red-box did not answer in time"):
+            await client.partitions()
+        await asyncio.wait_for(gone.wait(), 10)  # the stream was reset, the handler cancelled
+        info = await client.info()  # the client goes on (on a new connection)
+        assert info.version == "22.05.8"
     finally:
         await client.close()
         await stop(server)
