@@ -55,6 +55,7 @@ import cpu_meter
 from redbox_common import red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
+from wlmvk.core import loop as event_loop
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.wlm.client import RedBoxClient
 
@@ -254,7 +255,8 @@ def main() -> int:
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
     wide = [int(c) for c in args.wide.split(",") if c]
-    rates, costs = asyncio.run(
+    # On the loop the kubelet runs on (wlmvk.core.loop): this process is the kubelet's client.
+    rates, costs = event_loop.run(
         measure(args.count, args.rounds, concurrency, args.original, args.before, wide)
     )
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from grpclib.server import Server
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
@@ -49,7 +50,6 @@ from wlmvk.redbox.slurm.restapi import RestSlurm
 from wlmvk.redbox.slurm.restd import Restd
 from wlmvk.redbox.slurm.runner import Runner
 from wlmvk.redbox.store import Store
-from wlmvk.wire.coalescing import Server
 
 _log = structlog.get_logger("wlmvk.redbox")
 

@@ -71,7 +71,7 @@ from wlmvk.core.jobs import (
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import UsageSample
-from wlmvk.wire import coalescing, codec, sessions, submits
+from wlmvk.wire import codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
 from wlmvk.wlm import failures, zipbridge
@@ -108,7 +108,7 @@ class RedBoxClient:
 
     def _stub(self) -> api.WorkloadManagerStub:
         if self._stub_cache is None:
-            self._channel = coalescing.Channel(path=self.socket_path)
+            self._channel = Channel(path=self.socket_path)
             self._stub_cache = api.WorkloadManagerStub(self._channel)
         return self._stub_cache
 
