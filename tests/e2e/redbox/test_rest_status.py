@@ -1,9 +1,9 @@
-"""Status through a REST red-box: squeue's last answer is given again only while no job changed.
+"""Status through a REST red-box: the last reading is given again only while no job changed.
 
-red-box asks slurmrestd ``GET /jobs?update_time=T`` (one cheap RPC) before
-each squeue and gives the kept answer when no job of the cluster changed
-since T. A change made outside red-box (``scancel``), even in the same second
-as the kept squeue, must show in the very next answer.
+red-box asks slurmrestd ``GET /jobs?update_time=T`` (one RPC) for each reading
+and gives the kept one when no job of the cluster changed since T, else reads
+the dump that answer is. A change made outside red-box (``scancel``), even in
+the same second as the kept reading, must show in the very next answer.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ class Slurm:
             if isinstance(error, NotFound):
                 return []
             raise error
-        return _read(squeue.squeue_rows(done.stdout, release=release, user=_user_name(self.user)), "squeue")
+        return _read(squeue.squeue_rows(done.stdout, release=release, user=user_name(self.user)), "squeue")
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         """``sacct`` rows of these jobs, or None when accounting is off."""
@@ -340,7 +340,7 @@ def _read(read: rows.Rows, command: str) -> list[JobState]:
     return read.states + read.unreadable()
 
 
-def _user_name(user: str) -> str:
+def user_name(user: str) -> str:
     """The name of the user given by name or uid (``%u`` of a job's output path)."""
     if not user.isdigit():
         return user

@@ -1,0 +1,109 @@
+"""A REST red-box reads its jobs from slurmrestd's dump exactly as a CLI red-box reads them from squeue.
+
+Two red-boxes of the job owner side by side, one ``--slurm-api cli`` (squeue)
+and one ``--slurm-api rest`` (``GET /jobs``, read by ``restjobs``), are asked
+for the same jobs of every kind: held, pending until a begin time, running,
+completed, failed, killed by a signal, cancelled, timed out, an array partly
+running and partly pending, an array with a failed task, output patterns.
+The CLI red-box is asked before and after the REST one: when its two answers
+agree nothing changed in between, and the REST answer must equal them field by
+field. Each kind is compared while Slurm still lists it (MinJobAge after its end).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import pytest
+
+from tests.e2e.redbox.helpers import slurm_cmd, wait_for
+from tests.fixtures.redbox import JOB_OWNER, RedBox
+from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
+from wlmvk.wlm.client import RedBoxClient
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
+
+COMPARE_TIMEOUT = 60.0
+
+
+def job(*lines: str) -> str:
+    return "\n".join(["#!/bin/sh", *lines]) + "\n"
+
+
+LIVE = {
+    "held": job("#SBATCH --hold", "#SBATCH --comment=wlmvk:key-held", "true"),
+    "later": job("#SBATCH --begin=now+3600", "#SBATCH --error=err-%j.txt", "true"),
+    "running": job("#SBATCH --output=run-%x-%N-%u.out", "sleep 600"),
+    "array": job("#SBATCH --array=0-5%2", "#SBATCH --output=arr-%A_%a.out", "sleep 600"),
+}
+ENDING = {
+    "completed": job("true"),
+    "failed": job("exit 3"),
+    "signalled": job("kill -9 $$"),
+    "cancelled": job("sleep 600"),
+    "array-failed": job("#SBATCH --array=0-2", 'test "$SLURM_ARRAY_TASK_ID" != 1'),
+}
+TIMEOUT = job("#SBATCH --time=1", "#SBATCH --output=to-%x-%j.log", "sleep 600")
+
+
+async def _submit(client: RedBoxClient, scripts: Mapping[str, str]) -> dict[str, JobId]:
+    return {
+        name: await client.submit(
+            JobSpec(script=text, partition="debug", idempotency_key=f"key-{name}", name=name)
+        )
+        for name, text in scripts.items()
+    }
+
+
+async def _same_reading(cli: RedBoxClient, rest: RedBoxClient, ids: Sequence[JobId]) -> dict[JobId, JobState]:
+    """The REST red-box's answer, checked against the CLI red-box's when nothing changed around it."""
+    deadline = time.monotonic() + COMPARE_TIMEOUT
+    while True:
+        before = dict(await cli.states(ids))
+        through_rest = dict(await rest.states(ids))
+        after = dict(await cli.states(ids))
+        if before == after:
+            assert through_rest == before
+            return through_rest
+        assert time.monotonic() < deadline, f"the jobs kept changing for {COMPARE_TIMEOUT} s"
+
+
+async def test_the_dump_reads_as_squeue(redbox_factory: Callable[..., RedBox]) -> None:
+    by_cli = redbox_factory("--slurm-api", "cli", user=JOB_OWNER)
+    by_rest = redbox_factory("--slurm-api", "rest", user=JOB_OWNER)
+    cli, rest = RedBoxClient(by_cli.socket), RedBoxClient(by_rest.socket)
+    seen: dict[JobStatus, int] = {}
+    try:
+        timing_out = (await _submit(cli, {"timeout": TIMEOUT}))["timeout"]
+        live = await _submit(cli, LIVE)
+        await wait_for(cli, live["running"], lambda s: s.status is JobStatus.RUNNING)
+        await wait_for(cli, live["array"], lambda s: "2 running" in s.reason)
+        ending = await _submit(cli, ENDING)
+        await wait_for(cli, ending["cancelled"], lambda s: s.status is JobStatus.RUNNING)
+        slurm_cmd("scancel", str(ending["cancelled"]))
+        for job_id in ending.values():
+            await wait_for(cli, job_id, lambda s: s.status.terminal)
+        ids = [*live.values(), *ending.values(), timing_out]
+        for state in (await _same_reading(cli, rest, ids)).values():
+            seen[state.status] = seen.get(state.status, 0) + 1
+
+        await wait_for(cli, timing_out, lambda s: s.status is JobStatus.TIMEOUT, timeout=180)
+        for state in (await _same_reading(cli, rest, [*live.values(), timing_out])).values():
+            seen[state.status] = seen.get(state.status, 0) + 1
+        for job_id in [*live.values(), timing_out]:
+            await cli.cancel(job_id)
+    finally:
+        await cli.close()
+        await rest.close()
+    assert set(seen) == {
+        JobStatus.PENDING,
+        JobStatus.RUNNING,
+        JobStatus.COMPLETED,
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+        JobStatus.TIMEOUT,
+    }
+    log = by_rest.log()
+    assert "states read from the dump" in log
+    assert "status through squeue" not in log

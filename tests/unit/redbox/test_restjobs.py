@@ -1,0 +1,115 @@
+"""slurmrestd's job dump reads as squeue reads the same jobs, on answers captured together.
+
+Captured on this project's Slurm 22.05.8 as the job owner (``cloudsdk``): one job of each
+kind submitted (held, begin-time pending, running, completed, failed with exit 3, cancelled,
+killed by SIGKILL, an array partly running and pending, an array with a failed task, output
+patterns), then ``squeue --local -h -t all -u cloudsdk -O squeue.FORMAT``, ``GET
+/slurm/v0.0.38/jobs`` from a slurmrestd of the same user, and squeue again (the same bytes, so
+nothing changed in between); a timed-out job the same way (``--time=1``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wlmvk.core.jobs import JobId, JobState, JobStatus
+from wlmvk.redbox.slurm import restjobs, squeue
+from wlmvk.redbox.slurm.releases import Release
+
+CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+USER = "cloudsdk"
+PAIRS = [
+    ("restd_jobs_v0.0.38.json", "squeue_restd_v0.0.38.txt", Release(22, 5, 8)),
+    ("restd_jobs_timeout_v0.0.38.json", "squeue_restd_timeout_v0.0.38.txt", Release(22, 5, 8)),
+]
+
+
+def by_id(states: list[JobState]) -> dict[JobId, JobState]:
+    return {state.job_id: state for state in states}
+
+
+@pytest.mark.parametrize(("dump", "listing", "release"), PAIRS)
+def test_the_dump_reads_as_squeue_field_by_field(dump: str, listing: str, release: Release) -> None:
+    rows = squeue.squeue_rows((CAPTURED / listing).read_text(), release=release, user=USER)
+    assert rows.skipped == ()
+    read = restjobs.read((CAPTURED / dump).read_bytes(), user=USER)
+    assert by_id(read.states) == by_id(rows.states)
+    assert len(read.states) == len(rows.states)
+
+
+def test_every_kind_of_job_is_in_the_captured_dump() -> None:
+    read = restjobs.read((CAPTURED / "restd_jobs_v0.0.38.json").read_bytes(), user=USER)
+    states = by_id(read.states)
+    assert read.total == 14
+    assert {s.status for s in states.values()} == {
+        JobStatus.PENDING,
+        JobStatus.RUNNING,
+        JobStatus.COMPLETED,
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+    }
+    held = states[JobId(161612)]
+    assert (held.reason, held.idempotency_key) == ("JobHeldUser", "key-held")
+    assert (states[JobId(161617)].exit_code, states[JobId(161617)].signal) == (3, 0)
+    assert (states[JobId(161618)].exit_code, states[JobId(161618)].signal) == (0, 15)
+    array = states[JobId(161619)]
+    assert array.status is JobStatus.RUNNING
+    assert array.reason == "array of 6 tasks: 4 pending, 2 running"
+    assert array.std_out == "/tmp/st3/work/arr-161619_4294967294.out"
+    ended = states[JobId(161620)]
+    assert (ended.status, ended.exit_code) == (JobStatus.FAILED, 1)
+    assert ended.std_out == "/tmp/st3/work/slurm-161620_0.out"  # the first row, as squeue sorts them
+
+
+def test_only_the_users_jobs_and_the_ids_asked_are_read() -> None:
+    body = (CAPTURED / "restd_jobs_v0.0.38.json").read_bytes()
+    assert restjobs.read(body, user="someone-else") == restjobs.Dump([], 14)
+    read = restjobs.read(body, user=USER, job_ids=[JobId(161612), JobId(161619), JobId(999)])
+    assert sorted(by_id(read.states)) == [161612, 161619]
+
+
+def _with_first_job(change: dict[str, object]) -> bytes:
+    document = json.loads((CAPTURED / "restd_jobs_v0.0.38.json").read_bytes())
+    document["jobs"][0].update(change)
+    return json.dumps(document).encode()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"job_state": "SOMETHING_NEW"},
+        {"job_state": ["PENDING", "A_NEW_FLAG"]},
+        {"submit_time": "yesterday"},
+        {"comment": 12},
+        {"array_job_id": 5, "array_task_id": None, "array_task_string": ""},
+    ],
+)
+def test_a_record_that_does_not_read_makes_the_answer_inexact(change: dict[str, object]) -> None:
+    with pytest.raises(restjobs.Inexact):
+        restjobs.read(_with_first_job(change), user=USER)
+
+
+def test_another_users_odd_record_does_not_matter() -> None:
+    read = restjobs.read(_with_first_job({"user_name": "other", "job_state": "SOMETHING_NEW"}), user=USER)
+    assert JobId(161612) not in by_id(read.states)
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b'{"jobs": {}}', b'{"errors": [{"error": "x"}], "jobs": []}', b"[]"]
+)
+def test_an_answer_that_is_not_a_dump_is_inexact(body: bytes) -> None:
+    with pytest.raises(restjobs.Inexact):
+        restjobs.read(body, user=USER)
+
+
+def test_v0_0_42_values() -> None:
+    assert restjobs.number({"set": True, "infinite": False, "number": 7}) == 7
+    assert restjobs.number({"set": False, "infinite": False, "number": 0}) is None
+    assert restjobs.state_word(["RUNNING", "COMPLETING"]) == "COMPLETING"
+    assert restjobs.state_word(["PENDING", "UPDATE_DB"]) == "PENDING"
+    number = {"set": True, "infinite": False, "number": 3}
+    unset = {"set": False, "infinite": False, "number": 0}
+    assert restjobs.exit_pair({"status": ["ERROR"], "return_code": number, "signal": {"id": unset}}) == (3, 0)
