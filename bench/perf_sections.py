@@ -20,11 +20,12 @@ SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200"]
 
 
 def status_argv(pods: int, source: str) -> list[str]:
-    # --settle 120: a red-box through slurmrestd pauses its conditional look while it keeps
-    # finding changes (other users' jobs), 5 s doubling to 60 s, reached about 75 s in; the
-    # window measures it after that, at steady state.
+    # Both of red-box's ways to read status, one arm each in the same run: squeue (cli) and
+    # slurmrestd (rest). --settle 120: a REST red-box pauses its look for up to 60 s where it
+    # cannot use the dump (more than DUMP_MAX_JOBS jobs in the cluster); the window measures
+    # after that, at steady state.
     argv = ["status_steady.py", "--pods", str(pods), "--window", "60", "--changes", "40", "--settle", "120"]
-    return argv + (["--source", source] if source else [])
+    return argv + ["--slurm-api", "cli,rest"] + (["--source", source] if source else [])
 
 
 def scale_argv() -> list[str]:
@@ -32,15 +33,19 @@ def scale_argv() -> list[str]:
 
 
 def _arm(name: str, before: str) -> str:
-    return f"before (git {before})" if name == "before" else "now"
+    if name == "before":
+        return f"before (git {before})"
+    _, _, api = name.partition("-")
+    return f"now, `--slurm-api {api}`" if api else "now"
 
 
 def status_section(result: dict[str, Any], before: str = "") -> list[str]:
     m = result["machine"]
     rows = [
         "| arm | slurmctld RPCs/min | slurmdbd RPCs/min | per 5 s interval (goal <= 2) | squeue/min "
-        "| scontrol/min | red-box CPU s/min | kubelet CPU s/min | change -> pod status p50 / p95 / max (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| scontrol/min | red-box CPU s/min | slurmrestd CPU s/min | kubelet CPU s/min "
+        "| change -> pod status p50 / p95 / max (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, arm in result["arms"].items():
         ran = arm["commands_per_min"]
@@ -49,7 +54,7 @@ def status_section(result: dict[str, Any], before: str = "") -> list[str]:
         rows.append(
             f"| {_arm(name, before)}{void} | {arm['slurmctld_per_min']:.1f} | {arm['slurmdbd_per_min']:.1f} "
             f"| {arm['per_tick']:.2f} | {ran.get('squeue', 0):.1f} | {ran.get('scontrol', 0):.1f} "
-            f"| {cpu['red-box']:.2f} | {cpu['kubelet']:.2f} "
+            f"| {cpu['red-box']:.2f} | {cpu.get('slurmrestd', 0.0):.2f} | {cpu['kubelet']:.2f} "
             f"| {arm['change_p50_s']:.2f} / {arm['change_p95_s']:.2f} / {arm['change_max_s']:.2f} |"
         )
     return [
@@ -67,8 +72,10 @@ def status_section(result: dict[str, Any], before: str = "") -> list[str]:
         "One `squeue` costs slurmctld two RPCs in Slurm 22.05 (REQUEST_JOB_USER_INFO, and"
         " REQUEST_PARTITION_INFO, which squeue always loads: src/squeue/print.c), three without"
         " `--local` (REQUEST_FED_INFO first); `scontrol show partition` one, `scontrol show node` two."
-        " A kubelet ticking every 5 s therefore costs 2 per interval by itself, and the goal leaves"
-        " room for nothing else only when ticks are exactly 5 s apart.",
+        " A kubelet ticking every 5 s through squeue therefore costs 2 per interval by itself. Through"
+        " slurmrestd (`rest`) a tick is one REQUEST_JOB_INFO: `GET /jobs?update_time=T` answers"
+        " \"no change\" or with every job of the cluster, which red-box reads instead of running"
+        " squeue (docs/slurmrestd.md, Status); slurmrestd's CPU is what that dump costs.",
     ]
 
 

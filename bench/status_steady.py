@@ -6,7 +6,9 @@ nothing), through the whole system at its default intervals: the in-memory API s
 (``wlmvk-bench``: see slurm_side.py). Once every pod has its job, the daemons' own per-user
 RPC counters are read before and after a window (``--window`` s): slurmctld's (``sdiag``) and
 slurmdbd's (``sacctmgr show stats``; sacct talks to it). Shims on red-box's PATH name the
-commands behind them. Per kubelet status interval (5 s) the goal is <= 2 RPCs per cluster.
+commands behind them; red-box's CPU counts its reaped children (squeue, scontrol), and its
+own slurmrestd's (a live child) is read apart. Per kubelet status interval (5 s) the goal is
+<= 2 RPCs per cluster.
 
 Then ``--changes`` jobs are cancelled one at a time at random moments (``scancel`` as root:
 a state change made in Slurm), and the time from the scancel to the pod's status written
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 from kubelet_stack import wait_for_node, wait_until
 from kubelet_submit import pod
 from slurm_side import (
@@ -100,6 +103,12 @@ def profile(
     return spies
 
 
+def restd_cpu(red_box: BenchRedBox) -> float:
+    """CPU seconds so far of red-box's own slurmrestd (a live child: not in red-box's reaped
+    children's time); 0 for a red-box without one."""
+    return cpu_meter.reading(red_box.pid())["slurmrestd"]
+
+
 async def measure(args: argparse.Namespace, source: Path, label: str, api: str = "auto") -> dict[str, Any]:
     async with bench_system(source, [] if api == "auto" else ["--slurm-api", api]) as (red_box, procs):
         return await measured(args, red_box, procs, label)
@@ -163,7 +172,11 @@ async def measured(
 
         # --- the window: counters before and after ---
         ctld0, dbd0, commands0 = slurmctld_counters(), slurmdbd_counters(), len(red_box.commands())
-        cpu0 = {"red-box": red_box.cpu_seconds(), "kubelet": process_cpu(kubelet.pid)}
+        cpu0 = {
+            "red-box": red_box.cpu_seconds(),
+            "slurmrestd": restd_cpu(red_box),
+            "kubelet": process_cpu(kubelet.pid),
+        }
         t0 = time.perf_counter()
         spies = profile(args.profile, {"red-box": red_box.pid(), "kubelet": kubelet.pid}, args.window, label)
         await asyncio.sleep(args.window)
@@ -173,6 +186,7 @@ async def measured(
         elapsed = time.perf_counter() - t0
         cpu = {
             "red-box": red_box.cpu_seconds() - cpu0["red-box"],
+            "slurmrestd": restd_cpu(red_box) - cpu0["slurmrestd"],
             "kubelet": process_cpu(kubelet.pid) - cpu0["kubelet"],
         }
         ctld, dbd = ctld1.minus(ctld0), dbd1.minus(dbd0)
