@@ -74,7 +74,7 @@ def status_section(result: dict[str, Any], before: str = "") -> list[str]:
         " `--local` (REQUEST_FED_INFO first); `scontrol show partition` one, `scontrol show node` two."
         " A kubelet ticking every 5 s through squeue therefore costs 2 per interval by itself. Through"
         " slurmrestd (`rest`) a tick is one REQUEST_JOB_INFO: `GET /jobs?update_time=T` answers"
-        " \"no change\" or with every job of the cluster, which red-box reads instead of running"
+        ' "no change" or with every job of the cluster, which red-box reads instead of running'
         " squeue (docs/slurmrestd.md, Status); slurmrestd's CPU is what that dump costs.",
     ]
 
