@@ -113,3 +113,37 @@ def test_v0_0_42_values() -> None:
     number = {"set": True, "infinite": False, "number": 3}
     unset = {"set": False, "infinite": False, "number": 0}
     assert restjobs.exit_pair({"status": ["ERROR"], "return_code": number, "signal": {"id": unset}}) == (3, 0)
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_v0_0_42_dumps_read(release: str) -> None:
+    body = (CAPTURED / "releases" / release / "slurmrestd-v0.0.42-jobs-changed.json").read_bytes()
+    read = restjobs.read(body, user="slurmuser")
+    assert read.states
+    for state in read.states:
+        assert state.status is JobStatus.PENDING
+        assert state.std_out == f"{state.working_dir}/slurm-{state.job_id}.out"
+        assert state.submit_time is not None
+
+
+def test_an_array_tasks_filled_default_output_is_slurms_default() -> None:
+    """From 24.11 slurmrestd fills an unset stdout with the job's own id: for a task, the
+    default names the array and the task (the record here: 24.11's, made a task of array 40)."""
+    document = json.loads(
+        (CAPTURED / "releases" / "24.11" / "slurmrestd-v0.0.42-jobs-changed.json").read_bytes()
+    )
+    record = document["jobs"][0]
+    work = record["current_working_directory"]
+    record |= {
+        "job_id": 43,
+        "array_job_id": {"set": True, "infinite": False, "number": 40},
+        "array_task_id": {"set": True, "infinite": False, "number": 3},
+        "standard_output": f"{work}/slurm-43.out",
+        "standard_error": f"{work}/slurm-43.out",
+    }
+    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), user="slurmuser").states
+    assert (state.job_id, state.std_out, state.std_err) == (
+        40,
+        f"{work}/slurm-40_3.out",
+        f"{work}/slurm-40_3.out",
+    )

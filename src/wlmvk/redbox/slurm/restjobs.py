@@ -150,20 +150,19 @@ def job_state(record: Mapping[str, Any], row_id: str, *, user: str) -> JobState:
     node_list = values.text(_text(record["nodes"]))
     name = _text(record["name"])
     task = _task(row_id)
+    job_id = values.leading_id(row_id)
     job = outputs.Job(
-        job_id=values.leading_id(row_id),
+        job_id=job_id,
         working_dir=working_dir,
         user=user,
         name=name,
         batch_host=squeue.first_host(node_list),
-        array_job_id=values.leading_id(row_id) if task is not None else 0,
+        array_job_id=job_id if task is not None else 0,
         array_task_id=task,
     )
-    std_out, std_err = outputs.paths(
-        values.text(_text(record["standard_output"])), values.text(_text(record["standard_error"])), job
-    )
+    std_out, std_err = outputs.paths(*_set_paths(record, job), job)
     return JobState(
-        job_id=JobId(values.leading_id(row_id)),
+        job_id=JobId(job_id),
         status=status,
         reason=values.text(_text(record["state_reason"])),
         exit_code=exit_code,
@@ -179,6 +178,24 @@ def job_state(record: Mapping[str, Any], row_id: str, *, user: str) -> JobState:
         name=name,
         idempotency_key=values.idempotency_key(_text(record["comment"])),
     )
+
+
+def _set_paths(record: Mapping[str, Any], job: outputs.Job) -> tuple[str, str]:
+    """The paths the job set, '' for unset.
+
+    slurmrestd fills in an unset stdout (and stderr) as ``<workdir>/slurm-<own job id>.out``
+    from 24.11 on; for an array task that names the task's own job id, which no pattern of
+    the array could have given: it is Slurm's default, whose file is ``slurm-<array id>_<task>.out``
+    (squeue's filled paths of 22.05 are read by the same rule).
+    """
+    std_out = values.text(_text(record["standard_output"]))
+    std_err = values.text(_text(record["standard_error"]))
+    if job.array_task_id is None:
+        return std_out, std_err
+    filled = f"{job.working_dir.rstrip('/')}/slurm-{number(record['job_id'])}.out"
+    if std_out != filled:
+        return std_out, std_err
+    return "", "" if std_err == std_out else std_err
 
 
 def state_word(value: object) -> str:
