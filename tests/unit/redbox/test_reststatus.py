@@ -8,6 +8,8 @@ every squeue two.
 
 from __future__ import annotations
 
+import os
+import pwd
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
@@ -111,3 +113,14 @@ async def test_a_dump_too_large_is_read_once_then_squeue_for_a_while(
     await slurm.queue(IDS)
     assert (len(server.requests), runner.squeues) == (1, 1)
     assert slurm._pause == restapi.CHECK_PAUSE_MIN
+
+
+async def test_without_a_user_the_jobs_read_are_red_boxs_own(serve: Start) -> None:  # noqa: F811
+    own = pwd.getpwuid(os.geteuid()).pw_name
+    dump = DUMP.replace(f'"user_name": "{USER}"', f'"user_name": "{own}"')
+    _, path = await serve(lambda _: http(200, dump))
+    restd = Restd(version="v0.0.38")
+    restd.client = Client(path)
+    slurm = RestSlurm(SqueueRunner(), restd=restd)  # type: ignore[arg-type]
+    assert sorted(s.job_id for s in await slurm.queue(IDS)) == sorted(IDS)
+    restd.client.close()

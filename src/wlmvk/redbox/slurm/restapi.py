@@ -90,7 +90,7 @@ class RestSlurm(Slurm):
         # the last of every job of the user (a dump, or squeue without a list).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
         self._every: tuple[int, list[JobState]] | None = None
-        self._user = user_name(user)
+        self._user = user_name(self.user)
         self._pause = 0.0
         self._look_after = 0.0
 
