@@ -32,7 +32,7 @@ def job(*lines: str) -> str:
 
 
 LIVE = {
-    "held": job("#SBATCH --hold", "#SBATCH --comment=wlmvk:key-held", "true"),
+    "held": job("#SBATCH --hold", "true"),
     "later": job("#SBATCH --begin=now+3600", "#SBATCH --error=err-%j.txt", "true"),
     "running": job("#SBATCH --output=run-%x-%N-%u.out", "sleep 600"),
     "array": job("#SBATCH --array=0-5%2", "#SBATCH --output=arr-%A_%a.out", "sleep 600"),
@@ -78,7 +78,7 @@ async def test_the_dump_reads_as_squeue(redbox_factory: Callable[..., RedBox]) -
         timing_out = (await _submit(cli, {"timeout": TIMEOUT}))["timeout"]
         live = await _submit(cli, LIVE)
         await wait_for(cli, live["running"], lambda s: s.status is JobStatus.RUNNING)
-        await wait_for(cli, live["array"], lambda s: "2 running" in s.reason)
+        await wait_for(cli, live["array"], lambda s: s.status is JobStatus.RUNNING)
         ending = await _submit(cli, ENDING)
         await wait_for(cli, ending["cancelled"], lambda s: s.status is JobStatus.RUNNING)
         slurm_cmd("scancel", str(ending["cancelled"]))
