@@ -85,6 +85,7 @@ def _with_first_job(change: dict[str, object]) -> bytes:
         {"submit_time": "yesterday"},
         {"comment": 12},
         {"array_job_id": 5, "array_task_id": None, "array_task_string": ""},
+        {"user_name": None},
     ],
 )
 def test_a_record_that_does_not_read_makes_the_answer_inexact(change: dict[str, object]) -> None:

@@ -93,9 +93,9 @@ def read(body: bytes, *, user: str, job_ids: Collection[JobId] | None = None) ->
     wanted = None if job_ids is None else frozenset(int(i) for i in job_ids)
     groups: dict[JobId, list[tuple[tuple[str, str, int], arrays.Task]]] = {}
     for record in jobs:
-        if not isinstance(record, dict):
-            raise Inexact("a job record is not an object")
-        if record.get("user_name") != user:
+        if not isinstance(record, dict) or not isinstance(record.get("user_name"), str):
+            raise Inexact("a job record is not an object with a user name")
+        if record["user_name"] != user:
             continue
         try:
             row_id = row_job_id(record)
