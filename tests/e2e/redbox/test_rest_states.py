@@ -12,6 +12,7 @@ field. Each kind is compared while Slurm still lists it (MinJobAge after its end
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -56,6 +57,18 @@ async def _submit(client: RedBoxClient, scripts: Mapping[str, str]) -> dict[str,
     }
 
 
+async def _ended(job_id: JobId) -> None:
+    """Until squeue itself shows every row of the job ended: neither red-box has seen it end
+    before the comparison (each keeps the first ending it reads of an array from accounting)."""
+    deadline = time.monotonic() + COMPARE_TIMEOUT
+    while True:
+        words = slurm_cmd("squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T").split()
+        if words and all(word in JobStatus.__members__ and JobStatus[word].terminal for word in words):
+            return
+        assert time.monotonic() < deadline, f"job {job_id} still {words} after {COMPARE_TIMEOUT} s"
+        await asyncio.sleep(0.2)
+
+
 async def _same_reading(cli: RedBoxClient, rest: RedBoxClient, ids: Sequence[JobId]) -> dict[JobId, JobState]:
     """The REST red-box's answer, checked against the CLI red-box's when nothing changed around it."""
     deadline = time.monotonic() + COMPARE_TIMEOUT
@@ -83,7 +96,7 @@ async def test_the_dump_reads_as_squeue(redbox_factory: Callable[..., RedBox]) -
         await wait_for(cli, ending["cancelled"], lambda s: s.status is JobStatus.RUNNING)
         slurm_cmd("scancel", str(ending["cancelled"]))
         for job_id in ending.values():
-            await wait_for(cli, job_id, lambda s: s.status.terminal)
+            await _ended(job_id)
         ids = [*live.values(), *ending.values(), timing_out]
         for state in (await _same_reading(cli, rest, ids)).values():
             seen[state.status] = seen.get(state.status, 0) + 1
