@@ -13,7 +13,9 @@ field. Each kind is compared while Slurm still lists it (MinJobAge after its end
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -51,7 +53,9 @@ TIMEOUT = job("#SBATCH --time=1", "#SBATCH --output=to-%x-%j.log", "sleep 600")
 async def _submit(client: RedBoxClient, scripts: Mapping[str, str]) -> dict[str, JobId]:
     return {
         name: await client.submit(
-            JobSpec(script=text, partition="debug", idempotency_key=f"key-{name}", name=name)
+            JobSpec(
+                script=text, partition="debug", idempotency_key=f"{name}-{uuid.uuid4().hex[:12]}", name=name
+            )
         )
         for name, text in scripts.items()
     }
@@ -69,6 +73,17 @@ async def _ended(job_id: JobId) -> None:
         await asyncio.sleep(0.2)
 
 
+def _differences(by_cli: Mapping[JobId, JobState], by_rest: Mapping[JobId, JobState]) -> list[str]:
+    """Each field in which the two answers differ: job, field, CLI's value, REST's value."""
+    found = [f"job {job_id}: only one answered" for job_id in set(by_cli) ^ set(by_rest)]
+    for job_id in set(by_cli) & set(by_rest):
+        for field in dataclasses.fields(JobState):
+            cli_value, rest_value = getattr(by_cli[job_id], field.name), getattr(by_rest[job_id], field.name)
+            if cli_value != rest_value:
+                found.append(f"job {job_id} {field.name}: cli {cli_value!r}, rest {rest_value!r}")
+    return found
+
+
 async def _same_reading(cli: RedBoxClient, rest: RedBoxClient, ids: Sequence[JobId]) -> dict[JobId, JobState]:
     """The REST red-box's answer, checked against the CLI red-box's when nothing changed around it."""
     deadline = time.monotonic() + COMPARE_TIMEOUT
@@ -77,7 +92,7 @@ async def _same_reading(cli: RedBoxClient, rest: RedBoxClient, ids: Sequence[Job
         through_rest = dict(await rest.states(ids))
         after = dict(await cli.states(ids))
         if before == after:
-            assert through_rest == before
+            assert _differences(before, through_rest) == []
             return through_rest
         assert time.monotonic() < deadline, f"the jobs kept changing for {COMPARE_TIMEOUT} s"
 
