@@ -148,3 +148,17 @@ def test_an_array_tasks_filled_default_output_is_slurms_default() -> None:
         f"{work}/slurm-40_3.out",
         f"{work}/slurm-40_3.out",
     )
+
+
+def test_the_reason_is_the_jobs_own_description_where_it_has_one() -> None:
+    """squeue prints ``RaisedSignal:9(Killed)`` for a job killed by a signal on 24.11 and 26.05,
+    where the record's state_reason is ``RaisedSignal`` and its state_description the whole."""
+    document = json.loads(
+        (CAPTURED / "releases" / "24.11" / "slurmrestd-v0.0.42-jobs-changed.json").read_bytes()
+    )
+    record = document["jobs"][0] | {
+        "state_reason": "RaisedSignal",
+        "state_description": "RaisedSignal:9(Killed)",
+    }
+    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), user="slurmuser").states
+    assert state.reason == "RaisedSignal:9(Killed)"

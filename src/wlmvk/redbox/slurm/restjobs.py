@@ -164,7 +164,9 @@ def job_state(record: Mapping[str, Any], row_id: str, *, user: str) -> JobState:
     return JobState(
         job_id=JobId(job_id),
         status=status,
-        reason=values.text(_text(record["state_reason"])),
+        # squeue prints the job's own description of its state where it has one
+        # (``RaisedSignal:9(Killed)`` from 24.11), else the reason's name (``RaisedSignal``).
+        reason=values.text(_text(record["state_description"]) or _text(record["state_reason"])),
         exit_code=exit_code,
         signal=signal,
         submit_time=_time(record["submit_time"]),
