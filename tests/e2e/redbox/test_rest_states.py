@@ -4,7 +4,7 @@ Two red-boxes of the job owner side by side, one ``--slurm-api cli`` (squeue)
 and one ``--slurm-api rest`` (``GET /jobs``, read by ``restjobs``), are asked
 for the same jobs of every kind: held, pending until a begin time, running,
 completed, failed, killed by a signal, cancelled, timed out, an array partly
-running and partly pending, an array with a failed task, output patterns.
+running and partly pending, output patterns.
 The CLI red-box is asked before and after the REST one: when its two answers
 agree nothing changed in between, and the REST answer must equal them field by
 field. Each kind is compared while Slurm still lists it (MinJobAge after its end).
@@ -45,8 +45,10 @@ ENDING = {
     "failed": job("exit 3"),
     "signalled": job("kill -9 $$"),
     "cancelled": job("sleep 600"),
-    "array-failed": job("#SBATCH --array=0-2", 'test "$SLURM_ARRAY_TASK_ID" != 1'),
 }
+# An ended array is not among them: red-box answers it from accounting (squeue forgets each task
+# MinJobAge after it ends) and keeps the first answer, so two red-boxes asked a moment apart may
+# rightly differ; the dump's reading of one is compared with squeue's in test_restjobs.py.
 TIMEOUT = job("#SBATCH --time=1", "#SBATCH --output=to-%x-%j.log", "sleep 600")
 
 
@@ -154,4 +156,7 @@ async def test_the_dump_reads_as_squeue(redbox_factory: Callable[..., RedBox]) -
     }
     log = by_rest.log()
     assert "states read from the dump" in log
-    assert "status through squeue" not in log
+    # squeue only where the shared cluster held more jobs than a dump is read for (DUMP_MAX_JOBS):
+    # never for a dump that did not read, nor for an error of slurmrestd.
+    fallbacks = [line for line in log.splitlines() if "status through squeue" in line]
+    assert [line for line in fallbacks if "the dump held" not in line] == []
