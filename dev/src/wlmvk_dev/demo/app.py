@@ -235,7 +235,9 @@ class Demo:
                 check=False,
             )
         if done.returncode != 0:
-            raise RuntimeError(f"scripts/kube-local {' '.join(args)} failed (log: {log.name})")
+            # Its last lines said here: a test's state directory is removed at its teardown.
+            last = "".join(Path(log.name).read_text(errors="replace").splitlines(keepends=True)[-40:])
+            raise RuntimeError(f"scripts/kube-local {' '.join(args)} failed (log: {log.name}):\n{last}")
         return done.stdout
 
     def control_plane(self) -> None:
