@@ -91,19 +91,48 @@ async def test_another_users_jobs_neither_break_lookups_nor_are_adopted(
     assert (await owner_client.states([foreign]))[foreign].status is JobStatus.NOT_FOUND
 
 
+ODD_NAME = "sep\x1fin\x1fname\nand a newline"
+
+
 async def test_an_unreadable_row_of_our_own_user_is_unknown_and_the_others_answer(
-    owner_client: RedBoxClient, sbatch: Callable[..., JobId]
+    redbox_factory: Callable[..., RedBox], sbatch: Callable[..., JobId]
 ) -> None:
-    good = await owner_client.submit(_held(f"good-{uuid.uuid4().hex}"))
-    odd = sbatch("--job-name=sep\x1fin\x1fname\nand a newline", user=JOB_OWNER)
-    states = await owner_client.states([good, odd])
-    assert states[good].status is JobStatus.PENDING
-    assert (states[odd].status, states[odd].reason) == (JobStatus.UNKNOWN, UNREADABLE_REASON)
-    key = f"after-{uuid.uuid4().hex}"
-    after = await owner_client.submit(_held(key))
-    found = await owner_client.find(key)
-    assert found is not None
-    assert found.job_id == after
+    # Through squeue (--slurm-api cli) the job's row cannot be split: that job alone is UNKNOWN.
+    client = RedBoxClient(redbox_factory("--slurm-api", "cli", user=JOB_OWNER).socket, timeout=60.0)
+    try:
+        good = await client.submit(_held(f"good-{uuid.uuid4().hex}"))
+        odd = sbatch(f"--job-name={ODD_NAME}", user=JOB_OWNER)
+        states = await client.states([good, odd])
+        assert states[good].status is JobStatus.PENDING
+        assert (states[odd].status, states[odd].reason) == (JobStatus.UNKNOWN, UNREADABLE_REASON)
+        key = f"after-{uuid.uuid4().hex}"
+        after = await client.submit(_held(key))
+        found = await client.find(key)
+        assert found is not None
+        assert found.job_id == after
+    finally:
+        await client.close()
+
+
+async def test_through_slurmrestd_the_same_row_is_read_as_it_is(
+    redbox_factory: Callable[..., RedBox], sbatch: Callable[..., JobId]
+) -> None:
+    # slurmrestd's dump is JSON: the name travels escaped, so the job reads whole.
+    box = redbox_factory("--slurm-api", "rest", user=JOB_OWNER)
+    client = RedBoxClient(box.socket, timeout=60.0)
+    try:
+        good = await client.submit(_held(f"good-{uuid.uuid4().hex}"))
+        odd = sbatch(f"--job-name={ODD_NAME}", user=JOB_OWNER)
+        states = await client.states([good, odd])
+        assert states[good].status is JobStatus.PENDING
+        assert (states[odd].status, states[odd].reason, states[odd].name) == (
+            JobStatus.PENDING,
+            "JobHeldUser",
+            ODD_NAME,
+        )
+    finally:
+        await client.close()
+    assert "submitting through sbatch" not in box.log()
 
 
 @pytest.mark.parametrize(
