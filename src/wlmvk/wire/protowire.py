@@ -25,6 +25,23 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
+def key(number: int, kind: int) -> bytes:
+    """A field's key: its number and wire type, as a varint."""
+    return varint(number << 3 | kind)
+
+
+def delimited(field_key: bytes, payload: bytes) -> bytes:
+    """A length-delimited field (a string, bytes or a message): its key, the length, the payload."""
+    return field_key + varint(len(payload)) + payload
+
+
+def signed(value: int, bits: int) -> int:
+    """A varint's value as protobuf's int32 (``bits`` 32) or int64 (64) reads it: two's complement."""
+    value &= (1 << bits) - 1
+    sign = 1 << (bits - 1)
+    return (value ^ sign) - sign
+
+
 def read_varint(data: bytes, at: int) -> tuple[int, int]:
     """The varint at ``at`` and the offset after it."""
     value = shift = 0

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.wire import codec, protowire
-from wlmvk.wire.protowire import read_varint, varint
+from wlmvk.wire.protowire import varint
 
 _STATES_TAG = b"\x0a"  # field 1 (states), wire type 2 (length-delimited)
 ENCODER_LIMIT = 200_000
@@ -39,32 +39,16 @@ ENCODER_LIMIT = 200_000
 
 def frame(pieces: Iterable[bytes]) -> bytes:
     """The ``JobStatesResponse`` whose ``states`` are these encoded ``JobState`` messages."""
-    return b"".join(_STATES_TAG + varint(len(p)) + p for p in pieces)
+    return b"".join(protowire.delimited(_STATES_TAG, p) for p in pieces)
 
 
 def split(data: bytes) -> list[bytes]:
     """The encoded ``JobState`` messages of a ``JobStatesResponse``; other fields are skipped."""
-    pieces: list[bytes] = []
-    at = 0
-    while at < len(data):
-        key, at = read_varint(data, at)
-        field, kind = key >> 3, key & 7
-        if kind == 0:
-            _, at = read_varint(data, at)
-        elif kind == 1:
-            at += 8
-        elif kind == 5:
-            at += 4
-        elif kind == 2:
-            size, at = read_varint(data, at)
-            if field == 1:
-                pieces.append(data[at : at + size])
-            at += size
-        else:
-            raise ValueError(f"unsupported wire type {kind} in JobStatesResponse")
-        if at > len(data):
-            raise ValueError("truncated JobStatesResponse")
-    return pieces
+    return [
+        value
+        for number, kind, value in protowire.fields(data)
+        if number == 1 and kind == protowire.BYTES and isinstance(value, bytes)
+    ]
 
 
 # JobState's fields by number (proto/wlm.proto).
@@ -74,17 +58,6 @@ _TEXTS = {3: "reason", 9: "std_out", 10: "std_err", 11: "working_dir", 12: "part
           14: "name", 15: "idempotency_key"}  # fmt: skip
 _STATUSES = {int(wire): codec.status_from_wire(wire) for wire in api.JobStatus}
 _WIRE_STATUSES = {status: int(codec.status_to_wire(status)) for status in JobStatus}
-
-
-def _key(number: int, kind: int) -> bytes:
-    return varint(number << 3 | kind)
-
-
-def _signed(value: int, bits: int) -> int:
-    """A varint's value as protobuf's int32 or int64 reads it (two's complement, truncated)."""
-    value &= (1 << bits) - 1
-    sign = 1 << (bits - 1)
-    return (value ^ sign) - sign
 
 
 def _timestamp(value: datetime | None) -> bytes:
@@ -109,9 +82,9 @@ def _read_timestamp(data: bytes) -> datetime | None:
             if kind != protowire.VARINT or not isinstance(value, int):
                 raise ValueError(f"Timestamp field {number}: wire type {kind}, not a varint")
             if number == 1:
-                seconds = _signed(value, 64)
+                seconds = protowire.signed(value, 64)
             else:
-                nanos = _signed(value, 32)
+                nanos = protowire.signed(value, 32)
     return codec.time_from_wire(codec.EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000))
 
 
@@ -127,11 +100,11 @@ def write_state(state: JobState) -> bytes:
     _text(out, _REASON, state.reason)
     for number, value in ((_EXIT_CODE, state.exit_code or 0), (_SIGNAL, state.signal)):
         if value:
-            out += _key(number, protowire.VARINT) + varint(_signed(value, 32))
+            out += protowire.key(number, protowire.VARINT) + varint(protowire.signed(value, 32))
     for number, name in _TIMES.items():
         stamp = _timestamp(getattr(state, name))
         if stamp:
-            out += _key(number, protowire.BYTES) + varint(len(stamp)) + stamp
+            out += protowire.delimited(protowire.key(number, protowire.BYTES), stamp)
     for number, name in _TEXTS.items():
         if number != _REASON:
             _text(out, number, getattr(state, name))
@@ -141,7 +114,7 @@ def write_state(state: JobState) -> bytes:
 def _text(out: bytearray, number: int, text: str) -> None:
     if text:
         raw = text.encode()
-        out += _key(number, protowire.BYTES) + varint(len(raw)) + raw
+        out += protowire.delimited(protowire.key(number, protowire.BYTES), raw)
 
 
 def read_state(piece: bytes) -> JobState:
@@ -154,13 +127,13 @@ def read_state(piece: bytes) -> JobState:
             if kind != protowire.VARINT or not isinstance(value, int):
                 raise ValueError(f"JobState field {number}: wire type {kind}, not a varint")
             if number == _JOB_ID:
-                job_id = _signed(value, 64)
+                job_id = protowire.signed(value, 64)
             elif number == _STATUS:
                 wire_status = value
             elif number == _EXIT_CODE:
-                exit_code = _signed(value, 32)
+                exit_code = protowire.signed(value, 32)
             else:
-                signal = _signed(value, 32)
+                signal = protowire.signed(value, 32)
             continue
         name = _TIMES.get(number) or _TEXTS.get(number)
         if name is None:

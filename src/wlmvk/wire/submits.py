@@ -46,22 +46,18 @@ _WRITTEN = tuple((bytes([number << 3 | protowire.BYTES]), name) for number, name
 _ENV_KEY = bytes([_ENV << 3 | protowire.BYTES])
 
 
-def _field(key: bytes, value: bytes) -> bytes:
-    return key + protowire.varint(len(value)) + value
-
-
 def write_spec(spec: JobSpec) -> bytes:
     """The bytes of the ``SubmitJobRequest`` for ``spec`` (``bytes(codec.spec_to_wire(spec))``)."""
     parts = []
     for key, name in _WRITTEN:
         text: str = getattr(spec, name)
         if text:
-            parts.append(_field(key, text.encode()))
+            parts.append(protowire.delimited(key, text.encode()))
     for name, value in spec.env.items():
-        entry = (_field(b"\x0a", name.encode()) if name else b"") + (
-            _field(b"\x12", value.encode()) if value else b""
+        entry = (protowire.delimited(b"\x0a", name.encode()) if name else b"") + (
+            protowire.delimited(b"\x12", value.encode()) if value else b""
         )
-        parts.append(_field(_ENV_KEY, entry))
+        parts.append(protowire.delimited(_ENV_KEY, entry))
     return b"".join(parts)
 
 
@@ -72,7 +68,7 @@ def read_job_id(data: bytes) -> JobId:
         if number == 1:
             if kind != protowire.VARINT or not isinstance(value, int):
                 raise ValueError(f"SubmitJobResponse field 1: wire type {kind}, not a varint")
-            job_id = value - (1 << 64) if value >= 1 << 63 else value
+            job_id = protowire.signed(value, 64)
     return JobId(job_id)
 
 
