@@ -143,6 +143,11 @@ async def red_box_from(
 Arm = Callable[[int], Awaitable[list[int]]]
 
 
+def _arm(server: RedBoxClient, concurrency: int, *, keyed: bool) -> Arm:
+    """``count`` jobs through ``server``, ``concurrency`` in flight."""
+    return lambda count: through(server, count, concurrency=concurrency, keyed=keyed)
+
+
 async def measure(
     count: int, rounds: int, concurrency: list[int], original: str, before: str, wide: list[int]
 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
@@ -169,48 +174,24 @@ async def measure(
             "loop": (sbatch_loop, None),
             "parallel4": (sbatch_parallel, None),
         }
+        # Every server's arms: (name, server, keyed, its pid); a server not started has none.
+        servers = [
+            ("redbox-keys", ours, True, ours_pid),
+            ("redbox-nokeys", ours, False, ours_pid),
+            ("rest-keys", rest, True, rest_pid),
+            ("rest-nokeys", rest, False, rest_pid),
+            ("original", theirs, False, theirs_pid),
+            ("before-keys", older, True, older_pid),
+            ("before-rest-keys", older_rest, True, older_rest_pid),
+        ]
         for c in concurrency:
-            arms[f"redbox-keys@{c}"] = (
-                lambda n, c=c: through(ours, n, concurrency=c, keyed=True),
-                ours_pid[0],
-            )
-            arms[f"redbox-nokeys@{c}"] = (
-                lambda n, c=c: through(ours, n, concurrency=c, keyed=False),
-                ours_pid[0],
-            )
-            arms[f"rest-keys@{c}"] = (
-                lambda n, c=c: through(rest, n, concurrency=c, keyed=True),
-                rest_pid[0],
-            )
-            arms[f"rest-nokeys@{c}"] = (
-                lambda n, c=c: through(rest, n, concurrency=c, keyed=False),
-                rest_pid[0],
-            )
-            if theirs is not None:
-                arms[f"original@{c}"] = (
-                    lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False),
-                    theirs_pid[0],
-                )
-            if older is not None:
-                arms[f"before-keys@{c}"] = (
-                    lambda n, c=c, o=older: through(o, n, concurrency=c, keyed=True),
-                    older_pid[0],
-                )
-            if older_rest is not None:
-                arms[f"before-rest-keys@{c}"] = (
-                    lambda n, c=c, o=older_rest: through(o, n, concurrency=c, keyed=True),
-                    older_rest_pid[0],
-                )
+            for name, server, keyed, pids in servers:
+                if server is not None:
+                    arms[f"{name}@{c}"] = (_arm(server, c, keyed=keyed), pids[0])
         for c in wide:  # only the kubelet's path and the original: whether more in flight fills the cores
-            arms[f"rest-keys@{c}"] = (
-                lambda n, c=c: through(rest, n, concurrency=c, keyed=True),
-                rest_pid[0],
-            )
-            if theirs is not None:
-                arms[f"original@{c}"] = (
-                    lambda n, c=c, t=theirs: through(t, n, concurrency=c, keyed=False),
-                    theirs_pid[0],
-                )
+            for name, server, keyed, pids in servers:
+                if server is not None and name in ("rest-keys", "original"):
+                    arms[f"{name}@{c}"] = (_arm(server, c, keyed=keyed), pids[0])
         # Each server once before the rounds: a red-box builds its index of idempotency keys at
         # the first keyed call (all of the user's accounting of three days), as it does once
         # after a start; the rounds measure it up and running.
