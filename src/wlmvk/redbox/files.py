@@ -15,6 +15,7 @@ This module also reads files whole (OpenFile) and follows growing ones (TailFile
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import stat
@@ -64,6 +65,8 @@ class Confinement:
             # The working root itself, resolved and checked at start: every submission
             # without a working directory names it, so it is not resolved again each time.
             return self.work_dir
+        if create and (made := self._made_below_root(path)) is not None:
+            return made
         real = self.resolve(path)
         if create:
             try:
@@ -77,6 +80,58 @@ class Confinement:
         elif not real.is_dir():
             raise NotFound(f"{path}: no such directory")
         return real
+
+    def _made_below_root(self, path: str) -> Path | None:
+        """The directory ``path`` names plainly below the working root, made (with parents)
+        without following any symlink: one mkdir and one open per component, each relative
+        to the directory opened before it, from the root's own. The kubelet names a new
+        directory of this shape for every pod; resolving it by name, before and after making
+        it, walked every component of the path three times (0.4 ms per submission here).
+
+        None when ``path`` is not plainly below the root (absolute elsewhere, ``..``, ``.``,
+        empty components) or a component is a symlink or not a directory: the general way
+        (``resolve``) then decides, and gives the error.
+        """
+        parts = plain_parts(path, self.work_dir)
+        if not parts:
+            return None
+        try:
+            at = os.open(self.work_dir, _DIRECTORY)
+        except OSError:
+            return None
+        try:
+            for name in parts:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=at)
+                below = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
+                os.close(at)
+                at = below
+        except OSError:
+            return None
+        finally:
+            os.close(at)
+        return self.work_dir.joinpath(*parts)
+
+
+_DIRECTORY = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
+"""How a directory is opened only to name others relative to it (``O_PATH``: no read right needed)."""
+
+
+def plain_parts(path: str, root: Path) -> tuple[str, ...]:
+    """The components of ``path`` below ``root`` when it names a place plainly below it
+    (relative, or absolute under ``root``; no ``.``, ``..`` or empty component); else ()."""
+    if "\x00" in path:
+        return ()
+    rest = path
+    if path.startswith("/"):
+        prefix = str(root).rstrip("/") + "/"
+        if not path.startswith(prefix):
+            return ()
+        rest = path[len(prefix) :]
+    parts = tuple(rest.split("/"))
+    if any(part in ("", ".", "..") for part in parts):
+        return ()
+    return parts
 
 
 def _real(given: str, candidate: Path) -> Path:

@@ -86,6 +86,8 @@ class Jobs:
         self._accounting_read: float | None = None  # epoch: when the index last read accounting
         # When each followed job was last looked at in Slurm, by anyone's JobStates: the
         # recorder leaves out jobs a client (the kubelet, every tick) looked at recently.
+        # Slurm's acceptance of a job is its first look: its end cannot come before it, and
+        # a burst of submissions is not followed by a look at Slurm every recorder turn.
         self._looked: dict[JobId, float] = {}
 
     # --- submitting ---
@@ -97,6 +99,7 @@ class Jobs:
         if not key:
             job_id = await self.slurm.submit(script, options, env=env)
             self.store.track(job_id)
+            self._looked[job_id] = time.monotonic()
             _log.info("job submitted", job_id=job_id, partition=spec.partition)
             return job_id
         # One submission per key at a time, shared by every caller with that key, and
@@ -131,6 +134,7 @@ class Jobs:
         self.store.intend(key)
         job_id = await self.slurm.submit(script, options, env=env)
         self.store.submitted(key, job_id)
+        self._looked[job_id] = time.monotonic()
         await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id

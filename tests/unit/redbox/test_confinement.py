@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.files import Confinement, plain_parts
 
 
 @pytest.fixture
@@ -62,3 +62,53 @@ def test_directory_creation_and_files(roots: Confinement) -> None:
         roots.existing_file("job/none")
     with pytest.raises(InvalidInput, match="is a directory"):
         roots.existing_file("job")
+
+
+@pytest.mark.parametrize("path", ["new/deeper", "job/pod-1"])
+def test_a_directory_below_the_root_is_made_by_name_or_by_path(roots: Confinement, path: str) -> None:
+    by_name = roots.directory(path, create=True)
+    assert by_name == roots.work_dir / path
+    assert by_name.is_dir()
+    assert not by_name.is_symlink()
+    assert roots.directory(str(roots.work_dir / path), create=True) == by_name, "made again: the same"
+
+
+def test_a_symlink_inside_the_roots_is_followed_to_its_real_directory(roots: Confinement) -> None:
+    assert roots.directory("to-job/pod-2", create=True) == roots.work_dir / "job" / "pod-2"
+    assert (roots.work_dir / "job" / "pod-2").is_dir()
+
+
+def test_a_symlink_out_of_the_roots_is_refused_and_nothing_is_made_outside(
+    roots: Confinement, tmp_path: Path
+) -> None:
+    with pytest.raises(InvalidInput, match="outside the allowed roots"):
+        roots.directory("to-parent/escaped", create=True)
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_a_file_where_a_directory_is_named_is_refused(roots: Confinement) -> None:
+    (roots.work_dir / "job" / "plain").write_text("x")
+    with pytest.raises(InvalidInput, match="job/plain/below: cannot create: Not a directory"):
+        roots.directory("job/plain/below", create=True)
+    with pytest.raises(InvalidInput, match="exists and is not a directory"):
+        roots.directory("job/plain", create=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "parts"),
+    [
+        ("a/b", ("a", "b")),
+        ("/w/a/b", ("a", "b")),
+        ("/w", ()),
+        ("/wx/a", ()),
+        ("/elsewhere/a", ()),
+        ("a/../b", ()),
+        ("a/./b", ()),
+        ("a//b", ()),
+        ("a/b/", ()),
+        ("", ()),
+        ("a/\x00", ()),
+    ],
+)
+def test_plain_parts(path: str, parts: tuple[str, ...]) -> None:
+    assert plain_parts(path, Path("/w")) == parts

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.unit.redbox.test_jobs import ScriptedSlurm, done
-from wlmvk.core.jobs import JobId, JobState, JobStatus
+from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.app import recorder
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.jobs import Jobs
@@ -87,6 +87,23 @@ async def test_a_job_nobody_looked_at_is_looked_at_with_the_others_in_one_squeue
     assert await jobs.poll_unfinished(max_age=8.0) == 2, "the unlooked-at ones: 8 and 9, not 7"
     assert slurm.calls == ["squeue"]
     recorded = store.get(JobId(9))
+    assert recorded is not None
+    assert recorded.status is JobStatus.COMPLETED
+    store.close()
+
+
+async def test_a_job_just_submitted_counts_as_looked_at(tmp_path: Path) -> None:
+    """Slurm's acceptance is the job's first look: a burst of submissions is not polled at once."""
+    slurm, store, jobs = following(tmp_path)
+    keyed = await jobs.submit(JobSpec(script="#!/bin/sh\ntrue\n", idempotency_key="uid-1"))
+    await jobs.submit(JobSpec(script="#!/bin/sh\ntrue\n"))  # without a key
+    slurm.calls.clear()
+    assert await jobs.poll_unfinished(max_age=8.0) == 0
+    assert slurm.calls == []
+    slurm.queued[keyed] = done(int(keyed), JobStatus.COMPLETED, 0)
+    assert await jobs.poll_unfinished(max_age=0.0) == 2, "once max_age passed, both are looked at"
+    assert slurm.calls == ["squeue"]
+    recorded = store.get(keyed)
     assert recorded is not None
     assert recorded.status is JobStatus.COMPLETED
     store.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import structlog
 
+from wlmvk.core import loop as event_loop
 from wlmvk.core.logging import configure
 from wlmvk_dev.apiserver import execproxy, hostkubelet, kubeletclient, metrics, nodeproxy
 from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler
@@ -41,7 +42,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     configure(args.log_level)
     try:
-        asyncio.run(serve(args))
+        event_loop.run(serve(args))
     except KeyboardInterrupt:
         pass
     return 0
