@@ -2238,6 +2238,158 @@ func (x *JobStatesResponse) GetStates() []*JobState {
 	return nil
 }
 
+type SubmitJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*SubmitJobRequest    `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobsRequest) Reset() {
+	*x = SubmitJobsRequest{}
+	mi := &file_wlm_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobsRequest) ProtoMessage() {}
+
+func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobsRequest.ProtoReflect.Descriptor instead.
+func (*SubmitJobsRequest) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SubmitJobsRequest) GetJobs() []*SubmitJobRequest {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type SubmitJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per job asked, in the same order.
+	Results       []*SubmitJobsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobsResponse) Reset() {
+	*x = SubmitJobsResponse{}
+	mi := &file_wlm_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobsResponse) ProtoMessage() {}
+
+func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobsResponse.ProtoReflect.Descriptor instead.
+func (*SubmitJobsResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SubmitJobsResponse) GetResults() []*SubmitJobsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type SubmitJobsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, when submitted (status 0).
+	JobId int64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// 0 when submitted; else the gRPC status SubmitJob would have answered,
+	// and its message.
+	Status        int32  `protobuf:"varint,2,opt,name=status,proto3" json:"status,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobsResult) Reset() {
+	*x = SubmitJobsResult{}
+	mi := &file_wlm_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobsResult) ProtoMessage() {}
+
+func (x *SubmitJobsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobsResult.ProtoReflect.Descriptor instead.
+func (*SubmitJobsResult) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SubmitJobsResult) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *SubmitJobsResult) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *SubmitJobsResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type FindJobRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	IdempotencyKey string                 `protobuf:"bytes,1,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
@@ -2247,7 +2399,7 @@ type FindJobRequest struct {
 
 func (x *FindJobRequest) Reset() {
 	*x = FindJobRequest{}
-	mi := &file_wlm_proto_msgTypes[32]
+	mi := &file_wlm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2411,7 @@ func (x *FindJobRequest) String() string {
 func (*FindJobRequest) ProtoMessage() {}
 
 func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[32]
+	mi := &file_wlm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2424,7 @@ func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobRequest.ProtoReflect.Descriptor instead.
 func (*FindJobRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{32}
+	return file_wlm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FindJobRequest) GetIdempotencyKey() string {
@@ -2293,7 +2445,7 @@ type FindJobResponse struct {
 
 func (x *FindJobResponse) Reset() {
 	*x = FindJobResponse{}
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2457,7 @@ func (x *FindJobResponse) String() string {
 func (*FindJobResponse) ProtoMessage() {}
 
 func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2470,7 @@ func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobResponse.ProtoReflect.Descriptor instead.
 func (*FindJobResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{33}
+	return file_wlm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FindJobResponse) GetFound() bool {
@@ -2355,7 +2507,7 @@ type StageInRequest struct {
 
 func (x *StageInRequest) Reset() {
 	*x = StageInRequest{}
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2519,7 @@ func (x *StageInRequest) String() string {
 func (*StageInRequest) ProtoMessage() {}
 
 func (x *StageInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2532,7 @@ func (x *StageInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInRequest.ProtoReflect.Descriptor instead.
 func (*StageInRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{34}
+	return file_wlm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StageInRequest) GetPath() string {
@@ -2407,7 +2559,7 @@ type StageInResponse struct {
 
 func (x *StageInResponse) Reset() {
 	*x = StageInResponse{}
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2571,7 @@ func (x *StageInResponse) String() string {
 func (*StageInResponse) ProtoMessage() {}
 
 func (x *StageInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2584,7 @@ func (x *StageInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInResponse.ProtoReflect.Descriptor instead.
 func (*StageInResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{35}
+	return file_wlm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StageInResponse) GetFiles() int64 {
@@ -2459,7 +2611,7 @@ type StageOutRequest struct {
 
 func (x *StageOutRequest) Reset() {
 	*x = StageOutRequest{}
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +2623,7 @@ func (x *StageOutRequest) String() string {
 func (*StageOutRequest) ProtoMessage() {}
 
 func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +2636,7 @@ func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageOutRequest.ProtoReflect.Descriptor instead.
 func (*StageOutRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{36}
+	return file_wlm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StageOutRequest) GetPath() string {
@@ -2507,7 +2659,7 @@ type JobUsageRequest struct {
 
 func (x *JobUsageRequest) Reset() {
 	*x = JobUsageRequest{}
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2671,7 @@ func (x *JobUsageRequest) String() string {
 func (*JobUsageRequest) ProtoMessage() {}
 
 func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2684,7 @@ func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageRequest.ProtoReflect.Descriptor instead.
 func (*JobUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{37}
+	return file_wlm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobUsageRequest) GetJobIds() []int64 {
@@ -2568,7 +2720,7 @@ type JobUsage struct {
 
 func (x *JobUsage) Reset() {
 	*x = JobUsage{}
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2732,7 @@ func (x *JobUsage) String() string {
 func (*JobUsage) ProtoMessage() {}
 
 func (x *JobUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2745,7 @@ func (x *JobUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
 func (*JobUsage) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{38}
+	return file_wlm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobUsage) GetJobId() int64 {
@@ -2646,7 +2798,7 @@ type JobUsageResponse struct {
 
 func (x *JobUsageResponse) Reset() {
 	*x = JobUsageResponse{}
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2810,7 @@ func (x *JobUsageResponse) String() string {
 func (*JobUsageResponse) ProtoMessage() {}
 
 func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2823,7 @@ func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageResponse.ProtoReflect.Descriptor instead.
 func (*JobUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{39}
+	return file_wlm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobUsageResponse) GetUsages() []*JobUsage {
@@ -2723,7 +2875,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2887,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2900,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{40}
+	return file_wlm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExecRequest) GetJobId() int64 {
@@ -2831,7 +2983,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +2995,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3008,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{41}
+	return file_wlm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExecResponse) GetStarted() bool {
@@ -3077,7 +3229,15 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04name\x18\x0e \x01(\tR\x04name\x12'\n" +
 	"\x0fidempotency_key\x18\x0f \x01(\tR\x0eidempotencyKey\":\n" +
 	"\x11JobStatesResponse\x12%\n" +
-	"\x06states\x18\x01 \x03(\v2\r.api.JobStateR\x06states\"9\n" +
+	"\x06states\x18\x01 \x03(\v2\r.api.JobStateR\x06states\">\n" +
+	"\x11SubmitJobsRequest\x12)\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x15.api.SubmitJobRequestR\x04jobs\"E\n" +
+	"\x12SubmitJobsResponse\x12/\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.api.SubmitJobsResultR\aresults\"[\n" +
+	"\x10SubmitJobsResult\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"9\n" +
 	"\x0eFindJobRequest\x12'\n" +
 	"\x0fidempotency_key\x18\x01 \x01(\tR\x0eidempotencyKey\"c\n" +
 	"\x0fFindJobResponse\x12\x14\n" +
@@ -3151,7 +3311,7 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\xd0\b\n" +
+	"\tNOT_FOUND\x10\x102\x8f\t\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -3176,7 +3336,9 @@ const file_wlm_proto_rawDesc = "" +
 	"\bStageOut\x12\x14.api.StageOutRequest\x1a\n" +
 	".api.Chunk0\x01\x127\n" +
 	"\bJobUsage\x12\x14.api.JobUsageRequest\x1a\x15.api.JobUsageResponse\x12/\n" +
-	"\x04Exec\x12\x10.api.ExecRequest\x1a\x11.api.ExecResponse(\x010\x01b\x06proto3"
+	"\x04Exec\x12\x10.api.ExecRequest\x1a\x11.api.ExecResponse(\x010\x01\x12=\n" +
+	"\n" +
+	"SubmitJobs\x12\x16.api.SubmitJobsRequest\x1a\x17.api.SubmitJobsResponseb\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -3191,7 +3353,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -3227,93 +3389,100 @@ var file_wlm_proto_goTypes = []any{
 	(*JobStatesRequest)(nil),           // 31: api.JobStatesRequest
 	(*JobState)(nil),                   // 32: api.JobState
 	(*JobStatesResponse)(nil),          // 33: api.JobStatesResponse
-	(*FindJobRequest)(nil),             // 34: api.FindJobRequest
-	(*FindJobResponse)(nil),            // 35: api.FindJobResponse
-	(*StageInRequest)(nil),             // 36: api.StageInRequest
-	(*StageInResponse)(nil),            // 37: api.StageInResponse
-	(*StageOutRequest)(nil),            // 38: api.StageOutRequest
-	(*JobUsageRequest)(nil),            // 39: api.JobUsageRequest
-	(*JobUsage)(nil),                   // 40: api.JobUsage
-	(*JobUsageResponse)(nil),           // 41: api.JobUsageResponse
-	(*ExecRequest)(nil),                // 42: api.ExecRequest
-	(*ExecResponse)(nil),               // 43: api.ExecResponse
-	nil,                                // 44: api.SubmitJobRequest.EnvEntry
-	nil,                                // 45: api.SubmitJobContainerRequest.EnvEntry
-	nil,                                // 46: api.ExecRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 48: google.protobuf.Duration
+	(*SubmitJobsRequest)(nil),          // 34: api.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),         // 35: api.SubmitJobsResponse
+	(*SubmitJobsResult)(nil),           // 36: api.SubmitJobsResult
+	(*FindJobRequest)(nil),             // 37: api.FindJobRequest
+	(*FindJobResponse)(nil),            // 38: api.FindJobResponse
+	(*StageInRequest)(nil),             // 39: api.StageInRequest
+	(*StageInResponse)(nil),            // 40: api.StageInResponse
+	(*StageOutRequest)(nil),            // 41: api.StageOutRequest
+	(*JobUsageRequest)(nil),            // 42: api.JobUsageRequest
+	(*JobUsage)(nil),                   // 43: api.JobUsage
+	(*JobUsageResponse)(nil),           // 44: api.JobUsageResponse
+	(*ExecRequest)(nil),                // 45: api.ExecRequest
+	(*ExecResponse)(nil),               // 46: api.ExecResponse
+	nil,                                // 47: api.SubmitJobRequest.EnvEntry
+	nil,                                // 48: api.SubmitJobContainerRequest.EnvEntry
+	nil,                                // 49: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 50: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 51: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	44, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	47, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	45, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	48, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	1,  // 7: api.JobInfo.status:type_name -> api.JobStatus
-	47, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	47, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	48, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	48, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	47, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	50, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	50, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	51, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	51, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	50, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 13: api.JobStepInfo.status:type_name -> api.JobStatus
-	47, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	47, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	50, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	50, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 16: api.JobState.status:type_name -> api.JobStatus
-	47, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	47, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	47, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	50, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	50, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	50, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
-	32, // 21: api.FindJobResponse.state:type_name -> api.JobState
-	48, // 22: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	48, // 23: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	47, // 24: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
-	40, // 25: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	46, // 26: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
-	2,  // 27: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 28: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 29: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 30: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 31: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 32: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 33: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 34: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 35: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 36: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 37: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 38: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 39: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	31, // 40: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	34, // 41: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	36, // 42: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	38, // 43: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	39, // 44: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	42, // 45: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	3,  // 46: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 47: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 48: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 49: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 50: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 51: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 52: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 53: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 54: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 55: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 56: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 57: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 58: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 59: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	35, // 60: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	37, // 61: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 62: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	41, // 63: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	43, // 64: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	46, // [46:65] is the sub-list for method output_type
-	27, // [27:46] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	2,  // 21: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
+	36, // 22: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
+	32, // 23: api.FindJobResponse.state:type_name -> api.JobState
+	51, // 24: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	51, // 25: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	50, // 26: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	43, // 27: api.JobUsageResponse.usages:type_name -> api.JobUsage
+	49, // 28: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	2,  // 29: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 30: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 31: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 32: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 33: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 34: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 35: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 36: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 37: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 38: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 39: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 40: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 41: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	31, // 42: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	37, // 43: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	39, // 44: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	41, // 45: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	42, // 46: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	45, // 47: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	34, // 48: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
+	3,  // 49: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 50: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 51: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 52: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 53: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 54: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 55: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 56: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 57: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 58: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 59: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 60: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 61: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	33, // 62: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	38, // 63: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	40, // 64: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 65: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	44, // 66: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	46, // 67: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	35, // 68: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
+	49, // [49:69] is the sub-list for method output_type
+	29, // [29:49] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -3327,7 +3496,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   45,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -46,6 +46,7 @@ const (
 	WorkloadManager_StageOut_FullMethodName           = "/api.WorkloadManager/StageOut"
 	WorkloadManager_JobUsage_FullMethodName           = "/api.WorkloadManager/JobUsage"
 	WorkloadManager_Exec_FullMethodName               = "/api.WorkloadManager/Exec"
+	WorkloadManager_SubmitJobs_FullMethodName         = "/api.WorkloadManager/SubmitJobs"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -82,6 +83,10 @@ type WorkloadManagerClient interface {
 	// Run a command inside a running job's allocation (srun --overlap), its
 	// input, output, terminal size and exit code streamed both ways.
 	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
+	// Several jobs in one call, each taken as SubmitJob takes it (its key, its
+	// checks) and answered on its own, in the order asked: one job refused does
+	// not refuse the others.
+	SubmitJobs(ctx context.Context, in *SubmitJobsRequest, opts ...grpc.CallOption) (*SubmitJobsResponse, error)
 }
 
 type workloadManagerClient struct {
@@ -312,6 +317,16 @@ func (c *workloadManagerClient) Exec(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkloadManager_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
 
+func (c *workloadManagerClient) SubmitJobs(ctx context.Context, in *SubmitJobsRequest, opts ...grpc.CallOption) (*SubmitJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitJobsResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_SubmitJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -346,6 +361,10 @@ type WorkloadManagerServer interface {
 	// Run a command inside a running job's allocation (srun --overlap), its
 	// input, output, terminal size and exit code streamed both ways.
 	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
+	// Several jobs in one call, each taken as SubmitJob takes it (its key, its
+	// checks) and answered on its own, in the order asked: one job refused does
+	// not refuse the others.
+	SubmitJobs(context.Context, *SubmitJobsRequest) (*SubmitJobsResponse, error)
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -412,6 +431,9 @@ func (UnimplementedWorkloadManagerServer) JobUsage(context.Context, *JobUsageReq
 }
 func (UnimplementedWorkloadManagerServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
 	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedWorkloadManagerServer) SubmitJobs(context.Context, *SubmitJobsRequest) (*SubmitJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitJobs not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -718,6 +740,24 @@ func _WorkloadManager_Exec_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkloadManager_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
 
+func _WorkloadManager_SubmitJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).SubmitJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_SubmitJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).SubmitJobs(ctx, req.(*SubmitJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -776,6 +816,10 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "JobUsage",
 			Handler:    _WorkloadManager_JobUsage_Handler,
+		},
+		{
+			MethodName: "SubmitJobs",
+			Handler:    _WorkloadManager_SubmitJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

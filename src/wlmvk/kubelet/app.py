@@ -286,7 +286,7 @@ async def serve(settings: Settings) -> int:
 
 def main(argv: list[str]) -> int:
     settings = settings_mod.parse(argv)
-    wlmvk_logging.configure(settings.log_level)
+    wlmvk_logging.configure(settings.log_level, cache=True)
     try:
         return event_loop.run(serve(settings))
     except WlmvkError as exc:

@@ -400,7 +400,7 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    wlog.configure(args.log_level)
+    wlog.configure(args.log_level, cache=True)
     try:
         settings = settings_from(args)
         event_loop.run(serve(settings))

@@ -24,6 +24,7 @@ EXTENSIONS = (
     "StageOut",
     "JobUsage",
     "Exec",
+    "SubmitJobs",
     "SubmitJob.idempotency_key",
     "SubmitJob.options",
     "JobStatus.all",
@@ -74,6 +75,6 @@ class Dialect:
 WLMVK = Dialect(extensions=EXTENSIONS, unserved=frozenset(), additions=True)
 ORIGINAL = Dialect(
     extensions=(),
-    unserved=frozenset({"JobStates", "FindJob", "StageIn", "StageOut", "JobUsage", "Exec"}),
+    unserved=frozenset({"JobStates", "FindJob", "StageIn", "StageOut", "JobUsage", "Exec", "SubmitJobs"}),
     additions=False,
 )

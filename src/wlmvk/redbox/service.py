@@ -31,7 +31,7 @@ from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkE
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
 from wlmvk.core.sessions import Started
 from wlmvk.redbox import archives, files, jobinfo, scripts
-from wlmvk.redbox.answering import Inflight, streaming, unary
+from wlmvk.redbox.answering import Inflight, streaming, to_grpc, unary
 from wlmvk.redbox.checking import checked
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.dialects import WLMVK, Dialect
@@ -39,11 +39,14 @@ from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.executing import Execution
-from wlmvk.wire import codec, sessions, submits
+from wlmvk.wire import batches, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import EncodedStates, StatesEncoder
 
 _log = structlog.get_logger(__name__)
+
+MAX_BATCH = 256
+"""The most jobs one SubmitJobs may carry (the kubelet sends a few tens at most)."""
 
 FIND_INDEX_AGE = 2.0
 """FindJob trusts an index of Slurm's keys this young: a burst of lookups shares one scan."""
@@ -90,13 +93,14 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     def __mapping__(self) -> dict[str, Handler]:
         """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED.
 
-        SubmitJob's request and answer are read and written by ``wire.submits``, not as messages.
+        SubmitJob's and SubmitJobs' requests and answers are read and written by ``wire.submits``
+        and ``wire.batches``, not as messages.
         """
         return {
             path: _unimplemented(handler)
             if path.rsplit("/", 1)[-1] in self.dialect.unserved
             else checked(handler)
-            for path, handler in submits.handlers(super().__mapping__()).items()
+            for path, handler in batches.handlers(submits.handlers(super().__mapping__())).items()
         }
 
     # --- submitting ---
@@ -104,6 +108,26 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     @unary("SubmitJob", bind=lambda r: {"partition": r.spec.partition})
     async def submit_job(self, submit_job_request: submits.SubmitRequest) -> submits.SubmitReply:
         return submits.SubmitReply(await self.jobs.submit(self.dialect.spec(submit_job_request.spec)))
+
+    @unary("SubmitJobs", bind=lambda r: {"jobs": len(r.specs)})
+    async def submit_jobs(self, submit_jobs_request: batches.SubmitJobsRequest) -> batches.SubmitJobsReply:
+        """Each job as SubmitJob takes it, side by side; each answered on its own, in order."""
+        specs = submit_jobs_request.specs
+        if len(specs) > MAX_BATCH:
+            raise InvalidInput(f"{len(specs)} jobs in one SubmitJobs; at most {MAX_BATCH}")
+        return batches.SubmitJobsReply(await asyncio.gather(*(self._submit_one(spec) for spec in specs)))
+
+    async def _submit_one(self, spec: JobSpec) -> batches.Outcome:
+        try:
+            return batches.Outcome(job_id=await self.jobs.submit(self.dialect.spec(spec)))
+        except WlmvkError as exc:
+            _log.info("job refused", rpc="SubmitJobs", error=type(exc).__name__, message=exc.message)
+            refused = to_grpc(exc)
+            return batches.Outcome(status=refused.status.value, message=refused.message or "")
+        except Exception as exc:
+            # One job's unforeseen failure is that job's answer; the others keep theirs.
+            _log.exception("job failed", rpc="SubmitJobs")
+            return batches.Outcome(status=Status.INTERNAL.value, message=f"{type(exc).__name__}: {exc}")
 
     @unary("SubmitJobContainer", bind=lambda r: {"partition": r.partition})
     async def submit_job_container(

@@ -1,16 +1,8 @@
 """``RedBoxClient``: the ``core.backend.Backend`` Protocol over red-box's gRPC API.
 
-Usage::
-
-    client = RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)
-    job_id = await client.submit(JobSpec(script="#!/bin/sh\\nhostname\\n", idempotency_key=pod_uid))
-    states = await client.states([job_id])          # {job_id: JobState}
-    async for chunk in client.tail_file(states[job_id].std_out): ...
-    await client.close()
-
-The API is exactly ``Backend`` (info, partitions, resources, submit,
-submit_container, find, states, usage, cancel, exec, open_file, tail_file,
-stage_in, stage_out) plus the constructor and ``close()``.
+Usage: ``client = RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)``, then
+``Backend``'s calls (``await client.submit(spec)``, ``client.states([job_id])``...), then
+``await client.close()``.
 
 Contracts:
 
@@ -28,6 +20,8 @@ Contracts:
   ``Unsupported``; ``stage_in``/``stage_out`` go through the dptech fork's
   CreateFile+Unzip / Zip+OpenFile (leaving the zip file on the Slurm side)
   and raise ``Unsupported`` when those are missing too.
+- Submissions made while others are on their way go together as one
+  SubmitJobs (``wlm.batching``), each answered as its own SubmitJob.
 - ``timeout`` bounds every unary call; streams (exec, open_file, tail_file,
   stage_in, stage_out) have no deadline: the caller stops them by closing
   the iterator (``aclose()``) or cancelling its task.
@@ -37,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import tempfile
 import uuid
 from collections.abc import (
@@ -59,7 +54,7 @@ from grpclib.const import Cardinality
 from h2.exceptions import StreamClosedError
 
 from wlmvk._proto import api
-from wlmvk.core.errors import InvalidInput, NotFound, Unsupported
+from wlmvk.core.errors import InvalidInput, NotFound, Unsupported, WlmvkError
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     JobId,
@@ -71,10 +66,10 @@ from wlmvk.core.jobs import (
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import UsageSample
-from wlmvk.wire import codec, sessions, submits
+from wlmvk.wire import batches, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
-from wlmvk.wlm import failures, zipbridge
+from wlmvk.wlm import batching, failures, zipbridge
 
 _log = structlog.get_logger(__name__)
 
@@ -94,8 +89,10 @@ class RedBoxClient:
         self._stub_cache: api.WorkloadManagerStub | None = None
         self._extensions: frozenset[str] | None = None
         self._states = StatesDecoder()
+        self._batcher = batching.Batcher(self._submit_many)
 
     async def close(self) -> None:
+        await self._batcher.close()
         self._reset()
 
     async def __aenter__(self) -> RedBoxClient:
@@ -187,6 +184,18 @@ class RedBoxClient:
     # --- jobs ---
 
     async def submit(self, spec: JobSpec) -> JobId:
+        if await self._has("SubmitJobs"):
+            return await self._batcher.call(spec)  # with the others asked meanwhile (wlm.batching)
+        return await self._submit_one(spec)
+
+    async def _submit_many(self, specs: list[JobSpec]) -> list[JobId | WlmvkError]:
+        def call(request: batches.SubmitJobsRequest) -> Awaitable[batches.SubmitJobsReply]:
+            ask = functools.partial(batches.ask, request)  # retried only when every job has its key
+            return self._call("SubmitJobs", ask, retry=all(spec.idempotency_key for spec in specs))
+
+        return await batching.submit_together(specs, call=call, one=self._submit_one, lacks=self._lacks)
+
+    async def _submit_one(self, spec: JobSpec) -> JobId:
         # Written and read as bytes (wire.submits): the same bytes as the messages, a third of the CPU.
         request = submits.SubmitRequest(spec)
         reply: submits.SubmitReply = await self._call(
@@ -269,7 +278,7 @@ class RedBoxClient:
             if not wire.info:
                 return JobState(job_id=job_id, status=JobStatus.NOT_FOUND)
             state = codec.state_from_job_info(wire.info[0])
-            return state if state.job_id == job_id else _with_id(state, job_id)
+            return state if state.job_id == job_id else replace(state, job_id=job_id)
 
         results = await asyncio.gather(*(one(j) for j in job_ids))
         return dict(zip(job_ids, results, strict=True))
@@ -389,9 +398,8 @@ class RedBoxClient:
                 raise InvalidInput(f"stage-in: {exc}") from exc
             zip_file.seek(0)
             remote = f"{directory.rstrip('/') or '.'}/.wlmvk-stage-in-{uuid.uuid4().hex}.zip"
-            await self._call(
-                "CreateFile", lambda s: s.create_file(_file_messages(remote, zip_file)), retry=False
-            )
+            messages = _file_messages(remote, zip_file)
+            await self._call("CreateFile", lambda s: s.create_file(messages), retry=False)
             await self._call("Unzip", lambda s: s.unzip(api.UnzipRequest(source=remote, path=directory)))
             return counts
 
@@ -439,7 +447,3 @@ async def _file_messages(remote: str, source: IO[bytes]) -> AsyncIterator[api.Cr
     yield api.CreateFileRequest(path=remote)
     while data := await asyncio.to_thread(source.read, CHUNK):
         yield api.CreateFileRequest(content=data)
-
-
-def _with_id(state: JobState, job_id: JobId) -> JobState:
-    return replace(state, job_id=job_id)

@@ -335,6 +335,31 @@ class JobStatesResponse(betterproto.Message):
 
 
 @dataclass(eq=False, repr=False)
+class SubmitJobsRequest(betterproto.Message):
+    jobs: List["SubmitJobRequest"] = betterproto.message_field(1)
+
+
+@dataclass(eq=False, repr=False)
+class SubmitJobsResponse(betterproto.Message):
+    results: List["SubmitJobsResult"] = betterproto.message_field(1)
+    """One per job asked, in the same order."""
+
+
+@dataclass(eq=False, repr=False)
+class SubmitJobsResult(betterproto.Message):
+    job_id: int = betterproto.int64_field(1)
+    """The job, when submitted (status 0)."""
+
+    status: int = betterproto.int32_field(2)
+    """
+    0 when submitted; else the gRPC status SubmitJob would have answered,
+     and its message.
+    """
+
+    message: str = betterproto.string_field(3)
+
+
+@dataclass(eq=False, repr=False)
 class FindJobRequest(betterproto.Message):
     idempotency_key: str = betterproto.string_field(1)
 
@@ -813,6 +838,23 @@ class WorkloadManagerStub(betterproto.ServiceStub):
         ):
             yield response
 
+    async def submit_jobs(
+        self,
+        submit_jobs_request: "SubmitJobsRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "SubmitJobsResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/SubmitJobs",
+            submit_jobs_request,
+            SubmitJobsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -906,6 +948,11 @@ class WorkloadManagerBase(ServiceBase):
     ) -> AsyncIterator[ExecResponse]:
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
         yield ExecResponse()
+
+    async def submit_jobs(
+        self, submit_jobs_request: "SubmitJobsRequest"
+    ) -> "SubmitJobsResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_submit_job(
         self, stream: "grpclib.server.Stream[SubmitJobRequest, SubmitJobResponse]"
@@ -1053,6 +1100,13 @@ class WorkloadManagerBase(ServiceBase):
             request,
         )
 
+    async def __rpc_submit_jobs(
+        self, stream: "grpclib.server.Stream[SubmitJobsRequest, SubmitJobsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.submit_jobs(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -1168,5 +1222,11 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.STREAM_STREAM,
                 ExecRequest,
                 ExecResponse,
+            ),
+            "/api.WorkloadManager/SubmitJobs": grpclib.const.Handler(
+                self.__rpc_submit_jobs,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                SubmitJobsRequest,
+                SubmitJobsResponse,
             ),
         }
