@@ -34,6 +34,7 @@ class Confinement:
     def __init__(self, work_dir: Path, roots: Sequence[Path]) -> None:
         self.work_dir = Path(os.path.realpath(work_dir))
         self.roots = tuple(Path(os.path.realpath(r)) for r in roots) or (self.work_dir,)
+        self._below_root_allowed = self.inside(self.work_dir)
 
     def inside(self, real: Path) -> bool:
         return any(real == root or root in real.parents for root in self.roots)
@@ -93,7 +94,7 @@ class Confinement:
         (``resolve``) then decides, and gives the error.
         """
         parts = plain_parts(path, self.work_dir)
-        if not parts:
+        if not parts or not self._below_root_allowed:
             return None
         try:
             at = os.open(self.work_dir, _DIRECTORY)

@@ -86,6 +86,15 @@ def test_a_symlink_out_of_the_roots_is_refused_and_nothing_is_made_outside(
     assert not (tmp_path / "escaped").exists()
 
 
+def test_below_a_working_root_that_is_not_an_allowed_root_nothing_is_made(tmp_path: Path) -> None:
+    work, extra = tmp_path / "work", tmp_path / "extra"
+    work.mkdir()
+    extra.mkdir()
+    with pytest.raises(InvalidInput, match="outside the allowed roots"):
+        Confinement(work, [extra]).directory("pod", create=True)
+    assert not (work / "pod").exists()
+
+
 def test_a_file_where_a_directory_is_named_is_refused(roots: Confinement) -> None:
     (roots.work_dir / "job" / "plain").write_text("x")
     with pytest.raises(InvalidInput, match="job/plain/below: cannot create: Not a directory"):
