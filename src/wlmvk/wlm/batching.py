@@ -12,8 +12,9 @@ it); nothing waits for a batch to fill.
 Each caller gets its own job's answer, as from its own SubmitJob: an id, or
 the error SubmitJob would have raised (``results``). A failure of the whole
 call (red-box unreachable) is every caller's. A caller that stops waiting
-does not stop the call: the others still get their answers, and red-box
-still submits its job (the key finds it again).
+before its call goes is left out of it; once its call went, the others
+still get their answers, and red-box still submits its job (its key finds
+it again).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class Batcher(Generic[I, O]):
 
     def _start(self) -> None:
         self._scheduled = False
+        # A caller that stopped waiting before its call went is left out: nobody would hear of its job.
+        self._waiting = [(item, future) for item, future in self._waiting if not future.done()]
         while self._waiting and len(self._sending) < self._in_flight:
             batch, self._waiting = self._waiting[: self._most], self._waiting[self._most :]
             task = asyncio.ensure_future(self._deliver(batch))

@@ -91,6 +91,20 @@ async def test_a_caller_that_stops_waiting_leaves_the_others_their_answers() -> 
     assert leaving.cancelled()
 
 
+async def test_a_caller_that_stops_waiting_before_its_call_goes_is_left_out() -> None:
+    sends = Sends()
+    batcher: batching.Batcher[int, int] = batching.Batcher(sends, in_flight=1)
+    first = asyncio.ensure_future(batcher.call(1))
+    await asyncio.sleep(0.01)  # on its way: the next ones wait
+    leaving = asyncio.ensure_future(batcher.call(2))
+    staying = asyncio.ensure_future(batcher.call(3))
+    await asyncio.sleep(0.01)
+    leaving.cancel()
+    sends.gate.set()
+    assert await asyncio.gather(first, staying) == [2, 6]
+    assert sends.batches == [[1], [3]]
+
+
 async def test_close_ends_the_sends_and_the_waiting_calls_with_unavailable() -> None:
     sends = Sends()
     batcher: batching.Batcher[int, int] = batching.Batcher(sends, in_flight=1)
