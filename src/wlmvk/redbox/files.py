@@ -96,6 +96,8 @@ class Confinement:
         parts = plain_parts(path, self.work_dir)
         if not parts or not self._below_root_allowed:
             return None
+        if len(str(self.work_dir)) + len(parts) + sum(map(len, parts)) >= _PATH_MAX:
+            return None  # each name is short, but no program could name the whole: refused the general way
         try:
             at = os.open(self.work_dir, _DIRECTORY)
         except OSError:
@@ -113,6 +115,9 @@ class Confinement:
             os.close(at)
         return self.work_dir.joinpath(*parts)
 
+
+_PATH_MAX = 4096
+"""Linux's longest path name, its terminating NUL included (``PATH_MAX``)."""
 
 _DIRECTORY = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 """How a directory is opened only to name others relative to it (``O_PATH``: no read right needed)."""

@@ -95,6 +95,12 @@ def test_below_a_working_root_that_is_not_an_allowed_root_nothing_is_made(tmp_pa
     assert not (work / "pod").exists()
 
 
+def test_a_path_too_long_to_name_is_refused_and_nothing_is_made(roots: Confinement) -> None:
+    with pytest.raises(InvalidInput, match="File name too long"):
+        roots.directory("deep/" + "d/" * 2100 + "f", create=True)
+    assert not (roots.work_dir / "deep").exists()
+
+
 def test_a_file_where_a_directory_is_named_is_refused(roots: Confinement) -> None:
     (roots.work_dir / "job" / "plain").write_text("x")
     with pytest.raises(InvalidInput, match="job/plain/below: cannot create: Not a directory"):
