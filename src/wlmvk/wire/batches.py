@@ -40,7 +40,7 @@ def write_specs(specs: Sequence[JobSpec]) -> bytes:
 
 def read_specs(data: bytes) -> list[JobSpec]:
     """The jobs a ``SubmitJobsRequest``'s bytes ask for, in order (unknown fields skipped)."""
-    items = (_bytes("SubmitJobsRequest", n, k, v) for n, k, v in protowire.fields(data) if n == 1)
+    items = (protowire.as_bytes("SubmitJobsRequest", n, k, v) for n, k, v in protowire.fields(data) if n == 1)
     return [submits.read_spec(item) for item in items]
 
 
@@ -66,25 +66,17 @@ def read_outcomes(data: bytes) -> list[Outcome]:
         if number != 1:
             continue
         job_id, status, message = 0, 0, ""
-        result = _bytes("SubmitJobsResponse", number, kind, value)
+        result = protowire.as_bytes("SubmitJobsResponse", number, kind, value)
         for part, part_kind, part_value in protowire.fields(result):
-            if part in (1, 2):
-                if part_kind != protowire.VARINT or not isinstance(part_value, int):
-                    raise ValueError(f"SubmitJobsResult field {part}: wire type {part_kind}, not a varint")
-                if part == 1:
-                    job_id = protowire.signed(part_value, 64)
-                else:
-                    status = protowire.signed(part_value, 32)
+            field = ("SubmitJobsResult", part, part_kind, part_value)
+            if part == 1:
+                job_id = protowire.signed(protowire.as_varint(*field), 64)
+            elif part == 2:
+                status = protowire.signed(protowire.as_varint(*field), 32)
             elif part == 3:
-                message = _bytes("SubmitJobsResult", part, part_kind, part_value).decode()
+                message = protowire.as_bytes(*field).decode()
         outcomes.append(Outcome(job_id, status, message))
     return outcomes
-
-
-def _bytes(message: str, number: int, kind: int, value: int | bytes) -> bytes:
-    if kind != protowire.BYTES or not isinstance(value, bytes):
-        raise ValueError(f"{message} field {number}: wire type {kind}, not a string or message")
-    return value
 
 
 class SubmitJobsRequest:

@@ -42,6 +42,20 @@ def signed(value: int, bits: int) -> int:
     return (value ^ sign) - sign
 
 
+def as_varint(message: str, number: int, kind: int, value: int | bytes) -> int:
+    """A field's value read where the message has a varint; ValueError naming the field otherwise."""
+    if kind != VARINT or not isinstance(value, int):
+        raise ValueError(f"{message} field {number}: wire type {kind}, not a varint")
+    return value
+
+
+def as_bytes(message: str, number: int, kind: int, value: int | bytes) -> bytes:
+    """A field's value read where the message has a string or a message; ValueError otherwise."""
+    if kind != BYTES or not isinstance(value, bytes):
+        raise ValueError(f"{message} field {number}: wire type {kind}, not a string or message")
+    return value
+
+
 def read_varint(data: bytes, at: int) -> tuple[int, int]:
     """The varint at ``at`` and the offset after it."""
     value = shift = 0

@@ -78,13 +78,10 @@ def _timestamp(value: datetime | None) -> bytes:
 def _read_timestamp(data: bytes) -> datetime | None:
     seconds = nanos = 0
     for number, kind, value in protowire.fields(data):
-        if number in (1, 2):
-            if kind != protowire.VARINT or not isinstance(value, int):
-                raise ValueError(f"Timestamp field {number}: wire type {kind}, not a varint")
-            if number == 1:
-                seconds = protowire.signed(value, 64)
-            else:
-                nanos = protowire.signed(value, 32)
+        if number == 1:
+            seconds = protowire.signed(protowire.as_varint("Timestamp", number, kind, value), 64)
+        elif number == 2:
+            nanos = protowire.signed(protowire.as_varint("Timestamp", number, kind, value), 32)
     return codec.time_from_wire(codec.EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000))
 
 
@@ -124,8 +121,7 @@ def read_state(piece: bytes) -> JobState:
     texts = dict.fromkeys(_TEXTS.values(), "")
     for number, kind, value in protowire.fields(piece):
         if number <= _SIGNAL and number != _REASON:
-            if kind != protowire.VARINT or not isinstance(value, int):
-                raise ValueError(f"JobState field {number}: wire type {kind}, not a varint")
+            value = protowire.as_varint("JobState", number, kind, value)
             if number == _JOB_ID:
                 job_id = protowire.signed(value, 64)
             elif number == _STATUS:
@@ -138,8 +134,7 @@ def read_state(piece: bytes) -> JobState:
         name = _TIMES.get(number) or _TEXTS.get(number)
         if name is None:
             continue
-        if kind != protowire.BYTES or not isinstance(value, bytes):
-            raise ValueError(f"JobState field {number}: wire type {kind}, not a string or message")
+        value = protowire.as_bytes("JobState", number, kind, value)
         if number in _TIMES:
             times[name] = _read_timestamp(value)
         else:

@@ -66,14 +66,12 @@ def read_job_id(data: bytes) -> JobId:
     job_id = 0
     for number, kind, value in protowire.fields(data):
         if number == 1:
-            if kind != protowire.VARINT or not isinstance(value, int):
-                raise ValueError(f"SubmitJobResponse field 1: wire type {kind}, not a varint")
-            job_id = protowire.signed(value, 64)
+            job_id = protowire.signed(protowire.as_varint("SubmitJobResponse", number, kind, value), 64)
     return JobId(job_id)
 
 
 def _text(number: int, kind: int, value: int | bytes) -> str:
-    return _message(number, kind, value).decode()
+    return protowire.as_bytes("SubmitJobRequest", number, kind, value).decode()
 
 
 def read_spec(data: bytes) -> JobSpec:
@@ -86,7 +84,8 @@ def read_spec(data: bytes) -> JobSpec:
             texts[name] = _text(number, kind, value)
         elif number == _ENV:
             entry = {1: "", 2: ""}
-            for part, part_kind, part_value in protowire.fields(_message(number, kind, value)):
+            pair = protowire.as_bytes("SubmitJobRequest", number, kind, value)
+            for part, part_kind, part_value in protowire.fields(pair):
                 if part in entry:
                     entry[part] = _text(part, part_kind, part_value)
             env[entry[1]] = entry[2]
@@ -100,12 +99,6 @@ def read_spec(data: bytes) -> JobSpec:
         std_err=texts["std_err"],
         env=env,
     )
-
-
-def _message(number: int, kind: int, value: int | bytes) -> bytes:
-    if kind != protowire.BYTES or not isinstance(value, bytes):
-        raise ValueError(f"SubmitJobRequest field {number}: wire type {kind}, not a string or message")
-    return value
 
 
 class SubmitRequest:
