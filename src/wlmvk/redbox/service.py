@@ -31,7 +31,7 @@ from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkE
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
 from wlmvk.core.sessions import Started
 from wlmvk.redbox import archives, files, jobinfo, scripts
-from wlmvk.redbox.answering import Inflight, streaming, to_grpc, unary
+from wlmvk.redbox.answering import Inflight, answering, streaming, unary
 from wlmvk.redbox.checking import checked
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.dialects import WLMVK, Dialect
@@ -118,16 +118,13 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return batches.SubmitJobsReply(await asyncio.gather(*(self._submit_one(spec) for spec in specs)))
 
     async def _submit_one(self, spec: JobSpec) -> batches.Outcome:
+        """One job as SubmitJob answers it: its failure, mapped and logged by ``answering`` as
+        SubmitJob's is, is this job's answer alone; the others keep theirs."""
         try:
-            return batches.Outcome(job_id=await self.jobs.submit(self.dialect.spec(spec)))
-        except WlmvkError as exc:
-            _log.info("job refused", rpc="SubmitJobs", error=type(exc).__name__, message=exc.message)
-            refused = to_grpc(exc)
+            with answering("SubmitJob", partition=spec.partition):
+                return batches.Outcome(job_id=await self.jobs.submit(self.dialect.spec(spec)))
+        except GRPCError as refused:
             return batches.Outcome(status=refused.status.value, message=refused.message or "")
-        except Exception as exc:
-            # One job's unforeseen failure is that job's answer; the others keep theirs.
-            _log.exception("job failed", rpc="SubmitJobs")
-            return batches.Outcome(status=Status.INTERNAL.value, message=f"{type(exc).__name__}: {exc}")
 
     @unary("SubmitJobContainer", bind=lambda r: {"partition": r.partition})
     async def submit_job_container(
