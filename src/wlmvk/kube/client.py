@@ -170,9 +170,15 @@ class KubeClient:
         query: Query | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        timeout: float | None = None,
     ) -> Body:
-        """One request; the decoded JSON reply. Raises ``core.errors`` classes on failure."""
-        response = await self._send(method, path, query=query, body=body, content_type=content_type)
+        """One request (within ``timeout`` s, else the client's); the decoded JSON reply.
+
+        Raises ``core.errors`` classes on failure.
+        """
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
         try:
             payload = await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:

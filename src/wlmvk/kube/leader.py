@@ -16,19 +16,23 @@ next candidate need not wait for expiry.
 
 Fencing: ``holds()`` says whether this process may still write as the
 holder. A renewal sent at ``t`` keeps the Lease ours at most until
-``t + duration`` on our monotonic clock (a candidate starts counting only
-after it saw that renewal, and CLOCK_MONOTONIC runs on while the process is
-stopped, so a holder frozen by SIGSTOP or a partition finds its proof
+``t + duration`` on our CLOCK_BOOTTIME (a candidate starts counting only
+after it saw that renewal, and CLOCK_BOOTTIME runs on while the process is
+stopped, the machine suspended or the VM paused, where CLOCK_MONOTONIC
+stops: a holder frozen by SIGSTOP, a partition or a suspend finds its proof
 expired the moment it runs again). ``fence_margin`` is kept back from that
 bound for the clocks' drift and the write's own trip. ``check()`` raises
-``Fenced`` once the proof is gone: callers put it before every write.
+``Fenced`` once the proof is gone, else says how long it lasts: callers put
+it before every write and bound the write by it. ``transitions`` (the
+Lease's ``leaseTransitions`` when this process took it) is the holder's
+fencing token: each takeover raises it, so a later holder's is higher.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
-from time import monotonic
 
 import structlog
 
@@ -54,12 +58,17 @@ class ElectionConfig:
     fence_margin: float = 2.0  # seconds before the bound of its last renewal a holder stops writing
 
 
+def boottime() -> float:
+    """Seconds on CLOCK_BOOTTIME: monotonic, and running on through a suspend (see Fencing above)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
 class Fenced(Unavailable):
     """This process no longer holds the Lease: it must not write (retrying is the new holder's job)."""
 
 
 def valid_until(sent: float, config: ElectionConfig) -> float:
-    """The monotonic time up to which a renewal sent at ``sent`` lets its holder write."""
+    """The CLOCK_BOOTTIME time up to which a renewal sent at ``sent`` lets its holder write."""
     return sent + config.duration - config.fence_margin
 
 
@@ -77,15 +86,26 @@ class Elector:
     def leading(self) -> bool:
         return self._lease is not None and self._holder(self._lease) == self._config.identity
 
+    @property
+    def scope(self) -> str:
+        """The Lease, ``<namespace>/<name>``: what ``transitions`` counts."""
+        return f"{self._config.namespace}/{self._config.name}"
+
+    @property
+    def transitions(self) -> int:
+        """The held Lease's ``leaseTransitions``: this holder's fencing token (higher is newer)."""
+        return int(objects.spec(self._lease or {}).get("leaseTransitions") or 0)
+
     def holds(self) -> bool:
         """Whether this process may write as the holder now (see Fencing above)."""
-        return self.leading and monotonic() < self._valid_until
+        return self.leading and boottime() < self._valid_until
 
-    def check(self) -> None:
-        """Raise ``Fenced`` unless this process may write as the holder now."""
-        if not self.holds():
-            lease = f"{self._config.namespace}/{self._config.name}"
-            raise Fenced(f"not the holder of Lease {lease}: write refused")
+    def check(self) -> float:
+        """Seconds this process may still write as the holder; raise ``Fenced`` when none."""
+        left = self._valid_until - boottime()
+        if not self.leading or left <= 0:
+            raise Fenced(f"not the holder of Lease {self.scope}: write refused")
+        return left
 
     async def acquire(self) -> None:
         """Wait until this process holds the Lease."""
@@ -101,7 +121,7 @@ class Elector:
         except NotFound:
             body = lease_body(config.name, config.namespace, holder=config.identity, duration=config.duration)
             body["spec"]["leaseTransitions"] = 0
-            sent = monotonic()
+            sent = boottime()
             try:
                 self._lease = await self._client.create(LEASES, body, namespace=config.namespace)
             except (AlreadyExists, Conflict):
@@ -123,7 +143,7 @@ class Elector:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
             self.log.info("taking over the Lease", previous=holder or None)
         spec.update(holderIdentity=config.identity, leaseDurationSeconds=config.duration, renewTime=now)
-        sent = monotonic()
+        sent = boottime()
         if not await self._put(lease, spec):
             return False
         self._valid_until = valid_until(sent, config)
@@ -132,16 +152,16 @@ class Elector:
     async def hold(self) -> None:
         """Renew until leadership is lost (returns) or the task is cancelled."""
         config = self._config
-        deadline = monotonic() + config.duration
+        deadline = boottime() + config.duration
         while True:
             await asyncio.sleep(config.renew_interval)
             if await self.try_acquire():
-                deadline = monotonic() + config.duration
+                deadline = boottime() + config.duration
                 continue
             if self._lease is None:
                 self.log.warning("leadership lost to another holder")
                 return
-            if monotonic() >= min(deadline, self._valid_until):
+            if boottime() >= min(deadline, self._valid_until):
                 self.log.warning("could not renew the Lease in time: leadership lost")
                 self._lease = None
                 return
@@ -186,11 +206,11 @@ class Elector:
         record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
         if record != self._observed:
             self._observed = record
-            self._observed_at = monotonic()
+            self._observed_at = boottime()
 
     def _expired(self, lease: Body) -> bool:
         duration = int(objects.spec(lease).get("leaseDurationSeconds") or self._config.duration)
-        return monotonic() - self._observed_at > duration
+        return boottime() - self._observed_at > duration
 
     @staticmethod
     def _holder(lease: Body) -> str:

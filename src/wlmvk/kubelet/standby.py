@@ -74,7 +74,7 @@ def takeover_bound(config: ElectionConfig) -> float:
 class FencedBackend:
     """A ``Backend`` whose calls that change Slurm first pass ``check`` (raising when fenced)."""
 
-    def __init__(self, inner: Backend, *, check: Callable[[], None]) -> None:
+    def __init__(self, inner: Backend, *, check: Callable[[], object]) -> None:
         self._inner = inner
         self._check = check
 

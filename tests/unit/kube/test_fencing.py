@@ -1,15 +1,18 @@
 """A Lease holder's fence (kube.leader.Elector.check, kube.fencing.FencedClient) on the in-memory API server.
 
-A frozen holder is the monotonic clock moving on while the process does not run: the tests
+A frozen holder is CLOCK_BOOTTIME moving on while the process does not run: the tests
 move ``kube.leader``'s clock (only its own) forward as SIGSTOP would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
+from aiohttp import web
 
+from wlmvk.core.errors import Unavailable
 from wlmvk.kube import leader
 from wlmvk.kube.bodies import LEASES, PODS, Body
 from wlmvk.kube.client import KubeClient
@@ -28,7 +31,7 @@ def pod(name: str) -> Body:
 
 
 def frozen_for(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    monkeypatch.setattr(leader, "monotonic", lambda: time.monotonic() + seconds)
+    monkeypatch.setattr(leader, "boottime", lambda: time.clock_gettime(time.CLOCK_BOOTTIME) + seconds)
 
 
 def test_a_renewal_lets_its_holder_write_for_its_duration_less_the_margin() -> None:
@@ -70,3 +73,66 @@ async def test_a_holder_frozen_past_a_takeover_cannot_write_or_renew(
     assert not a.leading
     lease = await kube.get(LEASES, "lock", namespace="default")
     assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("b", 1)
+
+
+async def test_a_suspended_holder_finds_its_proof_expired(
+    kube: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine suspended (or a VM paused) for 20 s: CLOCK_MONOTONIC did not move, CLOCK_BOOTTIME did."""
+    a = Elector(kube, config("a"))
+    assert await a.try_acquire()
+    assert a.holds()
+    real = time.clock_gettime
+
+    def suspended(clock: int) -> float:
+        return real(clock) + (20.0 if clock == time.CLOCK_BOOTTIME else 0.0)
+
+    monkeypatch.setattr(time, "clock_gettime", suspended)
+    assert not a.holds()
+    with pytest.raises(Fenced):
+        a.check()
+
+
+async def test_the_holder_token_is_the_lease_transitions_count(
+    kube: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = Elector(kube, config("a")), Elector(kube, config("b"))
+    assert await a.try_acquire()
+    assert (a.scope, a.transitions) == ("default/lock", 0)
+    assert not await b.try_acquire()
+    frozen_for(monkeypatch, 11.0)
+    assert await b.try_acquire()
+    assert b.transitions == 1
+    assert await b.try_acquire()  # a renewal is no takeover
+    assert b.transitions == 1
+
+
+async def test_a_fenced_write_is_bounded_by_the_time_the_proof_has_left() -> None:
+    """An API server that does not answer: the write gives up when the proof runs out, not after
+    the client's 30 s, so it cannot be waiting (and land) past the Lease's bound."""
+    app = web.Application()
+    done = asyncio.Event()
+
+    async def stuck(request: web.Request) -> web.Response:
+        await done.wait()
+        return web.json_response({})
+
+    app.router.add_route("PATCH", "/api/v1/namespaces/default/pods/m", stuck)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    client = await KubeClient.at(f"http://127.0.0.1:{port}", timeout=30.0)
+    try:
+        fenced = FencedClient(client, check=lambda: 0.5)
+        started = time.monotonic()
+        with pytest.raises(Unavailable):
+            await asyncio.wait_for(
+                fenced.patch(PODS, "m", {"metadata": {"labels": {"a": "b"}}}, namespace="default"), 5
+            )
+        assert time.monotonic() - started < 2.0
+    finally:
+        done.set()
+        await client.close()
+        await runner.cleanup()
