@@ -97,6 +97,8 @@ class Kubelet:
             self._tasks.append(guarded(self._hold(elector), name="cluster lease"))
             writer = FencedClient(client, check=elector.check)
             changer = standby.FencedBackend(backend, check=elector.check)
+            if isinstance(raw, RedBoxClient):
+                raw.fence_with(standby.LeaseFence(elector))
         host = s.agent_host or socket.gethostname()
         events = EventPoster(writer, component="wlmvk-kubelet", host=host)
         self.pods = PodController(

@@ -8,11 +8,16 @@ to expire (or be released at a graceful stop) and then start serving as a
 restarted kubelet does: nodes re-registered with the new holder's address and
 port, every pod looked up by its key before anything is submitted.
 
-The holder's writes are fenced: its API client (``kube.fencing.FencedClient``)
-and its red-box calls that change Slurm (``FencedBackend``: submit, cancel,
-stage in) first check that its proof of the Lease is still valid
-(``Elector.check``), so a holder that lost the Lease, or was frozen past it,
-changes nothing; it then exits, to come back as a standby.
+The holder's writes are fenced three times. Its API client
+(``kube.fencing.FencedClient``) and its red-box calls that change Slurm
+(``FencedBackend``: submit, cancel, stage in) first check that its proof of
+the Lease is still valid (``Elector.check``); red-box's client checks again
+just before each call is sent, a batch's and a retry's included
+(``LeaseFence``, ``wlm.fencing``); and each call carries the Lease's
+transitions count as a fencing token that red-box never accepts lower than
+the highest it has seen (``core.fences``). So a holder that lost the Lease, or
+was frozen past it, changes nothing, even with calls already on their way;
+it then exits, to come back as a standby.
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Seq
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
+from wlmvk.core.fences import Token
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobSpec, JobState, PartitionResources, WorkloadInfo
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
-from wlmvk.kube.leader import ElectionConfig
+from wlmvk.kube.leader import ElectionConfig, Elector
 
 LEASE_SUFFIX = ".kubelet"
 
@@ -69,6 +75,22 @@ def takeover_bound(config: ElectionConfig) -> float:
     ``retry_interval``, and looks again every ``retry_interval``.
     """
     return config.duration + 2 * config.retry_interval
+
+
+class LeaseFence:
+    """``core.fences.Fencing`` by the cluster Lease: the holder's proof checked, its transitions sent."""
+
+    def __init__(self, elector: Elector) -> None:
+        self._elector = elector
+
+    def check(self) -> Token:
+        self._elector.check()
+        return Token(self._elector.scope, self._elector.transitions)
+
+    def token(self) -> Token | None:
+        if not self._elector.holds():
+            return None
+        return Token(self._elector.scope, self._elector.transitions)
 
 
 class FencedBackend:

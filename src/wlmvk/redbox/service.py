@@ -35,6 +35,7 @@ from wlmvk.redbox.answering import Inflight, answering, streaming, unary
 from wlmvk.redbox.checking import checked
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.dialects import WLMVK, Dialect
+from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.commands import Slurm
@@ -85,6 +86,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         self._cluster = ""
         self._states = StatesEncoder()
         self.inflight = Inflight()
+        self.fences = Fences(jobs.store)
 
     def _sif_runtime(self) -> bool:
         """Whether a plain pod's image can run here: Apptainer/Singularity only (core.runtimes.pod_lines)."""
@@ -94,12 +96,13 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED.
 
         SubmitJob's and SubmitJobs' requests and answers are read and written by ``wire.submits``
-        and ``wire.batches``, not as messages.
+        and ``wire.batches``, not as messages. A call bringing a fencing token runs only if the
+        token is not stale (``fencing``).
         """
         return {
             path: _unimplemented(handler)
             if path.rsplit("/", 1)[-1] in self.dialect.unserved
-            else checked(handler)
+            else fenced(checked(handler), self.fences)
             for path, handler in batches.handlers(submits.handlers(super().__mapping__())).items()
         }
 

@@ -76,6 +76,8 @@ class Store:
         # Keys whose sbatch was started but whose job id was never written:
         # red-box died in between, so Slurm may hold a job this record lacks.
         self._intents: set[str] = set()
+        # The highest fencing token seen per scope (core.fences): kept for ever, one line each.
+        self._fences: dict[str, int] = {}
         self._journal: Any = None
         self._written = 0  # lines written so far
         self._synced = 0  # of those, the ones an fsync has put on the disk
@@ -114,6 +116,9 @@ class Store:
                             self._states.setdefault(job_id, _submitted(job_id))
                     elif entry["kind"] == "intent" and entry["key"] not in self._keys:
                         self._intents.add(entry["key"])
+                    elif entry["kind"] == "fence":
+                        scope, number = str(entry["scope"]), int(entry["number"])
+                        self._fences[scope] = max(number, self._fences.get(scope, 0))
                 except (ValueError, KeyError, TypeError) as exc:
                     # A torn last line after a crash must not stop red-box.
                     _log.warning("skipping a bad journal line", path=str(path), line=number, error=str(exc))
@@ -133,6 +138,8 @@ class Store:
                 out.write(self._line("key", at=self._seen.get(job_id, time.time()), key=key, job_id=job_id))
             for key in self._intents:
                 out.write(self._line("intent", at=time.time(), key=key))
+            for scope, number in self._fences.items():
+                out.write(self._line("fence", at=time.time(), scope=scope, number=number))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -198,6 +205,17 @@ class Store:
         self._seen.setdefault(job_id, now)
         self._states.setdefault(job_id, _submitted(job_id))
         self._append(self._line("key", at=now, key=key, job_id=job_id, submitted=True))
+
+    # --- fencing tokens ---
+
+    def fence(self, scope: str) -> int | None:
+        """The highest fencing token seen in ``scope``, None when none was."""
+        return self._fences.get(scope)
+
+    def raise_fence(self, scope: str, number: int) -> None:
+        """Remember ``number`` as the highest token of ``scope`` (``durable()`` puts it on disk)."""
+        self._fences[scope] = number
+        self._append(self._line("fence", at=time.time(), scope=scope, number=number))
 
     # --- states ---
 

@@ -1,9 +1,5 @@
 """``RedBoxClient``: the ``core.backend.Backend`` Protocol over red-box's gRPC API.
 
-Usage: ``client = RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)``, then
-``Backend``'s calls (``await client.submit(spec)``, ``client.states([job_id])``...), then
-``await client.close()``.
-
 Contracts:
 
 - Errors are ``core.errors``: ``Unavailable`` when red-box cannot be reached
@@ -22,6 +18,8 @@ Contracts:
   and raise ``Unsupported`` when those are missing too.
 - Submissions made while others are on their way go together as one
   SubmitJobs (``wlm.batching``), each answered as its own SubmitJob.
+- ``fence_with``: each call is checked and carries the holder's token just
+  before it is sent (``wlm.fencing``); red-box's refusal is ``Unavailable``.
 - ``timeout`` bounds every unary call; streams (exec, open_file, tail_file,
   stage_in, stage_out) have no deadline: the caller stops them by closing
   the iterator (``aclose()``) or cancelling its task.
@@ -45,7 +43,7 @@ from collections.abc import (
 )
 from dataclasses import replace
 from datetime import timedelta
-from typing import IO, Any, TypeVar
+from typing import IO, TypeVar
 
 import structlog
 from grpclib import GRPCError
@@ -69,7 +67,7 @@ from wlmvk.core.usage import UsageSample
 from wlmvk.wire import batches, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
-from wlmvk.wlm import batching, failures, zipbridge
+from wlmvk.wlm import batching, failures, feeding, fencing, zipbridge
 
 _log = structlog.get_logger(__name__)
 
@@ -80,7 +78,10 @@ FALLBACK_CONCURRENCY = 16
 
 
 class RedBoxClient:
-    """A red-box client over a Unix socket; one per red-box, shared by all tasks."""
+    """A red-box client over a Unix socket; one per red-box, shared by all tasks.
+
+    ``RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)``, its ``Backend`` calls, ``close()``.
+    """
 
     def __init__(self, socket_path: str, *, timeout: float = 30.0) -> None:
         self.socket_path = socket_path
@@ -90,6 +91,12 @@ class RedBoxClient:
         self._extensions: frozenset[str] | None = None
         self._states = StatesDecoder()
         self._batcher = batching.Batcher(self._submit_many)
+        self._fence: fencing.Fencing | None = None
+
+    def fence_with(self, fence: fencing.Fencing) -> None:
+        """From now on, every call is sent only after ``fence`` is asked (see the contracts above)."""
+        self._fence = fence
+        self._reset()  # the next channel carries the listener
 
     async def close(self) -> None:
         await self._batcher.close()
@@ -106,6 +113,7 @@ class RedBoxClient:
     def _stub(self) -> api.WorkloadManagerStub:
         if self._stub_cache is None:
             self._channel = Channel(path=self.socket_path)
+            fencing.guard(self._channel, self._fence)
             self._stub_cache = api.WorkloadManagerStub(self._channel)
         return self._stub_cache
 
@@ -304,7 +312,7 @@ class RedBoxClient:
             ) as stream:
                 await stream.send_message(sessions.spec_to_wire(spec))
                 ended = asyncio.Event()
-                sender = asyncio.create_task(_send_events(stream, events, ended))
+                sender = asyncio.create_task(feeding.send_events(stream, events, ended))
                 async for response in stream:
                     outputs = sessions.outputs_from_wire(response)
                     for output in outputs:
@@ -312,7 +320,7 @@ class RedBoxClient:
                     if any(isinstance(output, Exited) for output in outputs) and not ended.is_set():
                         # The last message: the input has no reader any more; ending it lets
                         # the call read red-box's final status.
-                        await _stop(sender)
+                        await feeding.stop(sender)
                         if not ended.is_set():
                             await stream.end()
         except GRPCError as exc:
@@ -325,7 +333,7 @@ class RedBoxClient:
             raise failures.from_connection(exc, "Exec", self.socket_path) from exc
         finally:
             if sender is not None:
-                await _stop(sender)
+                await feeding.stop(sender)
 
     # --- files ---
 
@@ -427,20 +435,6 @@ class RedBoxClient:
             tar_file.seek(0)
             while data := tar_file.read(CHUNK):
                 yield data
-
-
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-async def _send_events(stream: Any, events: AsyncIterator[ExecEvent], ended: asyncio.Event) -> None:
-    """The caller's input events to red-box, then the end of the request stream."""
-    async for event in events:
-        await stream.send_message(sessions.event_to_wire(event))
-    await stream.end()
-    ended.set()
 
 
 async def _file_messages(remote: str, source: IO[bytes]) -> AsyncIterator[api.CreateFileRequest]:

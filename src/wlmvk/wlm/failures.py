@@ -15,7 +15,7 @@ from grpclib import GRPCError
 from grpclib.const import Status
 from grpclib.exceptions import ProtocolError, StreamTerminatedError
 
-from wlmvk.core import errors
+from wlmvk.core import errors, fences
 
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
@@ -52,6 +52,8 @@ def dead_connection(exc: BaseException) -> bool:
 def from_grpc(exc: GRPCError, rpc: str) -> errors.WlmvkError:
     message = exc.message or exc.status.name
     text = f"{rpc}: {message}"
+    if exc.status is Status.FAILED_PRECONDITION and fences.refused(message):
+        return errors.Unavailable(text)  # deposed: nothing was done; retrying is the new holder's job
     cls = _BY_STATUS.get(exc.status)
     if cls is not None:
         return cls(text)

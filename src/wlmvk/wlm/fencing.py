@@ -1,0 +1,46 @@
+"""The client's side of the fence: each call checked, and its token added, just before it is sent.
+
+A kubelet holding its cluster's Lease gives red-box's client a ``Fencing``
+(``core.fences``). ``stamp`` listens on the client's channel for every request
+about to be sent, first attempts, retries and batches alike: a call that
+writes (``WRITES``) is sent only while ``check`` passes (it raises otherwise,
+and nothing goes out), and every call carries the holder's token, so red-box
+both refuses a deposed holder's late call and learns of a new holder at its
+first call, a lookup included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from grpclib.client import Channel
+from grpclib.events import SendRequest, listen
+
+from wlmvk.core import fences
+from wlmvk.core.fences import Fencing
+
+__all__ = ["WRITES", "Fencing", "guard", "stamp"]
+
+WRITES = frozenset(
+    ("SubmitJob", "SubmitJobs", "SubmitJobContainer", "CancelJob", "StageIn", "CreateFile", "Unzip", "Zip")
+)
+"""The rpcs that change Slurm or files: sent only while the fence's ``check`` passes."""
+
+
+def guard(channel: Channel, fence: Fencing | None) -> None:
+    """Have ``fence`` (if any) asked before each request ``channel`` sends (``stamp``)."""
+    if fence is not None:
+        listen(channel, SendRequest, stamp(fence))
+
+
+def stamp(fence: Fencing) -> Callable[[SendRequest], Coroutine[Any, Any, None]]:
+    """A ``SendRequest`` listener: ``fence`` asked, its token added to the request's metadata."""
+
+    async def stamping(event: SendRequest) -> None:
+        rpc = event.method_name.rsplit("/", 1)[-1]
+        token = fence.check() if rpc in WRITES else fence.token()
+        if token is not None:
+            event.metadata[fences.HEADER] = token.header()
+
+    return stamping
