@@ -30,12 +30,13 @@ import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import Conflict, NotFound, Unavailable
+from wlmvk.core.errors import Conflict, InvalidInput, NotFound, Unavailable
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import PODS, Body
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import NORMAL, WARNING, EventPoster, EventQueue
+from wlmvk.kube.leader import Fenced
 from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
 from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.kubelet.metrics import KubeletMetrics
@@ -289,7 +290,15 @@ class PodController:
         self._events.record(pod, type=type, reason=reason, message=message)
 
     async def _annotate(self, record: PodRecord) -> None:
-        patch = {"metadata": {"annotations": {names.ANNOTATION_JOB_ID: str(record.job_id)}}}
+        """Write the job id into the pod's annotation, pinned to the pod's uid.
+
+        The pin makes the write refused (409) on another pod that took the name (deleted and
+        recreated meanwhile), where a late write by name would land and make that pod's own
+        job look foreign. Retried while the API server is unreachable, not once fenced.
+        """
+        patch = {
+            "metadata": {"uid": record.uid, "annotations": {names.ANNOTATION_JOB_ID: str(record.job_id)}}
+        }
         delay = 0.2
         while True:
             try:
@@ -300,6 +309,13 @@ class PodController:
             except NotFound:
                 self._gone(record)  # deleted meanwhile: the job is cancelled by _forget
                 return
+            except (Conflict, InvalidInput):
+                # The uid pin refused (409 here, 422 "field is immutable" from kube-apiserver).
+                if await self._fresh(record) is None:
+                    return
+                raise
+            except Fenced:
+                raise  # deposed: the successor looks the pod's key up and annotates
             except Unavailable:
                 # The job exists: keep trying, the id must reach the pod.
                 await asyncio.sleep(delay)
@@ -340,7 +356,8 @@ class PodController:
         status = {"reason": None, "message": None, **body}
         for _ in range(_CONFLICT_TRIES):
             seen = objects.resource_version(record.pod)
-            patch = {"metadata": {"resourceVersion": seen}, "status": status} if seen else {"status": status}
+            pin = {"uid": record.uid, "resourceVersion": seen} if seen else {"uid": record.uid}
+            patch = {"metadata": pin, "status": status}
             try:
                 updated = await self._client.patch_status(
                     PODS, record.name, patch, namespace=record.namespace
@@ -348,14 +365,12 @@ class PodController:
             except NotFound:
                 self._gone(record)
                 return
-            except Conflict:
-                try:
-                    fresh = await self._client.get(PODS, record.name, namespace=record.namespace)
-                except NotFound:
-                    fresh = {}
-                if objects.uid(fresh) != record.uid:
-                    self._gone(record)
+            except (Conflict, InvalidInput) as exc:
+                fresh = await self._fresh(record)
+                if fresh is None:
                     return
+                if isinstance(exc, InvalidInput):
+                    raise
                 record.pod = slim(fresh)
                 continue
             self._metrics.status_writes.inc()
@@ -363,6 +378,17 @@ class PodController:
                 record.pod = slim(updated)
             return
         raise Unavailable(f"the pod's status: 409 Conflict {_CONFLICT_TRIES} times in a row")
+
+    async def _fresh(self, record: PodRecord) -> Body | None:
+        """The record's pod read again; None (and the record gone) when the name has another uid or none."""
+        try:
+            fresh = await self._client.get(PODS, record.name, namespace=record.namespace)
+        except NotFound:
+            fresh = {}
+        if objects.uid(fresh) != record.uid:
+            self._gone(record)
+            return None
+        return fresh
 
     async def _finish_deletion(self, record: PodRecord, log: Logger) -> None:
         if not await self.provider.delete(record, log):
