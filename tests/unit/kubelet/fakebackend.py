@@ -4,7 +4,9 @@ It behaves like red-box over a tiny Slurm: jobs go PENDING on submit and
 the test moves them on (``run``, ``finish``); ``cancel`` ends a job
 CANCELLED; files are byte buffers the test appends to. ``down`` makes every
 call raise Unavailable; ``original`` makes ``find`` raise Unsupported.
-Every call is counted in ``calls``.
+Every call is counted in ``calls``, and every submission that reached the fake,
+found again by its key or not, in ``submitted`` (per key): a second submission
+of a pod shows there even though the fake answers it with the first job.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class FakeBackend:
         self.specs: dict[JobId, JobSpec] = {}
         self.files: dict[str, bytearray] = {}
         self.calls: Counter[str] = Counter()
+        self.submitted: Counter[str] = Counter()  # raw submissions per idempotency key
         self.down = False
         self.original = False
         self.submit_delay = 0.0
@@ -93,6 +96,7 @@ class FakeBackend:
             await asyncio.sleep(self.submit_delay)
         if self.submit_gate is not None:
             await self.submit_gate.wait()
+        self.submitted[spec.idempotency_key] += 1
         if spec.idempotency_key and not self.original:
             for job_id, state in self.jobs.items():
                 if state.idempotency_key == spec.idempotency_key:
