@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -90,6 +91,23 @@ async def _serve_alone(
     await kubelet.start()
     if not await churn.wait_for(lambda: churn.node_ready(kube, kubelet.site), 60):
         raise RuntimeError("the node never became Ready again after the takeover rows")
+
+
+SSH_PACKAGES = ("openssh-server", "openssh-client")
+
+
+def ssh_ready() -> str:
+    """'' once sshd and ssh are there, installed with apt-get as scripts/test does when this runs
+    as root on Debian; else the one line saying what is missing."""
+    if not sshd.missing():
+        return ""
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print(f"faults_run: installing {' '.join(SSH_PACKAGES)} (apt-get)", file=sys.stderr)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *SSH_PACKAGES]):
+            if subprocess.run(argv, env=env, capture_output=True, check=False).returncode:
+                break
+    return sshd.missing()
 
 
 def chosen_faults(args: argparse.Namespace) -> list[str]:
@@ -274,6 +292,9 @@ def main() -> int:
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
+    if missing := ssh_ready():
+        print(f"faults_run: {missing}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     own = ownslurm.running(ownslurm.BENCH) if "slurmctld" in chosen_faults(args) else contextlib.nullcontext()
     with own:
