@@ -12,11 +12,15 @@ after a successor spoke to red-box changes nothing. A call without the header
 The client learns of a refusal by its message's start (``REFUSED``), and the
 kubelet treats it as red-box telling it that it is deposed (retry is the new
 holder's job). ``Fencing`` is what the client asks before each send: the
-check that the holder still holds, and its token.
+check that the holder still holds, and its token; and what it tells of a
+refusal (``refused``, with the highest number red-box named): a holder that
+still holds was refused only because its Lease was deleted and made again,
+its count restarted, and raises the count above red-box's.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,6 +65,15 @@ def refused(message: str) -> bool:
     return message.startswith(REFUSED + ":")
 
 
+_HIGHEST = re.compile(r"is below the highest seen, (\d+):")
+
+
+def highest_in(message: str) -> int | None:
+    """The highest number a refusal (``refusal``) names; None for any other message."""
+    found = _HIGHEST.search(message) if refused(message) else None
+    return int(found.group(1)) if found else None
+
+
 class Fencing(Protocol):
     """What a client asks just before each send (each retry included)."""
 
@@ -70,4 +83,8 @@ class Fencing(Protocol):
 
     def token(self) -> Token | None:
         """This process's token for a call that writes nothing, None when it holds no Lease now."""
+        ...
+
+    async def refused(self, highest: int) -> None:
+        """red-box refused this process's token, having seen ``highest``."""
         ...

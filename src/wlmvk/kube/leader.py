@@ -149,6 +149,21 @@ class Elector:
         self._valid_until = valid_until(sent, config)
         return True
 
+    async def advance(self, at_least: int) -> bool:
+        """Raise the held Lease's ``leaseTransitions`` to ``at_least``; whether it was.
+
+        For a Lease deleted and made again, whose count restarted below what others have seen
+        of it. A PUT with the resourceVersion read: a holder replaced meanwhile gets 409 and
+        raises nothing.
+        """
+        if self._lease is None or not self.holds() or self.transitions >= at_least:
+            return False
+        spec = {**objects.spec(self._lease), "leaseTransitions": at_least}
+        if not await self._put(self._lease, spec):
+            return False
+        self.log.warning("Lease transitions raised above a count seen elsewhere", transitions=at_least)
+        return True
+
     async def hold(self) -> None:
         """Renew until leadership is lost (returns) or the task is cancelled."""
         config = self._config

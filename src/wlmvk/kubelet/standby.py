@@ -92,6 +92,10 @@ class LeaseFence:
             return None
         return Token(self._elector.scope, self._elector.transitions)
 
+    async def refused(self, highest: int) -> None:
+        """Still holding yet refused: the Lease was made again (its count restarted); count on."""
+        await self._elector.advance(highest + 1)
+
 
 class FencedBackend:
     """A ``Backend`` whose calls that change Slurm first pass ``check`` (raising when fenced)."""

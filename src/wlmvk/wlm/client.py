@@ -135,6 +135,7 @@ class RedBoxClient:
                 async with asyncio.timeout(self.timeout):
                     return await call(self._stub())
             except GRPCError as exc:
+                await fencing.told(self._fence, exc)
                 raise failures.from_grpc(exc, rpc) from exc
             except failures.CALL_ERRORS as exc:
                 if isinstance(exc, AttributeError) and not failures.dead_connection(exc):

@@ -6,7 +6,8 @@ about to be sent, first attempts, retries and batches alike: a call that
 writes (``WRITES``) is sent only while ``check`` passes (it raises otherwise,
 and nothing goes out), and every call carries the holder's token, so red-box
 both refuses a deposed holder's late call and learns of a new holder at its
-first call, a lookup included.
+first call, a lookup included. ``told`` passes red-box's refusal of a token
+on to the fence (``Fencing.refused``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from grpclib import GRPCError
 from grpclib.client import Channel
+from grpclib.const import Status
 from grpclib.events import SendRequest, listen
 
 from wlmvk.core import fences
 from wlmvk.core.fences import Fencing
 
-__all__ = ["WRITES", "Fencing", "guard", "stamp"]
+__all__ = ["WRITES", "Fencing", "guard", "stamp", "told"]
 
 WRITES = frozenset(
     ("SubmitJob", "SubmitJobs", "SubmitJobContainer", "CancelJob", "StageIn", "CreateFile", "Unzip", "Zip")
@@ -44,3 +47,12 @@ def stamp(fence: Fencing) -> Callable[[SendRequest], Coroutine[Any, Any, None]]:
             event.metadata[fences.HEADER] = token.header()
 
     return stamping
+
+
+async def told(fence: Fencing | None, error: GRPCError) -> None:
+    """Tell ``fence`` of red-box's refusal of its token, if ``error`` is one."""
+    if fence is None or error.status is not Status.FAILED_PRECONDITION:
+        return
+    highest = fences.highest_in(error.message or "")
+    if highest is not None:
+        await fence.refused(highest)

@@ -23,6 +23,7 @@ from wlmvk.core.errors import Unavailable
 from wlmvk.core.fences import Token
 from wlmvk.core.jobs import JobSpec
 from wlmvk.kube import leader
+from wlmvk.kube.bodies import LEASES
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector, Fenced
 from wlmvk.kubelet.standby import FencedBackend, LeaseFence
@@ -157,6 +158,9 @@ async def test_the_highest_token_outlives_a_red_box_restart(redbox: RedBox) -> N
         def token(self) -> Token:
             return self.check()
 
+        async def refused(self, highest: int) -> None:
+            pass
+
     newer = RedBoxClient(redbox.socket, timeout=30.0)
     newer.fence_with(Fixed(1))
     await newer.info()
@@ -173,3 +177,35 @@ async def test_the_highest_token_outlives_a_red_box_restart(redbox: RedBox) -> N
         assert key not in keys_in_slurm()
     finally:
         await older.close()
+
+
+async def test_a_holder_of_a_lease_made_again_is_refused_once_then_counts_on(
+    redbox: RedBox, kube: KubeClient
+) -> None:
+    """The cluster Lease deleted by hand: its count restarts at 0, below what red-box has seen. The
+    holder's first call is refused; told the highest, it raises its Lease's count and goes on."""
+    first = Elector(kube, config("first"))
+    assert await first.try_acquire()
+    assert await first.advance(3)  # as after three takeovers
+    seen = RedBoxClient(redbox.socket, timeout=30.0)
+    seen.fence_with(LeaseFence(first))
+    await seen.info()  # red-box has seen 3
+    await seen.close()
+    await kube.delete(LEASES, "fence-e2e", namespace="default")
+    again = Elector(kube, config("again"))
+    assert await again.try_acquire()
+    assert again.transitions == 0
+    client = RedBoxClient(redbox.socket, timeout=30.0)
+    client.fence_with(LeaseFence(again))
+    key = str(uuid.uuid4())
+    job = JobSpec(script=HELD, partition="debug", idempotency_key=key)
+    try:
+        with pytest.raises(
+            Unavailable, match="fenced: token 0 of default/fence-e2e is below the highest seen, 3"
+        ):
+            await client.submit(job)
+        assert again.transitions == 4
+        await client.submit(job)  # scancelled at teardown with the others red-box's journal names
+        assert keys_in_slurm().count(key) == 1
+    finally:
+        await client.close()

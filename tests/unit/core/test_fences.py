@@ -44,3 +44,9 @@ def test_the_refusal_names_both_numbers_and_is_recognised() -> None:
     )
     assert fences.refused(message)
     assert not fences.refused("sbatch: error: fenced: no")
+
+
+def test_the_highest_number_is_read_back_from_a_refusal_only() -> None:
+    assert fences.highest_in(fences.refusal(Token("ns/lease", 0), 12)) == 12
+    assert fences.highest_in("sbatch: error: is below the highest seen, 3: no") is None
+    assert fences.highest_in("fenced: something else") is None

@@ -136,3 +136,20 @@ async def test_a_fenced_write_is_bounded_by_the_time_the_proof_has_left() -> Non
         done.set()
         await client.close()
         await runner.cleanup()
+
+
+async def test_a_holder_of_a_lease_made_again_counts_on_above_what_was_seen(
+    kube: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = Elector(kube, config("a")), Elector(kube, config("b"))
+    assert await a.try_acquire()
+    await kube.delete(LEASES, "lock", namespace="default")  # by hand: the count restarts
+    assert await b.try_acquire()
+    assert b.transitions == 0
+    assert not await a.advance(7)  # a no longer holds it (its view is of the deleted Lease)
+    assert await b.advance(7)
+    assert b.transitions == 7
+    lease = await kube.get(LEASES, "lock", namespace="default")
+    assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("b", 7)
+    assert not await b.advance(3)  # never lowered
+    assert b.transitions == 7

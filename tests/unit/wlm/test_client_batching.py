@@ -103,6 +103,7 @@ class MovableFence:
     def __init__(self) -> None:
         self.fenced = False
         self.checks = 0
+        self.told: list[int] = []  # the highest numbers red-box named in its refusals
 
     def check(self) -> Token:
         self.checks += 1
@@ -112,6 +113,9 @@ class MovableFence:
 
     def token(self) -> Token | None:
         return None if self.fenced else TOKEN
+
+    async def refused(self, highest: int) -> None:
+        self.told.append(highest)
 
 
 async def running(service: StandIn) -> AsyncIterator[RedBoxClient]:
@@ -251,8 +255,10 @@ async def test_a_batch_queued_behind_others_is_not_sent_once_fenced(
 async def test_red_box_refusing_a_stale_token_is_unavailable_to_the_caller(
     service: StandIn, client: RedBoxClient
 ) -> None:
-    client.fence_with(MovableFence())
+    fence = MovableFence()
+    client.fence_with(fence)
     await client.info()
     service.refuse = "fenced: token 4 of kube-node-lease/slurm-c.kubelet is below the highest seen, 5: ..."
     with pytest.raises(Unavailable, match=r"^SubmitJobs: fenced: token 4 of .* below the highest seen, 5"):
         await client.submit(spec("a"))
+    assert fence.told == [5]  # so that a holder whose Lease was made again can count on from there
