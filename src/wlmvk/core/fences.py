@@ -27,6 +27,12 @@ from typing import Protocol
 HEADER = "wlmvk-fence"
 """The gRPC metadata key carrying a token (lower case, as HTTP/2 headers are)."""
 
+WRITES = frozenset(
+    ("SubmitJob", "SubmitJobs", "SubmitJobContainer", "CancelJob", "StageIn", "CreateFile", "Unzip", "Zip")
+)
+"""The rpcs that change Slurm or files: sent only while the holder's check passes, and the calls
+a new holder's first call waits for."""
+
 REFUSED = "fenced"
 """The first word of red-box's refusal of a lower token."""
 

@@ -6,10 +6,13 @@ journaled and fsynced before the call that raised it runs, so a restart does
 not forget it) and answers a lower one FAILED_PRECONDITION, naming both.
 
 A higher token is also a barrier. Before the first call of a new holder runs,
-red-box waits until the calls it admitted with lower tokens of the scope have
-ended: whatever a deposed holder's admitted SubmitJobs creates exists before
-the new holder's first FindJob looks for it, and nothing it sends later is
-admitted. A call without a token is served as before (the original client).
+red-box waits until the writes (``core.fences.WRITES``) it admitted with lower
+tokens of the scope have ended, for ``BARRIER_WAIT`` seconds at most (a frozen
+client's open StageIn must not hold the new holder off for good): whatever a
+deposed holder's admitted SubmitJobs creates exists before the new holder's
+first FindJob looks for it, and nothing it sends later is admitted. Reads
+(a log followed for hours, an exec) are not waited for. A call without a
+token is served as before (the original client).
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ from wlmvk.redbox.store import Store
 
 _log = structlog.get_logger(__name__)
 
+BARRIER_WAIT = 120.0
+"""The most seconds a new holder's first call waits for the older holders' writes to end (four of
+red-box's 30 s Slurm timeouts: an sbatch, its lost-reply lookup and more)."""
+
 
 class _Scope:
     def __init__(self) -> None:
@@ -47,8 +54,11 @@ class Fences:
         self._scopes: dict[str, _Scope] = {}
 
     @contextlib.asynccontextmanager
-    async def admitted(self, token: Token) -> AsyncIterator[None]:
-        """Run the body as a call of ``token``, or raise GRPCError FAILED_PRECONDITION if it is stale."""
+    async def admitted(self, token: Token, *, writes: bool = True) -> AsyncIterator[None]:
+        """Run the body as a call of ``token``, or raise GRPCError FAILED_PRECONDITION if it is stale.
+
+        A call that ``writes`` is one a later token's first call waits for.
+        """
         scope = self._scopes.setdefault(token.scope, _Scope())
         self._refuse_below(token)
         if token.number > scope.settled:
@@ -56,6 +66,9 @@ class Fences:
                 self._refuse_below(token)
                 if token.number > scope.settled:
                     await self._raise(scope, token)
+        if not writes:
+            yield
+            return
         scope.running[token.number] += 1
         try:
             yield
@@ -83,16 +96,22 @@ class Fences:
             self._store.raise_fence(token.scope, token.number)
             await self._store.durable()
             _log.info("fencing token raised", scope=token.scope, token=token.number, previous=highest)
-        async with scope.ended:
-            await scope.ended.wait_for(
-                lambda: not any(count for number, count in scope.running.items() if number < token.number)
-            )
+
+        def older() -> int:
+            return sum(count for number, count in scope.running.items() if number < token.number)
+
+        try:
+            async with asyncio.timeout(BARRIER_WAIT), scope.ended:
+                await scope.ended.wait_for(lambda: not older())
+        except TimeoutError:
+            _log.warning("older holders' writes still running; going on", scope=token.scope, calls=older())
         scope.settled = token.number
 
 
-def fenced(handler: Handler, fences_: Fences) -> Handler:
-    """``handler`` run as a call of the token its metadata brings (``Fences.admitted``), if any."""
+def fenced(handler: Handler, fences_: Fences, *, rpc: str) -> Handler:
+    """``handler`` (of ``rpc``) run as a call of the token its metadata brings, if any (``admitted``)."""
     func: Callable[[Any], Awaitable[None]] = handler.func
+    writes = rpc in fences.WRITES
 
     async def handle(stream: Any) -> None:
         values = stream.metadata.getall(fences.HEADER, []) if stream.metadata else []
@@ -105,7 +124,7 @@ def fenced(handler: Handler, fences_: Fences) -> Handler:
             token = fences.parse(str(values[0]))
         except ValueError as exc:
             raise GRPCError(Status.INVALID_ARGUMENT, str(exc)) from exc
-        async with fences_.admitted(token):
+        async with fences_.admitted(token, writes=writes):
             await func(stream)
 
     return handler._replace(func=handle)

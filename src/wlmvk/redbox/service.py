@@ -102,7 +102,7 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         return {
             path: _unimplemented(handler)
             if path.rsplit("/", 1)[-1] in self.dialect.unserved
-            else fenced(checked(handler), self.fences)
+            else fenced(checked(handler), self.fences, rpc=path.rsplit("/", 1)[-1])
             for path, handler in batches.handlers(submits.handlers(super().__mapping__())).items()
         }
 

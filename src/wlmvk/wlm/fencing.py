@@ -3,7 +3,7 @@
 A kubelet holding its cluster's Lease gives red-box's client a ``Fencing``
 (``core.fences``). ``stamp`` listens on the client's channel for every request
 about to be sent, first attempts, retries and batches alike: a call that
-writes (``WRITES``) is sent only while ``check`` passes (it raises otherwise,
+writes (``core.fences.WRITES``) is sent only while ``check`` passes (it raises otherwise,
 and nothing goes out), and every call carries the holder's token, so red-box
 both refuses a deposed holder's late call and learns of a new holder at its
 first call, a lookup included. ``told`` passes red-box's refusal of a token
@@ -23,12 +23,7 @@ from grpclib.events import SendRequest, listen
 from wlmvk.core import fences
 from wlmvk.core.fences import Fencing
 
-__all__ = ["WRITES", "Fencing", "guard", "stamp", "told"]
-
-WRITES = frozenset(
-    ("SubmitJob", "SubmitJobs", "SubmitJobContainer", "CancelJob", "StageIn", "CreateFile", "Unzip", "Zip")
-)
-"""The rpcs that change Slurm or files: sent only while the fence's ``check`` passes."""
+__all__ = ["Fencing", "guard", "stamp", "told"]
 
 
 def guard(channel: Channel, fence: Fencing | None) -> None:
@@ -42,7 +37,7 @@ def stamp(fence: Fencing) -> Callable[[SendRequest], Coroutine[Any, Any, None]]:
 
     async def stamping(event: SendRequest) -> None:
         rpc = event.method_name.rsplit("/", 1)[-1]
-        token = fence.check() if rpc in WRITES else fence.token()
+        token = fence.check() if rpc in fences.WRITES else fence.token()
         if token is not None:
             event.metadata[fences.HEADER] = token.header()
 

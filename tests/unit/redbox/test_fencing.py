@@ -20,6 +20,7 @@ from grpclib.server import Server
 
 from wlmvk._proto import api
 from wlmvk.core.fences import HEADER, Token
+from wlmvk.redbox import fencing
 from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.store import Store
 
@@ -100,13 +101,50 @@ async def test_a_new_holder_waits_for_the_calls_admitted_under_older_tokens(stor
     assert order == ["old call admitted", "old call ended", "new call runs"]
 
 
+async def test_a_new_holder_waits_neither_for_old_reads_nor_for_good(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An old holder's log followed for hours, or a write of a frozen client that never ends."""
+    monkeypatch.setattr(fencing, "BARRIER_WAIT", 0.3)
+    fences = Fences(store)
+    never = asyncio.Event()
+
+    async def old(writes: bool) -> None:
+        async with fences.admitted(Token(SCOPE, 1), writes=writes):
+            await never.wait()
+
+    reading = asyncio.ensure_future(old(False))
+    await asyncio.sleep(0.05)
+    async with asyncio.timeout(0.2), fences.admitted(Token(SCOPE, 2)):
+        pass  # not held by the read
+    writing = asyncio.ensure_future(old(True))
+    with pytest.raises(GRPCError):  # token 1 is stale now: refused, not admitted
+        await writing
+    fences_again = Fences(store)
+    stuck = asyncio.ensure_future(_admitted_forever(fences_again, Token(SCOPE, 2), never))
+    await asyncio.sleep(0.05)
+    started = asyncio.get_running_loop().time()
+    async with fences_again.admitted(Token(SCOPE, 3)):
+        waited = asyncio.get_running_loop().time() - started
+    assert 0.3 <= waited < 1.0  # waited for the write under token 2, then went on
+    for task in (reading, stuck):
+        task.cancel()
+    await asyncio.gather(reading, stuck, return_exceptions=True)
+
+
+async def _admitted_forever(fences: Fences, token: Token, never: asyncio.Event) -> None:
+    async with fences.admitted(token):
+        await never.wait()
+
+
 class StandIn(api.WorkloadManagerBase):  # type: ignore[misc]
     def __init__(self, fences: Fences) -> None:
         self.fences = fences
         self.cancelled: list[int] = []
 
     def __mapping__(self) -> dict[str, Handler]:
-        return {path: fenced(handler, self.fences) for path, handler in super().__mapping__().items()}
+        mapping = super().__mapping__().items()
+        return {path: fenced(handler, self.fences, rpc=path.rsplit("/", 1)[-1]) for path, handler in mapping}
 
     async def cancel_job(self, request: api.CancelJobRequest) -> api.CancelJobResponse:
         self.cancelled.append(request.job_id)
