@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.unit.kubelet.fakebackend import FakeBackend
@@ -33,6 +35,7 @@ class FirstHeld(FakeBackend):
         return await super().submit(spec)
 
 
+@pytest.mark.kube_any(subject="a merge patch naming another uid is refused (kube-apiserver: 422 immutable)")
 async def test_a_late_annotation_does_not_land_on_a_pod_recreated_under_the_name(
     apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet
 ) -> None:
