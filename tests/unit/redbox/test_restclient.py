@@ -142,7 +142,7 @@ async def test_no_answer_in_time_is_lost(serve: Start) -> None:
 
 
 def test_a_held_job_is_a_job() -> None:
-    assert _submitted(Response(200, HELD.encode())) == (56, "")
+    assert _submitted(Response(200, HELD.encode())) == (56, [2042], "")
 
 
 def test_any_answer_with_a_job_id_is_a_job() -> None:
@@ -152,15 +152,23 @@ def test_any_answer_with_a_job_id_is_a_job() -> None:
 
 
 @pytest.mark.parametrize(
-    ("answer", "refusal"),
+    ("answer", "codes", "refusal"),
     [
-        (Response(500, BAD_PARTITION.encode()), "HTTP 500, error 2000: Invalid partition name specified"),
-        (Response(400, NO_ENVIRONMENT.encode()), "HTTP 400, error 2127: environment must be set"),
-        (Response(400, b"Unable to parse query."), "HTTP 400: Unable to parse query."),
+        (
+            Response(500, BAD_PARTITION.encode()),
+            [2000],
+            "HTTP 500, error 2000: Invalid partition name specified",
+        ),
+        (
+            Response(400, NO_ENVIRONMENT.encode()),
+            [2127, 9001],
+            "HTTP 400, error 2127: environment must be set",
+        ),
+        (Response(400, b"Unable to parse query."), None, "HTTP 400: Unable to parse query."),
     ],
 )
-def test_a_refusal_says_why(answer: Response, refusal: str) -> None:
-    assert _submitted(answer) == (None, refusal)
+def test_a_refusal_says_why(answer: Response, codes: list[int] | None, refusal: str) -> None:
+    assert _submitted(answer) == (0, codes, refusal)
 
 
 def test_cancel_answers_name_the_code_error_number() -> None:
@@ -176,9 +184,9 @@ def _captured(release: str, name: str, status: int) -> Response:
 
 @pytest.mark.parametrize("release", ["24.11", "26.05"])
 def test_v0_0_42_answers_read_as_v0_0_38_ones(release: str) -> None:
-    assert _submitted(_captured(release, "submit-held", 200))[0] is not None
+    assert _submitted(_captured(release, "submit-held", 200))[0] > 0
     refused = _submitted(_captured(release, "submit-bad-partition", 500))
-    assert refused == (None, "HTTP 500, error 2000: Invalid partition name specified")
+    assert refused == (0, [2000], "HTTP 500, error 2000: Invalid partition name specified")
     assert _first_error(_captured(release, "cancel-unknown", 404)) == (2017, "Invalid job id specified")
 
 
