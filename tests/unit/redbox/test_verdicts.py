@@ -136,7 +136,7 @@ async def _rest(serve: Start, body: str) -> tuple[RestSlurm, Server, CountingRun
     restd = Restd(version="v0.0.38")
     restd.client = Client(path)
     runner = CountingRunner(Completed(("sbatch",), 0, "7\n", ""))
-    return RestSlurm(runner, restd=restd, user="someone"), fake, runner  # type: ignore[arg-type]
+    return RestSlurm(runner, restd=restd, user="4242"), fake, runner  # type: ignore[arg-type]
 
 
 async def test_error_5004_makes_one_post_and_no_sbatch(serve: Start) -> None:  # noqa: F811

@@ -40,7 +40,7 @@ import structlog
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.redbox.slurm import restfields, restjobs, verdicts
-from wlmvk.redbox.slurm.commands import Slurm, user_name
+from wlmvk.redbox.slurm.commands import Slurm, user_id
 from wlmvk.redbox.slurm.restd import Restd
 from wlmvk.redbox.slurm.resthttp import Lost, NotSent, Response
 from wlmvk.redbox.slurm.runner import Runner
@@ -67,6 +67,12 @@ on the captured 22.05 records at 1,000 jobs), where squeue costs about 10 ms wha
 cluster holds: at 2,000 jobs a changed tick costs about 0.7 s of CPU, a seventh of a core at
 the kubelet's 5 s, which is where one RPC saved stops paying."""
 
+CLOCK_MARGIN = 60
+"""Seconds a kept reading's second is put back when slurmctld's own is not known (a v0.0.38 dump
+carries none; squeue): slurmctld answers "no change since T" by its own clock, so a red-box up to
+this far ahead of it still sees every change, and one behind only reads a whole dump more often.
+v0.0.42 dumps carry slurmctld's second (``last_update``): the next look sends that one."""
+
 REMEMBERED = 4
 """squeue answers kept for the conditional look (the kubelet's tick asks one job list)."""
 
@@ -91,7 +97,7 @@ class RestSlurm(Slurm):
         # the last of every job of the user (a dump, or squeue without a list).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
         self._every: tuple[int, list[JobState]] | None = None
-        self._user = user_name(self.user)
+        self._uid = user_id(self.user)
         self._pause = 0.0
         self._look_after = 0.0
 
@@ -136,8 +142,9 @@ class RestSlurm(Slurm):
         """The jobs' states from one RPC: a kept reading when no job changed, else the dump itself.
 
         ``GET /jobs?update_time=T`` answers "no change" when slurmctld's last job update is
-        older than the second before T (``_slurm_rpc_dump_jobs``), T being the second the
-        kept reading started in: a change within that second counts as one. Any change
+        older than the second before T (``_slurm_rpc_dump_jobs``), by slurmctld's clock: T is
+        the second the kept dump was made in by that clock (v0.0.42's ``last_update``), else
+        the second the kept reading started in by red-box's, less CLOCK_MARGIN. Any change
         answers with every job of the cluster, which ``restjobs`` reads as squeue would. squeue
         (two RPCs) is read instead while slurmrestd is not serving, when the answer is not a
         dump that reads exactly, and for a while after a dump of more than DUMP_MAX_JOBS.
@@ -147,7 +154,7 @@ class RestSlurm(Slurm):
         if client is None or time.monotonic() < self._look_after:
             return await self._squeue(key)
         kept = self._kept(key)
-        started = int(time.time())
+        started = int(time.time()) - CLOCK_MARGIN
         query = "" if kept is None else f"?update_time={kept[0]}"
         try:
             answer = await client.request("GET", f"/slurm/{self.restd.version}/jobs{query}")
@@ -159,10 +166,11 @@ class RestSlurm(Slurm):
         if answer.status != 200:
             return await self._squeue(key, why=f"slurmrestd answered HTTP {answer.status}")
         try:
-            dump = restjobs.read(answer.body, user=self._user)
+            dump = restjobs.read(answer.body, uid=self._uid)
         except restjobs.Inexact as exc:
             return await self._squeue(key, why=f"the dump does not read as squeue: {exc}")
-        self._every = (started, dump.states)
+        # slurmctld's own second where the dump carries it: "no change since" is asked by its clock.
+        self._every = (dump.last_update or started, dump.states)
         _log.debug("states read from the dump", jobs=len(dump.states), total=dump.total)
         if dump.total > DUMP_MAX_JOBS:
             self._pause_looks(f"the dump held {dump.total} jobs (more than {DUMP_MAX_JOBS})")
@@ -186,7 +194,7 @@ class RestSlurm(Slurm):
     async def _squeue(self, key: tuple[JobId, ...] | None, *, why: str = "") -> list[JobState]:
         if why:
             self._pause_looks(why)
-        started = int(time.time())
+        started = int(time.time()) - CLOCK_MARGIN
         states = await super().queue(key)
         if key is None:
             self._every = (started, states)
