@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from wlmvk.redbox.slurm.restapi import _first_error, _submitted, unchanged
+from wlmvk.redbox.slurm.restd import stopped
 from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
 
 META = (
@@ -199,3 +202,50 @@ def test_no_job_changed_is_read_from_each_versions_answer(release: str) -> None:
     assert unchanged(Response(304, b""))  # v0.0.38
     assert not unchanged(Response(200, b"not json"))
     assert not unchanged(Response(500, b'{"jobs": [], "last_update": 0}'))
+
+
+# --- every wait bounded, and the liveness look ---
+
+
+async def test_no_free_slot_within_the_timeout_is_not_sent(serve: Start) -> None:
+    """Every slot taken (by requests slurmrestd holds): the next is NotSent (it never left) once the
+    timeout passed, not queued for ever."""
+    fake, path = await serve(lambda _: http(200, HELD))
+    client = Client(path, connections=1, timeout=0.3)
+    await client._gate.acquire()  # the one slot, held
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(NotSent, match=r"GET /next: no connection free within 0\.3 s"):
+        await client.request("GET", "/next")
+    assert 0.3 <= asyncio.get_running_loop().time() - started < 0.6
+    assert fake.requests == []
+    client._gate.release()
+    assert (await client.request("GET", "/next")).status == 200
+
+
+async def test_a_look_answers_beside_busy_slots_and_not_when_hung(serve: Start) -> None:
+    answers = {b"/wlmvk/liveness": http(404, "Unable find requested URL.")}
+    fake, path = await serve(lambda request: answers.get(request.split()[1]))
+    client = Client(path, connections=1, timeout=5)
+    before = client.answered_at
+    assert await client.look("/wlmvk/liveness", 0.5)
+    assert client.answered_at > before
+    _, hung_path = await serve(lambda _: b"HTTP/1.1 200 OK\r\n")  # a head begun, never ended
+    assert not await Client(hung_path).look("/wlmvk/liveness", 0.2)
+    assert not await Client("/nonexistent/s.sock").look("/wlmvk/liveness", 0.2)
+    assert fake.connections == 1
+
+
+async def test_a_stopped_process_is_seen_stopped() -> None:
+    proc = await asyncio.create_subprocess_exec("sleep", "30")
+    try:
+        assert not stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGSTOP)
+        await asyncio.sleep(0.1)
+        assert stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGCONT)
+        await asyncio.sleep(0.1)
+        assert not stopped(proc.pid)
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert not stopped(proc.pid)
