@@ -89,8 +89,10 @@ class Jobs:
         # Slurm's acceptance of a job is its first look: its end cannot come before it, and
         # a burst of submissions is not followed by a look at Slurm every recorder turn.
         self._looked: dict[JobId, float] = {}
-        # Keys whose submission may have made a job that no lookup found yet (verdicts).
-        self._unsettled: dict[str, verdicts.Unsettled] = {}
+        # Keys whose submission may have made a job that no lookup found yet (verdicts): those an
+        # earlier red-box started and never recorded too, since its sbatch may have been sent.
+        started = time.monotonic()
+        self._unsettled = {key: verdicts.Unsettled(since=started) for key in store.intents()}
 
     # --- submitting ---
 

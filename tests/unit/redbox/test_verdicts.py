@@ -273,3 +273,23 @@ async def test_an_unkeyed_job_with_an_uncertain_answer_is_unavailable(tmp_path: 
     slurm = SlowSlurm(late=None, timeout=0.0)
     with pytest.raises(Unavailable, match="may exist and has no key"):
         await _jobs(slurm, tmp_path).submit(JobSpec(script="#!/bin/sh\ntrue\n"))
+
+
+async def test_a_key_an_earlier_red_box_left_unrecorded_is_settled_before_a_submission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """red-box died with its sbatch on its way; slurmctld makes that job after the new red-box's
+    first lookup: the lookup after the bound finds it, nothing is submitted again."""
+    monkeypatch.setattr(verdicts, "MARGIN", 0.3)
+    slurm = ScriptedSlurm()  # MessageTimeout 0: the bound is MARGIN
+    before = _jobs(slurm, tmp_path)
+    before.store.intend("slow-1")
+    before.store.close()
+    after = _jobs(slurm, tmp_path)
+    made = JobId(500)
+    asyncio.get_running_loop().call_later(
+        0.05, slurm.queued.__setitem__, made, JobState(made, JobStatus.PENDING, idempotency_key="slow-1")
+    )
+    assert await after.submit(SPEC) == made
+    assert slurm.calls.count("squeue") == 2
+    assert "sbatch" not in slurm.calls
