@@ -61,7 +61,13 @@ class Instance:
             raise RuntimeError(f"slurm-local {' '.join(args)} ({self.base}): {done.stderr[-2000:]}")
 
 
-TEST = Instance(Path("/var/tmp/wlmvk-faults-slurm-test"), 6937, "faultstest")
+# The fast test's base and port may be moved (WLMVK_FAULTS_SLURM_BASE, _PORT): several
+# checkouts on one machine then each run their own.
+TEST = Instance(
+    Path(os.environ.get("WLMVK_FAULTS_SLURM_BASE", "/var/tmp/wlmvk-faults-slurm-test")),
+    int(os.environ.get("WLMVK_FAULTS_SLURM_PORT", "6937")),
+    "faultstest",
+)
 BENCH = Instance(Path("/var/tmp/wlmvk-faults-slurm"), 6927, "faultsbench")
 
 

@@ -108,7 +108,7 @@ async def test_killing_slurmrestd_mid_run_loses_and_doubles_nothing(
         while box.log().count('"slurmrestd serving"') < 1 + len(KILL_AT):
             await asyncio.sleep(0.05)  # started again after the last kill
         sbatch_used = box.log().count("submitting through sbatch")
-        recovered = box.log().count("job found by key after slurmrestd went away")
+        recovered = box.log().count("job found by key after an uncertain answer")
         print(f"killed {killed}; through sbatch {sbatch_used}; found by key after a kill {recovered}")
         more = [f"{prefix}-more-{n}" for n in range(10)]
         for key in more:
@@ -154,8 +154,66 @@ async def test_a_hung_slurmrestd_is_replaced_and_its_jobs_found_by_key(
         assert set(in_slurm.values()) == {1}, "no key has two jobs"
         assert not _alive(hung), "the hung slurmrestd was killed"
         log = box.log()
-        looked_up = log.count("not in squeue under key") + log.count("job found by key after slurmrestd")
+        looked_up = log.count("no job under the key after the bound")
+        looked_up += log.count("job found by key after an uncertain answer")
         print(f"no answer, then looked up by key: {looked_up}; through sbatch {log.count('through sbatch')}")
         assert looked_up >= 1
+    finally:
+        await client.close()
+
+
+STATUS_BOUND = 6.0
+"""Seconds a JobStates call may take while slurmrestd is stopped: the liveness look (every 2 s)
+replaces it, its GET is then Lost at once and squeue answers."""
+SUBMIT_BOUND = 25.0
+"""Seconds a SubmitJob may take meanwhile: the look, then the key looked up after the bound
+(MessageTimeout 10 s + 2 s) before a submission again: under the 30 s a request waited before."""
+
+
+async def test_a_stopped_slurmrestd_is_replaced_by_the_liveness_look(
+    redbox_factory: Callable[..., RedBox],
+) -> None:
+    """SIGSTOP with the default --slurm-timeout (30 s): the liveness look sees it stopped and replaces
+    it; 40 keyed submissions and status looks sent meanwhile each answer within their bound, one job
+    per key."""
+    box = redbox_factory("--slurm-api", "rest", user=JOB_OWNER)
+    client = RedBoxClient(box.socket, timeout=120)
+    prefix = f"reststop-{os.urandom(3).hex()}"
+    keys = [f"{prefix}-{n}" for n in range(40)]
+    loop = asyncio.get_running_loop()
+
+    async def timed_submit(key: str) -> tuple[JobId, float]:
+        started = loop.time()
+        job_id = await client.submit(JobSpec(script=SCRIPT, partition="debug", idempotency_key=key))
+        return job_id, loop.time() - started
+
+    async def timed_states(job_ids: list[JobId]) -> float:
+        started = loop.time()
+        states = await client.states(job_ids)
+        assert set(states) == set(job_ids)
+        return loop.time() - started
+
+    try:
+        first = [(await timed_submit(k))[0] for k in keys[:5]]
+        await timed_states(first)
+        hung = _slurmrestd(box)
+        assert hung is not None
+        os.kill(hung, signal.SIGSTOP)
+        answers = await asyncio.gather(
+            *(timed_submit(k) for k in keys[5:]), *(timed_states(first) for _ in range(4))
+        )
+        submits = [a for a in answers if isinstance(a, tuple)]
+        looks = [a for a in answers if isinstance(a, float)]
+        job_ids = first + [job_id for job_id, _ in submits]
+        slowest = max(seconds for _, seconds in submits)
+        print(f"slowest submission {slowest:.1f} s, slowest status look {max(looks):.1f} s")
+        assert slowest < SUBMIT_BOUND
+        assert max(looks) < STATUS_BOUND
+        assert len(set(job_ids)) == len(keys)
+        in_slurm = _keys_in_slurm(prefix)
+        assert set(in_slurm) == set(keys)
+        assert set(in_slurm.values()) == {1}, "no key has two jobs"
+        assert not _alive(hung), "the stopped slurmrestd was killed"
+        assert box.log().count("slurmrestd hung: replaced") == 1
     finally:
         await client.close()

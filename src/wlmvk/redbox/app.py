@@ -47,7 +47,7 @@ from wlmvk.redbox.service import Service
 from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.slurm.restapi import RestSlurm
-from wlmvk.redbox.slurm.restd import Restd
+from wlmvk.redbox.slurm.restd import LIVENESS_SLACK, Restd
 from wlmvk.redbox.slurm.runner import Runner
 from wlmvk.redbox.store import Store
 
@@ -324,6 +324,8 @@ async def build(settings: cfg.Settings) -> Assembly:
     )
     parts = Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health(), restd=restd)
     if restd is not None:
+        with contextlib.suppress(WlmvkError):  # slurmctld not answering: the default meanwhile
+            restd.liveness_timeout = await slurm.message_timeout() + LIVENESS_SLACK
         parts.restd_task = guarded(restd.run(), name="slurmrestd supervisor")
         if not await restd.ready(READY_WAIT):
             if settings.slurm_api == "rest":

@@ -33,7 +33,7 @@ from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
 from wlmvk.redbox.files import Confinement
-from wlmvk.redbox.slurm import arrays
+from wlmvk.redbox.slurm import arrays, verdicts
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.store import Store
 
@@ -89,6 +89,10 @@ class Jobs:
         # Slurm's acceptance of a job is its first look: its end cannot come before it, and
         # a burst of submissions is not followed by a look at Slurm every recorder turn.
         self._looked: dict[JobId, float] = {}
+        # Keys whose submission may have made a job that no lookup found yet (verdicts): those an
+        # earlier red-box started and never recorded too, since its sbatch may have been sent.
+        started = time.monotonic()
+        self._unsettled = {key: verdicts.Unsettled(since=started) for key in store.intents()}
 
     # --- submitting ---
 
@@ -97,7 +101,11 @@ class Jobs:
         key = scripts.check_key(spec.idempotency_key)
         options, env = self._options(spec)
         if not key:
-            job_id = await self.slurm.submit(script, options, env=env)
+            try:
+                job_id = await self.slurm.submit(script, options, env=env)
+            except verdicts.MaybeMade as exc:
+                why = f"{exc.message}; the job may exist and has no key to look it up by"
+                raise Unavailable(why) from exc
             self.store.track(job_id)
             self._looked[job_id] = time.monotonic()
             _log.info("job submitted", job_id=job_id, partition=spec.partition)
@@ -121,7 +129,10 @@ class Jobs:
     async def _submit_once(
         self, key: str, script: bytes, options: list[str], env: dict[str, str] | None, partition: str
     ) -> JobId:
-        found = await self._lookup(key, max_age=KEY_INDEX_TTL, stale=KEY_INDEX_STALE)
+        if key in self._unsettled:
+            found = await self._settle_key(key)
+        else:
+            found = await self._lookup(key, max_age=KEY_INDEX_TTL, stale=KEY_INDEX_STALE)
         if found is not None:
             _log.info("job exists for key", job_id=found, key=key)
             return found
@@ -132,12 +143,61 @@ class Jobs:
         # (the key index starts empty) comes after every job the old red-box made, and finds
         # this one by its key. One fsync per submission, then, shared by concurrent ones.
         self.store.intend(key)
-        job_id = await self.slurm.submit(script, options, env=env)
+        try:
+            job_id = await self.slurm.submit(script, options, env=env)
+        except verdicts.MaybeMade as exc:
+            # The rule (verdicts): no second submission before a conclusive lookup of the key.
+            self._unsettled[key] = verdicts.Unsettled(since=exc.since)
+            _log.warning("the answer may mean Slurm has the job", key=key, reason=exc.message)
+            found = await self._settle_key(key)
+            if found is not None:
+                _log.warning("job found by key after an uncertain answer", job_id=found, key=key)
+                return found
+            _log.warning("no job under the key after the bound: submitting again", key=key)
+            try:
+                job_id = await self.slurm.submit(script, options, env=env)
+            except verdicts.MaybeMade as again:
+                self._unsettled[key] = verdicts.Unsettled(since=again.since)
+                raise
         self.store.submitted(key, job_id)
         self._looked[job_id] = time.monotonic()
         await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id
+
+    async def _settle_key(self, key: str) -> JobId | None:
+        """The job of an unsettled key, or None once a lookup says it was not made (``verdicts``).
+
+        Raises Unavailable while Slurm does not answer: the key stays unsettled, and the next
+        submission with it settles it first.
+        """
+        while True:
+            state = self._unsettled[key]
+            bound = 0.0
+            if state.answered is not None:
+                bound = verdicts.bound(await self.slurm.message_timeout())
+                await asyncio.sleep(state.wait(time.monotonic(), bound))
+            started = time.monotonic()
+            found = self.store.job_for_key(key)
+            if found is None:
+                indexed = (await self._index_since(max(started, state.since))).get(key)
+                if indexed is not None:
+                    found = indexed.job_id
+                    self.store.remember_key(key, found)
+            if found is not None or state.conclusive(started, bound):
+                del self._unsettled[key]
+                return found
+            self._unsettled[key] = state.looked(started, time.monotonic())
+            _log.info("key not in Slurm yet; looked up again after the bound", key=key)
+
+    async def _index_since(self, after: float) -> dict[str, JobState]:
+        """The index from a scan that started at ``after`` or later."""
+        while self._index_at < after:
+            if self._index_scan is None:
+                self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
+                self._index_scan.add_done_callback(self._scanned)
+            await asyncio.shield(self._index_scan)
+        return self._index
 
     def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
         # Checked before the working directory is made: a refused job leaves nothing behind.

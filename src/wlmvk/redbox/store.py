@@ -181,6 +181,10 @@ class Store:
         """True when a submission with ``key`` was started and its job id never recorded."""
         return key in self._intents
 
+    def intents(self) -> frozenset[str]:
+        """The keys whose submission was started and whose job id was never recorded."""
+        return frozenset(self._intents)
+
     def intend(self, key: str) -> None:
         """Write ahead that a submission with ``key`` starts (written before its sbatch runs)."""
         self._intents.add(key)

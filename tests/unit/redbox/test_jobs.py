@@ -68,6 +68,9 @@ class ScriptedSlurm:
         self.since.append(since)
         return None if self.accounted is None else list(self.accounted.values())
 
+    async def message_timeout(self) -> float:
+        return 0.0
+
 
 @pytest.fixture
 def slurm() -> ScriptedSlurm:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from wlmvk.redbox.slurm.restapi import _first_error, _submitted, unchanged
+from wlmvk.redbox.slurm.restd import stopped
 from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
 
 META = (
@@ -142,7 +145,7 @@ async def test_no_answer_in_time_is_lost(serve: Start) -> None:
 
 
 def test_a_held_job_is_a_job() -> None:
-    assert _submitted(Response(200, HELD.encode())) == (56, "")
+    assert _submitted(Response(200, HELD.encode())) == (56, [2042], "")
 
 
 def test_any_answer_with_a_job_id_is_a_job() -> None:
@@ -152,15 +155,23 @@ def test_any_answer_with_a_job_id_is_a_job() -> None:
 
 
 @pytest.mark.parametrize(
-    ("answer", "refusal"),
+    ("answer", "codes", "refusal"),
     [
-        (Response(500, BAD_PARTITION.encode()), "HTTP 500, error 2000: Invalid partition name specified"),
-        (Response(400, NO_ENVIRONMENT.encode()), "HTTP 400, error 2127: environment must be set"),
-        (Response(400, b"Unable to parse query."), "HTTP 400: Unable to parse query."),
+        (
+            Response(500, BAD_PARTITION.encode()),
+            [2000],
+            "HTTP 500, error 2000: Invalid partition name specified",
+        ),
+        (
+            Response(400, NO_ENVIRONMENT.encode()),
+            [2127, 9001],
+            "HTTP 400, error 2127: environment must be set",
+        ),
+        (Response(400, b"Unable to parse query."), None, "HTTP 400: Unable to parse query."),
     ],
 )
-def test_a_refusal_says_why(answer: Response, refusal: str) -> None:
-    assert _submitted(answer) == (None, refusal)
+def test_a_refusal_says_why(answer: Response, codes: list[int] | None, refusal: str) -> None:
+    assert _submitted(answer) == (0, codes, refusal)
 
 
 def test_cancel_answers_name_the_code_error_number() -> None:
@@ -176,9 +187,9 @@ def _captured(release: str, name: str, status: int) -> Response:
 
 @pytest.mark.parametrize("release", ["24.11", "26.05"])
 def test_v0_0_42_answers_read_as_v0_0_38_ones(release: str) -> None:
-    assert _submitted(_captured(release, "submit-held", 200))[0] is not None
+    assert _submitted(_captured(release, "submit-held", 200))[0] > 0
     refused = _submitted(_captured(release, "submit-bad-partition", 500))
-    assert refused == (None, "HTTP 500, error 2000: Invalid partition name specified")
+    assert refused == (0, [2000], "HTTP 500, error 2000: Invalid partition name specified")
     assert _first_error(_captured(release, "cancel-unknown", 404)) == (2017, "Invalid job id specified")
 
 
@@ -191,3 +202,50 @@ def test_no_job_changed_is_read_from_each_versions_answer(release: str) -> None:
     assert unchanged(Response(304, b""))  # v0.0.38
     assert not unchanged(Response(200, b"not json"))
     assert not unchanged(Response(500, b'{"jobs": [], "last_update": 0}'))
+
+
+# --- every wait bounded, and the liveness look ---
+
+
+async def test_no_free_slot_within_the_timeout_is_not_sent(serve: Start) -> None:
+    """Every slot taken (by requests slurmrestd holds): the next is NotSent (it never left) once the
+    timeout passed, not queued for ever."""
+    fake, path = await serve(lambda _: http(200, HELD))
+    client = Client(path, connections=1, timeout=0.3)
+    await client._gate.acquire()  # the one slot, held
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(NotSent, match=r"GET /next: no connection free within 0\.3 s"):
+        await client.request("GET", "/next")
+    assert 0.3 <= asyncio.get_running_loop().time() - started < 0.6
+    assert fake.requests == []
+    client._gate.release()
+    assert (await client.request("GET", "/next")).status == 200
+
+
+async def test_a_look_answers_beside_busy_slots_and_not_when_hung(serve: Start) -> None:
+    answers = {b"/wlmvk/liveness": http(404, "Unable find requested URL.")}
+    fake, path = await serve(lambda request: answers.get(request.split()[1]))
+    client = Client(path, connections=1, timeout=5)
+    before = client.answered_at
+    assert await client.look("/wlmvk/liveness", 0.5)
+    assert client.answered_at > before
+    _, hung_path = await serve(lambda _: b"HTTP/1.1 200 OK\r\n")  # a head begun, never ended
+    assert not await Client(hung_path).look("/wlmvk/liveness", 0.2)
+    assert not await Client("/nonexistent/s.sock").look("/wlmvk/liveness", 0.2)
+    assert fake.connections == 1
+
+
+async def test_a_stopped_process_is_seen_stopped() -> None:
+    proc = await asyncio.create_subprocess_exec("sleep", "30")
+    try:
+        assert not stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGSTOP)
+        await asyncio.sleep(0.1)
+        assert stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGCONT)
+        await asyncio.sleep(0.1)
+        assert not stopped(proc.pid)
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert not stopped(proc.pid)

@@ -21,6 +21,8 @@ from wlmvk.redbox.slurm.releases import Release
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 USER = "cloudsdk"
+UID = 1000
+"""The owner of the captured 22.05 jobs (``user_id`` in the dump)."""
 PAIRS = [
     ("restd_jobs_v0.0.38.json", "squeue_restd_v0.0.38.txt", Release(22, 5, 8)),
     ("restd_jobs_timeout_v0.0.38.json", "squeue_restd_timeout_v0.0.38.txt", Release(22, 5, 8)),
@@ -35,13 +37,13 @@ def by_id(states: list[JobState]) -> dict[JobId, JobState]:
 def test_the_dump_reads_as_squeue_field_by_field(dump: str, listing: str, release: Release) -> None:
     rows = squeue.squeue_rows((CAPTURED / listing).read_text(), release=release, user=USER)
     assert rows.skipped == ()
-    read = restjobs.read((CAPTURED / dump).read_bytes(), user=USER)
+    read = restjobs.read((CAPTURED / dump).read_bytes(), uid=UID)
     assert by_id(read.states) == by_id(rows.states)
     assert len(read.states) == len(rows.states)
 
 
 def test_every_kind_of_job_is_in_the_captured_dump() -> None:
-    read = restjobs.read((CAPTURED / "restd_jobs_v0.0.38.json").read_bytes(), user=USER)
+    read = restjobs.read((CAPTURED / "restd_jobs_v0.0.38.json").read_bytes(), uid=UID)
     states = by_id(read.states)
     assert read.total == 14
     assert {s.status for s in states.values()} == {
@@ -66,8 +68,8 @@ def test_every_kind_of_job_is_in_the_captured_dump() -> None:
 
 def test_only_the_users_jobs_and_the_ids_asked_are_read() -> None:
     body = (CAPTURED / "restd_jobs_v0.0.38.json").read_bytes()
-    assert restjobs.read(body, user="someone-else") == restjobs.Dump([], 14)
-    read = restjobs.read(body, user=USER, job_ids=[JobId(161612), JobId(161619), JobId(999)])
+    assert restjobs.read(body, uid=4242) == restjobs.Dump([], 14)
+    read = restjobs.read(body, uid=UID, job_ids=[JobId(161612), JobId(161619), JobId(999)])
     assert sorted(by_id(read.states)) == [161612, 161619]
 
 
@@ -86,16 +88,27 @@ def _with_first_job(change: dict[str, object]) -> bytes:
         {"comment": 12},
         {"array_job_id": 5, "array_task_id": None, "array_task_string": ""},
         {"user_name": None},
+        {"user_id": None},
+        {"user_id": "1000"},
     ],
 )
 def test_a_record_that_does_not_read_makes_the_answer_inexact(change: dict[str, object]) -> None:
     with pytest.raises(restjobs.Inexact):
-        restjobs.read(_with_first_job(change), user=USER)
+        restjobs.read(_with_first_job(change), uid=UID)
 
 
 def test_another_users_odd_record_does_not_matter() -> None:
-    read = restjobs.read(_with_first_job({"user_name": "other", "job_state": "SOMETHING_NEW"}), user=USER)
+    read = restjobs.read(_with_first_job({"user_id": 4242, "job_state": "SOMETHING_NEW"}), uid=UID)
     assert JobId(161612) not in by_id(read.states)
+
+
+def test_jobs_are_chosen_by_uid_not_by_name() -> None:
+    """A job of red-box's uid under another name (a renamed user) is its own; another uid's under
+    its name is not."""
+    renamed = restjobs.read(_with_first_job({"user_name": "renamed"}), uid=UID)
+    assert JobId(161612) in by_id(renamed.states)
+    other = restjobs.read(_with_first_job({"user_id": 4242}), uid=UID)
+    assert JobId(161612) not in by_id(other.states)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +116,7 @@ def test_another_users_odd_record_does_not_matter() -> None:
 )
 def test_an_answer_that_is_not_a_dump_is_inexact(body: bytes) -> None:
     with pytest.raises(restjobs.Inexact):
-        restjobs.read(body, user=USER)
+        restjobs.read(body, uid=UID)
 
 
 def test_v0_0_42_values() -> None:
@@ -119,7 +132,7 @@ def test_v0_0_42_values() -> None:
 @pytest.mark.parametrize("release", ["24.11", "26.05"])
 def test_v0_0_42_dumps_read(release: str) -> None:
     body = (CAPTURED / "releases" / release / "slurmrestd-v0.0.42-jobs-changed.json").read_bytes()
-    read = restjobs.read(body, user="slurmuser")
+    read = restjobs.read(body, uid=1001)  # slurmuser, who made the captured jobs
     assert read.states
     for state in read.states:
         assert state.status is JobStatus.PENDING
@@ -142,7 +155,7 @@ def test_an_array_tasks_filled_default_output_is_slurms_default() -> None:
         "standard_output": f"{work}/slurm-43.out",
         "standard_error": f"{work}/slurm-43.out",
     }
-    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), user="slurmuser").states
+    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), uid=1001).states
     assert (state.job_id, state.std_out, state.std_err) == (
         40,
         f"{work}/slurm-40_3.out",
@@ -160,5 +173,5 @@ def test_the_reason_is_the_jobs_own_description_where_it_has_one() -> None:
         "state_reason": "RaisedSignal",
         "state_description": "RaisedSignal:9(Killed)",
     }
-    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), user="slurmuser").states
+    [state] = restjobs.read(json.dumps({"jobs": [record]}).encode(), uid=1001).states
     assert state.reason == "RaisedSignal:9(Killed)"

@@ -8,15 +8,16 @@ every squeue two.
 
 from __future__ import annotations
 
+import json
 import os
-import pwd
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
 
 from tests.unit.redbox.test_restclient import Answer, Server, Start, http, serve  # noqa: F401
-from tests.unit.redbox.test_restjobs import CAPTURED, USER
-from wlmvk.core.jobs import JobId
+from tests.unit.redbox.test_restjobs import CAPTURED, UID, USER
+from wlmvk.core.jobs import JobId, JobStatus
 from wlmvk.redbox.slurm import restapi
 from wlmvk.redbox.slurm.restapi import RestSlurm
 from wlmvk.redbox.slurm.restd import Restd
@@ -116,11 +117,86 @@ async def test_a_dump_too_large_is_read_once_then_squeue_for_a_while(
 
 
 async def test_without_a_user_the_jobs_read_are_red_boxs_own(serve: Start) -> None:  # noqa: F811
-    own = pwd.getpwuid(os.geteuid()).pw_name
-    dump = DUMP.replace(f'"user_name": "{USER}"', f'"user_name": "{own}"')
+    dump = DUMP.replace('"user_id": 1000', f'"user_id": {os.geteuid()}')
     _, path = await serve(lambda _: http(200, dump))
     restd = Restd(version="v0.0.38")
     restd.client = Client(path)
     slurm = RestSlurm(SqueueRunner(), restd=restd)  # type: ignore[arg-type]
     assert sorted(s.job_id for s in await slurm.queue(IDS)) == sorted(IDS)
     restd.client.close()
+
+
+HOST_CLOCK = time.time
+"""slurmctld's clock, kept from before a test moves red-box's (``time.time``, patched)."""
+
+
+class Slurmctld:
+    """slurmrestd answering ``GET /jobs?update_time=T`` as slurmctld decides, by its own clock:
+    304 while ``T - 1 >= last job change`` (``_slurm_rpc_dump_jobs``), else the dump."""
+
+    def __init__(self, dump: str) -> None:
+        self.dump = dump
+        self.changed = int(HOST_CLOCK()) - 100
+        self.asked: list[int] = []
+
+    def __call__(self, request: bytes) -> bytes:
+        head = request.split(b"\r\n", 1)[0].decode()
+        if "update_time=" in head:
+            since = int(head.split("update_time=", 1)[1].split()[0])
+            self.asked.append(since)
+            if since - 1 >= self.changed:
+                return NOT_MODIFIED
+        return http(200, self.dump)
+
+    def change(self, dump: str) -> None:
+        self.dump = dump
+        self.changed = int(HOST_CLOCK())
+
+
+@pytest.mark.parametrize("skew", [-30, 0, 2, 30, 59])
+async def test_a_change_is_seen_whatever_red_boxs_clock_says(
+    serve: Start,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    skew: int,
+) -> None:
+    """Before: update_time was red-box's own second, and a red-box 2 s or more ahead of slurmctld
+    was told 'no change' for a job that had ended (a 304 stub that ignores update_time cannot
+    tell). CLOCK_MARGIN (60 s) is the skew ahead a v0.0.38 dump, without slurmctld's second, bears."""
+    ctld = Slurmctld(DUMP)
+    _, path = await serve(ctld)
+    restd = Restd(version="v0.0.38")
+    restd.client = Client(path)
+    slurm = RestSlurm(SqueueRunner(), restd=restd, user=str(UID))  # type: ignore[arg-type]
+    monkeypatch.setattr(restapi.time, "time", lambda: HOST_CLOCK() + skew)
+    try:
+        [running] = await slurm.queue([JobId(161613)])
+        assert running.status is JobStatus.RUNNING
+        ctld.change(DUMP.replace('"job_state": "RUNNING"', '"job_state": "COMPLETED"', 1))
+        [ended] = await slurm.queue([JobId(161613)])
+        assert ended.status is JobStatus.COMPLETED
+        [kept] = await slurm.queue([JobId(161613)])  # nothing changed since
+        assert kept.status is JobStatus.COMPLETED
+    finally:
+        restd.client.close()
+
+
+async def test_a_dump_with_slurmctlds_second_is_asked_again_by_that_second(
+    serve: Start,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """v0.0.42 dumps carry ``last_update``, slurmctld's second: the next look sends it, whatever
+    red-box's clock says (here 1000 s ahead)."""
+    dump = json.loads(DUMP)
+    dump["last_update"] = {"set": True, "infinite": False, "number": 1796500000}
+    ctld = Slurmctld(json.dumps(dump))
+    _, path = await serve(ctld)
+    restd = Restd(version="v0.0.38")
+    restd.client = Client(path)
+    slurm = RestSlurm(SqueueRunner(), restd=restd, user=str(UID))  # type: ignore[arg-type]
+    monkeypatch.setattr(restapi.time, "time", lambda: HOST_CLOCK() + 1000)
+    try:
+        await slurm.queue(IDS)
+        await slurm.queue(IDS)
+        assert ctld.asked == [1796500000]
+    finally:
+        restd.client.close()

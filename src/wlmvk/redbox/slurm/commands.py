@@ -29,8 +29,19 @@ import structlog
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
-from wlmvk.redbox.slurm import overlap, partitions, records, releases, rows, sacct, slices, squeue, stats
-from wlmvk.redbox.slurm.runner import Completed, Runner
+from wlmvk.redbox.slurm import (
+    overlap,
+    partitions,
+    records,
+    releases,
+    rows,
+    sacct,
+    slices,
+    squeue,
+    stats,
+    verdicts,
+)
+from wlmvk.redbox.slurm.runner import Completed, NoAnswer, Runner
 
 _log = structlog.get_logger(__name__)
 
@@ -107,17 +118,28 @@ class Slurm:
         self._nodes: tuple[str, float, list[partitions.NodeRecord]] | None = None
         self._detecting = asyncio.Lock()
         self._detected: tuple[str, releases.Release] | None = None
+        self._message_timeout: float | None = None
 
     async def submit(
         self, script: bytes, options: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> JobId:
-        """``sbatch --parsable OPTIONS`` with the script on stdin -> the new job id."""
-        done = await self.runner.run(["sbatch", "--parsable", *options], stdin=script, env=env)
+        """``sbatch --parsable OPTIONS`` with the script on stdin -> the new job id.
+
+        A failure that may mean Slurm has the job (``verdicts.sbatch_failure``; sbatch killed at
+        its timeout; an answer that does not read) raises ``verdicts.MaybeMade``.
+        """
+        try:
+            done = await self.runner.run(["sbatch", "--parsable", *options], stdin=script, env=env)
+        except NoAnswer as exc:
+            raise verdicts.MaybeMade(exc.message, since=time.monotonic()) from exc
         if not done.ok:
+            if verdicts.sbatch_failure(done.stderr + done.stdout) is verdicts.Verdict.LOOK_UP:
+                raise verdicts.MaybeMade(done.message(), since=time.monotonic())
             raise classify(done)
         text = done.stdout.strip().split(";", 1)[0]
         if not text.isdigit():
-            raise Unavailable(f"sbatch: unexpected answer {done.stdout.strip()!r}")
+            why = f"sbatch: unexpected answer {done.stdout.strip()!r}"
+            raise verdicts.MaybeMade(why, since=time.monotonic())
         return JobId(int(text))
 
     async def cancel(self, job_id: JobId) -> None:
@@ -326,6 +348,16 @@ class Slurm:
                 _log.info("slurm release detected", release=str(release))
             return self._detected
 
+    async def message_timeout(self) -> float:
+        """Slurm's MessageTimeout in seconds (``scontrol show config``), read once it answers."""
+        if self._message_timeout is None:
+            done = await self.runner.run(["scontrol", "show", "config"])
+            if not done.ok:
+                raise classify(done)
+            self._message_timeout = verdicts.message_timeout(done.stdout)
+            _log.info("slurm message timeout read", seconds=self._message_timeout)
+        return self._message_timeout
+
     async def cluster_name(self) -> str:
         done = await self.runner.run(["scontrol", "show", "config"])
         if not done.ok:
@@ -338,6 +370,16 @@ def _read(read: rows.Rows, command: str) -> list[JobState]:
     for text in read.skipped:
         _log.warning("unreadable job row skipped", command=command, row=text[:500])
     return read.states + read.unreadable()
+
+
+def user_id(user: str) -> int:
+    """The uid of the user given by name or uid (what squeue's ``-u`` and a dump's ``user_id`` name)."""
+    if user.isdigit():
+        return int(user)
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError as exc:
+        raise InvalidInput(f"no such user: {user!r}") from exc
 
 
 def user_name(user: str) -> str:

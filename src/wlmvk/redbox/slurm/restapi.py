@@ -11,19 +11,21 @@ squeue reads them. squeue stays the reading wherever that one cannot be exact,
 and where the dump is too large to pay for every tick (``DUMP_MAX_JOBS``).
 Accounting and the rest stay on the CLI.
 
-The CLI is used for a job when:
+What an answer means is ``verdicts``' rule. The CLI is used for a job at once
+only when the answer certainly means "not made":
 
 - slurmrestd is not serving (starting, restarting), or no connection to it
   could be made: nothing was sent, so sbatch cannot make a second job;
 - ``restfields`` cannot express one of the job's options (``CliOnly``);
-- slurmrestd refused the job: sbatch decides with its own words, so both
-  paths refuse (or accept) a job the same way (a refused cancel: scancel).
+- slurmrestd or slurmctld refused the job: sbatch decides with its own words,
+  so both paths refuse (or accept) a job the same way (a refused cancel: scancel).
 
-A request that got no answer (slurmrestd died or hung mid-request) may have
-made the job. That slurmrestd is ended first (so it cannot act on it
-later), then the job is looked for under its idempotency key in squeue; only
-when it is not there does sbatch submit it. A job without a key cannot be
-looked for: that answers UNAVAILABLE, as a hung sbatch does.
+An answer that may mean "Slurm has it" (no answer: slurmrestd died or hung
+mid-request; error 5004 or another communication error; a body that does
+not decode) raises ``verdicts.MaybeMade``: a slurmrestd that gave no answer is
+ended first (so it cannot act on the request later), and ``jobs`` looks the
+key up, after the bound, before any other submission. Each fallback to sbatch
+is logged ("submitting through sbatch", with the reason).
 """
 
 from __future__ import annotations
@@ -35,13 +37,12 @@ from collections.abc import Mapping, Sequence
 
 import structlog
 
-from wlmvk.core import sbatch
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.redbox.slurm import restfields, restjobs
-from wlmvk.redbox.slurm.commands import Slurm, user_name
+from wlmvk.redbox.slurm import restfields, restjobs, verdicts
+from wlmvk.redbox.slurm.commands import Slurm, user_id
 from wlmvk.redbox.slurm.restd import Restd
-from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
+from wlmvk.redbox.slurm.resthttp import Lost, NotSent, Response
 from wlmvk.redbox.slurm.runner import Runner
 
 _log = structlog.get_logger(__name__)
@@ -65,6 +66,12 @@ DUMP_MAX_JOBS = 2000
 on the captured 22.05 records at 1,000 jobs), where squeue costs about 10 ms whatever the
 cluster holds: at 2,000 jobs a changed tick costs about 0.7 s of CPU, a seventh of a core at
 the kubelet's 5 s, which is where one RPC saved stops paying."""
+
+CLOCK_MARGIN = 60
+"""Seconds a kept reading's second is put back when slurmctld's own is not known (a v0.0.38 dump
+carries none; squeue): slurmctld answers "no change since T" by its own clock, so a red-box up to
+this far ahead of it still sees every change, and one behind only reads a whole dump more often.
+v0.0.42 dumps carry slurmctld's second (``last_update``): the next look sends that one."""
 
 REMEMBERED = 4
 """squeue answers kept for the conditional look (the kubelet's tick asks one job list)."""
@@ -90,7 +97,7 @@ class RestSlurm(Slurm):
         # the last of every job of the user (a dump, or squeue without a list).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
         self._every: tuple[int, list[JobState]] | None = None
-        self._user = user_name(self.user)
+        self._uid = user_id(self.user)
         self._pause = 0.0
         self._look_after = 0.0
 
@@ -114,11 +121,16 @@ class RestSlurm(Slurm):
         except NotSent as exc:
             return await self._by_cli(script, options, env, why=str(exc))
         except Lost as exc:
-            return await self._recover(client, script, options, env, lost=str(exc))
-        job_id, refusal = _submitted(answer)
-        if job_id is None:
-            return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {refusal}")
-        return job_id
+            # It cannot act on the request later once it is gone: end it, then the rule applies.
+            await self.restd.recycle(client)
+            raise verdicts.MaybeMade(f"{exc} (slurmrestd ended)", since=time.monotonic()) from exc
+        job_id, codes, why = _submitted(answer)
+        verdict = verdicts.rest_answer(job_id, codes)
+        if verdict is verdicts.Verdict.FINAL:
+            return JobId(job_id)
+        if verdict is verdicts.Verdict.LOOK_UP:
+            raise verdicts.MaybeMade(f"slurmrestd: {why}", since=time.monotonic())
+        return await self._by_cli(script, options, env, why=f"slurmrestd refused it: {why}")
 
     def _environment(self, version: str) -> restfields.Environment:
         encoded = self._encoded.get(version)
@@ -130,8 +142,9 @@ class RestSlurm(Slurm):
         """The jobs' states from one RPC: a kept reading when no job changed, else the dump itself.
 
         ``GET /jobs?update_time=T`` answers "no change" when slurmctld's last job update is
-        older than the second before T (``_slurm_rpc_dump_jobs``), T being the second the
-        kept reading started in: a change within that second counts as one. Any change
+        older than the second before T (``_slurm_rpc_dump_jobs``), by slurmctld's clock: T is
+        the second the kept dump was made in by that clock (v0.0.42's ``last_update``), else
+        the second the kept reading started in by red-box's, less CLOCK_MARGIN. Any change
         answers with every job of the cluster, which ``restjobs`` reads as squeue would. squeue
         (two RPCs) is read instead while slurmrestd is not serving, when the answer is not a
         dump that reads exactly, and for a while after a dump of more than DUMP_MAX_JOBS.
@@ -141,7 +154,7 @@ class RestSlurm(Slurm):
         if client is None or time.monotonic() < self._look_after:
             return await self._squeue(key)
         kept = self._kept(key)
-        started = int(time.time())
+        started = int(time.time()) - CLOCK_MARGIN
         query = "" if kept is None else f"?update_time={kept[0]}"
         try:
             answer = await client.request("GET", f"/slurm/{self.restd.version}/jobs{query}")
@@ -153,10 +166,11 @@ class RestSlurm(Slurm):
         if answer.status != 200:
             return await self._squeue(key, why=f"slurmrestd answered HTTP {answer.status}")
         try:
-            dump = restjobs.read(answer.body, user=self._user)
+            dump = restjobs.read(answer.body, uid=self._uid)
         except restjobs.Inexact as exc:
             return await self._squeue(key, why=f"the dump does not read as squeue: {exc}")
-        self._every = (started, dump.states)
+        # slurmctld's own second where the dump carries it: "no change since" is asked by its clock.
+        self._every = (dump.last_update or started, dump.states)
         _log.debug("states read from the dump", jobs=len(dump.states), total=dump.total)
         if dump.total > DUMP_MAX_JOBS:
             self._pause_looks(f"the dump held {dump.total} jobs (more than {DUMP_MAX_JOBS})")
@@ -180,7 +194,7 @@ class RestSlurm(Slurm):
     async def _squeue(self, key: tuple[JobId, ...] | None, *, why: str = "") -> list[JobState]:
         if why:
             self._pause_looks(why)
-        started = int(time.time())
+        started = int(time.time()) - CLOCK_MARGIN
         states = await super().queue(key)
         if key is None:
             self._every = (started, states)
@@ -210,27 +224,8 @@ class RestSlurm(Slurm):
     async def _by_cli(
         self, script: bytes, options: Sequence[str], env: Mapping[str, str] | None, *, why: str
     ) -> JobId:
-        _log.debug("submitting through sbatch", reason=why)
+        _log.info("submitting through sbatch", reason=why)
         return await super().submit(script, options, env=env)
-
-    async def _recover(
-        self,
-        client: Client,
-        script: bytes,
-        options: Sequence[str],
-        env: Mapping[str, str] | None,
-        *,
-        lost: str,
-    ) -> JobId:
-        await self.restd.recycle(client)
-        key = _key(options)
-        if not key:
-            raise Unavailable(f"{lost}; the job may exist and has no key to look it up by")
-        for state in await super().queue():  # squeue itself: a kept answer predates the request
-            if state.idempotency_key == key:
-                _log.warning("job found by key after slurmrestd went away", job_id=state.job_id, key=key)
-                return state.job_id
-        return await self._by_cli(script, options, env, why=f"{lost}; not in squeue under key {key}")
 
 
 UNCHANGED_MAX = 4096
@@ -264,18 +259,20 @@ def unchanged(answer: Response) -> bool:
     return body.get("jobs") == [] and number == 0
 
 
-def _submitted(answer: Response) -> tuple[JobId | None, str]:
-    """The job id slurmrestd answered (a held job's 2042 included), else why it refused."""
+def _submitted(answer: Response) -> tuple[int, list[int] | None, str]:
+    """slurmrestd's answer to a submission: its job id (0: none), its error codes (None: the body
+    does not decode as an answer), and what it says, for a log line."""
     try:
         body = json.loads(answer.body)
-    except ValueError:
-        return None, f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}"
-    job_id = body.get("job_id") if isinstance(body, dict) else None
+        errors = body.get("errors") or []
+        codes = [int(error.get("error_code") or error.get("error_number") or 0) for error in errors]
+    except (ValueError, AttributeError, TypeError):
+        return 0, None, f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}"
+    job_id = body.get("job_id")
     if isinstance(job_id, int) and job_id > 0:
-        # A job id is a job, whatever else the answer says (2042: it is held): never submit again.
-        return JobId(job_id), ""
+        return job_id, codes, ""
     code, text = _first_error(answer)
-    return None, f"HTTP {answer.status}, error {code}: {text}"
+    return 0, codes, f"HTTP {answer.status}, error {code}: {text}"
 
 
 def _first_error(answer: Response) -> tuple[int, str]:
@@ -288,10 +285,3 @@ def _first_error(answer: Response) -> tuple[int, str]:
     first = errors[0]
     # Submission answers name the code error_code, cancel answers error_number.
     return int(first.get("error_code") or first.get("error_number") or 0), str(first.get("error", ""))
-
-
-def _key(options: Sequence[str]) -> str:
-    for option in options:
-        if option.startswith("--comment="):
-            return sbatch.comment_key(option.removeprefix("--comment="))
-    return ""

@@ -44,6 +44,20 @@ RESTART_MAX = 30.0
 """Back-off between starts that fail (slurmrestd exits or never accepts a connection), doubled
 while they keep failing; one that served is started again at once."""
 
+LIVENESS_PERIOD = 2.0
+"""Seconds between liveness looks at a serving slurmrestd."""
+
+LIVENESS_TIMEOUT = 15.0
+"""Seconds without any answer, a look's included, after which a slurmrestd is hung and replaced.
+Its workers wait on slurmctld up to MessageTimeout per request (a stopped slurmctld: each then
+answers 5004), so this is longer than Slurm's default MessageTimeout (10 s); red-box sets it to
+the cluster's MessageTimeout + LIVENESS_SLACK once read."""
+
+LIVENESS_SLACK = 5.0
+
+LIVENESS_TARGET = "/wlmvk/liveness"
+"""A path no plugin serves: slurmrestd answers 404 itself, without asking slurmctld."""
+
 _TAIL = 4096
 
 
@@ -87,6 +101,7 @@ class Restd:
         self.binary = binary
         self.connections = connections
         self.timeout = timeout
+        self.liveness_timeout = LIVENESS_TIMEOUT
         self.client: Client | None = None
         self._directory = Path(tempfile.mkdtemp(prefix="wlmvk-restd-"))  # mode 0700
         self.socket = str(self._directory / "slurmrestd.sock")
@@ -159,6 +174,7 @@ class Restd:
         tail = bytearray()
         drain = asyncio.ensure_future(_keep_tail(proc, tail))
         served = False
+        watch: asyncio.Future[None] | None = None
         try:
             if await self._accepting(proc):
                 served = True
@@ -166,8 +182,11 @@ class Restd:
                 self._process_of[self.client] = proc
                 self._up.set()
                 _log.info("slurmrestd serving", pid=proc.pid, version=self.version, socket=self.socket)
+                watch = asyncio.ensure_future(self._watch(proc, self.client))
             code = await proc.wait()
         finally:
+            if watch is not None:
+                watch.cancel()
             self._down()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -179,6 +198,23 @@ class Restd:
             "slurmrestd exited", pid=proc.pid, code=code, printed=tail.decode(errors="replace")[-1000:]
         )
         return served
+
+    async def _watch(self, proc: asyncio.subprocess.Process, client: Client) -> None:
+        """Replace a hung slurmrestd: stopped (SIGSTOP, seen in /proc at once), or no answer to a
+        look, nor to any request, within ``liveness_timeout``. Requests it held are then Lost."""
+        while proc.returncode is None:
+            await asyncio.sleep(LIVENESS_PERIOD)
+            if stopped(proc.pid):
+                why = "stopped (a signal)"
+            else:
+                started = time.monotonic()
+                if await client.look(LIVENESS_TARGET, self.liveness_timeout) or client.answered_at > started:
+                    continue
+                why = f"no answer within {self.liveness_timeout:g} s"
+            _log.warning("slurmrestd hung: replaced", pid=proc.pid, reason=why)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            return
 
     async def _accepting(self, proc: asyncio.subprocess.Process) -> bool:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -212,6 +248,15 @@ class Restd:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state T or t in /proc/PID/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 : stat.rindex(")") + 3] in ("T", "t")
 
 
 async def _keep_tail(proc: asyncio.subprocess.Process, tail: bytearray) -> None:

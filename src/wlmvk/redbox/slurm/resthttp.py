@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 
 
@@ -37,36 +38,70 @@ _Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 class Client:
-    """Requests to the slurmrestd listening on ``path``, at most ``connections`` at once."""
+    """Requests to the slurmrestd listening on ``path``, at most ``connections`` at once.
+
+    Every wait is bounded by ``timeout``: a free slot (``NotSent`` when none frees), the
+    connection (``NotSent``), the answer (``Lost``).
+    """
 
     def __init__(self, path: str, *, connections: int = 8, timeout: float = 30.0) -> None:
         self.path = path
         self.timeout = timeout
+        self.answered_at = time.monotonic()
+        """When slurmrestd last gave a whole answer (monotonic): the liveness look reads it."""
         self._gate = asyncio.Semaphore(connections)
         self._idle: list[_Connection] = []
 
     async def request(self, method: str, target: str, body: bytes | None = None) -> Response:
-        async with self._gate:
-            connection = self._idle.pop() if self._idle else await self._connect()
-            try:
-                response = await asyncio.wait_for(
-                    self._exchange(connection, method, target, body), self.timeout
-                )
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
-                _close(connection)
-                raise Lost(f"slurmrestd: {method} {target}: no answer ({exc or type(exc).__name__})") from exc
-            except BaseException:
-                _close(connection)
-                raise
-            if response.status < 400 and not response.closing:
-                self._idle.append(connection)
-            else:
-                _close(connection)  # slurmrestd closes a connection after an error answer
-            return response
+        try:
+            await asyncio.wait_for(self._gate.acquire(), self.timeout)
+        except TimeoutError as exc:
+            raise NotSent(
+                f"slurmrestd: {method} {target}: no connection free within {self.timeout:g} s"
+            ) from exc
+        try:
+            return await self._request(method, target, body)
+        finally:
+            self._gate.release()
+
+    async def _request(self, method: str, target: str, body: bytes | None) -> Response:
+        connection = self._idle.pop() if self._idle else await self._connect()
+        try:
+            response = await asyncio.wait_for(self._exchange(connection, method, target, body), self.timeout)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
+            _close(connection)
+            raise Lost(f"slurmrestd: {method} {target}: no answer ({exc or type(exc).__name__})") from exc
+        except BaseException:
+            _close(connection)
+            raise
+        self.answered_at = time.monotonic()
+        if response.status < 400 and not response.closing:
+            self._idle.append(connection)
+        else:
+            _close(connection)  # slurmrestd closes a connection after an error answer
+        return response
+
+    async def look(self, target: str, timeout: float) -> bool:
+        """Whether slurmrestd answers ``GET target`` within ``timeout``, on a connection of its own
+        (outside the slots: a look must not wait behind the requests it checks on)."""
+        try:
+            connection = await asyncio.wait_for(self._connect(), timeout)
+        except (NotSent, TimeoutError):
+            return False
+        try:
+            await asyncio.wait_for(self._exchange(connection, "GET", target, None), timeout)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
+            return False
+        finally:
+            _close(connection)
+        self.answered_at = time.monotonic()
+        return True
 
     async def _connect(self) -> _Connection:
         try:
-            return await asyncio.open_unix_connection(self.path)
+            return await asyncio.wait_for(asyncio.open_unix_connection(self.path), self.timeout)
+        except TimeoutError as exc:
+            raise NotSent(f"slurmrestd at {self.path}: no connection within {self.timeout:g} s") from exc
         except OSError as exc:
             raise NotSent(f"slurmrestd at {self.path}: {exc.strerror or exc}") from exc
 

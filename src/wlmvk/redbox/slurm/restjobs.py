@@ -39,6 +39,8 @@ class Dump:
 
     states: list[JobState]
     total: int
+    last_update: int | None = None
+    """slurmctld's own second the dump was made in (v0.0.42; v0.0.38 does not carry it)."""
 
 
 # What squeue prints for a job state with flags (Slurm's job_state_string): the first flag
@@ -77,11 +79,13 @@ _BASE_STATES = frozenset(
 )
 
 
-def read(body: bytes, *, user: str, job_ids: Collection[JobId] | None = None) -> Dump:
-    """A ``GET /jobs`` answer -> the states of ``user``'s jobs (of ``job_ids`` only, when given).
+def read(body: bytes, *, uid: int, job_ids: Collection[JobId] | None = None) -> Dump:
+    """A ``GET /jobs`` answer -> the states of the jobs of user ``uid`` (of ``job_ids`` only, when given).
 
-    Raises ``Inexact`` when the answer is not a readable dump or a job of ``user`` in it
-    does not read as squeue's row would.
+    Jobs are chosen by ``user_id`` (both versions carry it), as squeue's ``-u`` does: a user
+    renamed, or a name that reads differently on this host, picks neither fewer nor other jobs.
+    Raises ``Inexact`` when the answer is not a readable dump or a job of ``uid`` in it does not
+    read as squeue's row would.
     """
     try:
         document = json.loads(body)
@@ -93,11 +97,18 @@ def read(body: bytes, *, user: str, job_ids: Collection[JobId] | None = None) ->
     wanted = None if job_ids is None else frozenset(int(i) for i in job_ids)
     groups: dict[JobId, list[tuple[tuple[str, str, int], arrays.Task]]] = {}
     for record in jobs:
-        if not isinstance(record, dict) or not isinstance(record.get("user_name"), str):
-            raise Inexact("a job record is not an object with a user name")
-        if record["user_name"] != user:
+        try:
+            owner = number(record["user_id"])
+        except (TypeError, KeyError, ValueError):
+            owner = None
+        if owner is None:
+            raise Inexact("a job record is not an object with a user id")
+        if owner != uid:
             continue
         try:
+            user = record["user_name"]
+            if not isinstance(user, str):
+                raise TypeError(f"user name {user!r}")
             row_id = row_job_id(record)
             job_id = JobId(values.leading_id(row_id))
             if wanted is not None and job_id not in wanted:
@@ -107,7 +118,12 @@ def read(body: bytes, *, user: str, job_ids: Collection[JobId] | None = None) ->
         except (ValueError, TypeError, KeyError) as exc:
             raise Inexact(f"job {record.get('job_id')}: {exc}") from exc
         groups.setdefault(job_id, []).append((order, arrays.task(state, row_id)))
-    return Dump([arrays.combine(_in_squeue_order(tasks)) for tasks in groups.values()], len(jobs))
+    states = [arrays.combine(_in_squeue_order(tasks)) for tasks in groups.values()]
+    try:
+        last_update = number(document.get("last_update"))
+    except ValueError:
+        last_update = None  # not slurmctld's second: the caller's margin applies
+    return Dump(states, len(jobs), last_update or None)
 
 
 def _in_squeue_order(tasks: list[tuple[tuple[str, str, int], arrays.Task]]) -> list[arrays.Task]:

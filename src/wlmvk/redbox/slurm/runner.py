@@ -26,6 +26,10 @@ from wlmvk.redbox.slurm import spawning
 _log = structlog.get_logger(__name__)
 
 
+class NoAnswer(Unavailable):
+    """The command was killed at its timeout: what it asked of Slurm may have been done."""
+
+
 @dataclass(frozen=True)
 class Completed:
     """A finished command: its argv, exit status and decoded output."""
@@ -85,7 +89,7 @@ class Runner:
             raise Unavailable(f"{argv[0]}: command not found (is Slurm installed?)") from exc
         except TimeoutError as exc:  # an OSError too: caught first
             _log.warning("slurm command timed out", argv=list(argv), timeout=limit)
-            raise Unavailable(f"{argv[0]}: no answer from Slurm within {limit:g} s (killed)") from exc
+            raise NoAnswer(f"{argv[0]}: no answer from Slurm within {limit:g} s (killed)") from exc
         except OSError as exc:
             raise Unavailable(f"{argv[0]}: {exc}") from exc
         done = Completed(
