@@ -1,0 +1,34 @@
+"""A partition's GPUs per GRES type and in use, read from real ``scontrol -d -o show node`` output.
+
+Captured from slurm-local 22.05 with ``WLMVK_SLURM_GPUS=tesla:2,1g.10gb:4`` while four jobs ran
+(``--gres=gpu:1``, ``gpu:tesla:1``, ``gpu:1g.10gb:2``, ``gpu:1g.10gb:1``): Slurm said
+``GresUsed=gpu:tesla:2(IDX:0-1),gpu:1g.10gb:3(IDX:2-4)``.
+"""
+
+from __future__ import annotations
+
+from tests.unit.redbox.test_parsing import captured
+from wlmvk.core.jobs import GpuKind
+from wlmvk.redbox.slurm import partitions
+
+
+def test_a_nodes_gpus_per_type_and_in_use() -> None:
+    (node,) = partitions.node_records(captured("scontrol_nodes_gres_used.txt"))
+    assert node.gpu_kinds == (("tesla", 2), ("1g.10gb", 4))
+    assert node.gpus_used == (("tesla", 2), ("1g.10gb", 3))
+    assert node.gpus == 6
+
+
+def test_each_partition_of_the_node_reports_its_gpu_kinds() -> None:
+    nodes = partitions.node_records(captured("scontrol_nodes_gres_used.txt"))
+    parts = {p.name: p for p in partitions.partition_records(captured("scontrol_partitions.txt"), nodes)}
+    assert parts["gpu"].gpu_kinds == (GpuKind("tesla", 2, 2, 2), GpuKind("1g.10gb", 4, 4, 3))
+    assert parts["gpu"].gpu_per_node == 6
+    assert {p.gpu_kinds for p in parts.values()} == {parts["gpu"].gpu_kinds}
+
+
+def test_without_gres_used_nothing_is_in_use() -> None:
+    """``scontrol -o show node`` without ``-d``: no GresUsed, so nothing is said to be in use."""
+    nodes = partitions.node_records(captured("scontrol_nodes.txt"))
+    parts = partitions.partition_records(captured("scontrol_partitions.txt"), nodes)
+    assert {p.gpu_kinds for p in parts} == {(GpuKind("", 2, 2, 0),)}
