@@ -161,6 +161,9 @@ async def test_a_gpu_pods_job_sees_the_gpus_it_asked_for(
     assert cuda <= among
 
 
+@pytest.mark.kube_any(
+    subject="scheduling: GPU extended resources placed against a virtual node's allocatable"
+)
 async def test_four_one_slice_pods_run_at_once_beside_a_plain_job_and_allocatable_falls(
     gpu_stack: Stack, typed_slurm: dict[str, str]
 ) -> None:
