@@ -1,7 +1,8 @@
 """GPU pods on a real Slurm with typed and MIG-like GRES: what a job gets, what a node advertises.
 
 The suite's shared Slurm has two untyped GPUs; these tests start a Slurm of their own
-(``scripts/slurm-local`` in another base, on other ports, without accounting) whose node has
+(``scripts/slurm-local`` in another base, on other ports, without accounting, one per pytest
+worker) whose node has
 ``Gres=gpu:tesla:2,gpu:1g.10gb:6``: character devices that are not GPUs, as slurmd accepts
 (``WLMVK_SLURM_GPUS``). red-box runs as the job owner with that Slurm's ``SLURM_CONF``; the
 kubelet runs in-process on the in-memory API server, whose scheduler counts extended
@@ -34,8 +35,12 @@ from wlmvk_dev import localslurm
 GPUS = "tesla:2,1g.10gb:6"
 TESLA = {0, 1}
 SLICES = set(range(2, 8))
-BASE = Path(os.environ.get("WLMVK_GPU_SLURM_BASE", "/var/tmp/wlmvk-gpu-slurm"))
-PORT = int(os.environ.get("WLMVK_GPU_SLURM_PORT", "6947"))
+# The in-memory plane's tests and the real plane's run in two worker groups, maybe at once:
+# each worker its own Slurm (base and three ports apart).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+_NTH = int(_WORKER[2:]) if _WORKER[2:].isdigit() else 0
+BASE = Path(f"{os.environ.get('WLMVK_GPU_SLURM_BASE', '/var/tmp/wlmvk-gpu-slurm')}-{_WORKER}")
+PORT = int(os.environ.get("WLMVK_GPU_SLURM_PORT", "6947")) + 3 * _NTH
 NODE = "slurm-test-gpu"
 SHOW = 'echo "gpus=$SLURM_JOB_GPUS cuda=$CUDA_VISIBLE_DEVICES"'
 
