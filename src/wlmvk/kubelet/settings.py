@@ -7,7 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from wlmvk.core import names
+from wlmvk.core import gpus, names
 from wlmvk.kubelet.api.auth import gate
 from wlmvk.kubelet.node import addresses
 
@@ -224,5 +224,9 @@ def _gpu_names(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple
         resource, _, kind = item.partition("=")
         if not resource.strip() or "/" not in resource or not kind.strip() or ":" in kind:
             parser.error(f"--gpu-name wants RESOURCE=TYPE (nvidia.com/a100=a100), not {item!r}")
+        if resource.strip() == gpus.ANY:
+            parser.error(
+                f"--gpu-name: {gpus.ANY} asks for any GPU; name a resource of one type, not {item!r}"
+            )
         out.append((resource.strip(), kind.strip()))
     return tuple(out)
