@@ -95,7 +95,7 @@ class NodeController:
         context: nodes.NodeContext,
         reachability: Reachability,
         timings: NodeTimings,
-        held: Callable[[str], Mapping[str, int]] = lambda node: {},
+        held: Callable[[], Mapping[str, Mapping[str, int]]] = dict,
     ) -> None:
         self._client = client
         self._held = held
@@ -152,7 +152,7 @@ class NodeController:
 
     async def discover(self) -> None:
         # Before Slurm is asked: a job that starts meanwhile counts as in use by others, never twice.
-        held = {name: dict(self._held(name)) for name in self._nodes}
+        held = {name: dict(gpus) for name, gpus in self._held().items()}
         try:
             partitions = await self._backend.partitions()
             found = await asyncio.gather(*(self._backend.resources(p) for p in partitions))

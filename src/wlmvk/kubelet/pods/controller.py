@@ -133,18 +133,19 @@ class PodController:
         uid = self._by_name.get((namespace, name))
         return self._records.get(uid) if uid else None
 
-    def gpus_held(self, node: str) -> dict[str, int]:
-        """GPUs per extended resource that the pods of ``node`` whose jobs Slurm runs hold now."""
-        out: dict[str, int] = {}
+    def gpus_held(self) -> dict[str, dict[str, int]]:
+        """GPUs per node and extended resource that pods hold whose jobs Slurm runs now."""
+        out: dict[str, dict[str, int]] = {}
         for record in self._records.values():
-            if record.node != node or record.state is None or record.state.status not in _HOLDING:
+            if record.state is None or record.state.status not in _HOLDING:
                 continue
             try:
                 asked = translate.gpu_request(record.pod, self._settings.gpu_names)
             except InvalidInput:
                 continue
             if asked is not None:
-                out[asked.resource] = out.get(asked.resource, 0) + asked.count
+                held = out.setdefault(record.node, {})
+                held[asked.resource] = held.get(asked.resource, 0) + asked.count
         return out
 
     def phases(self) -> dict[str, int]:
