@@ -8,7 +8,8 @@ worker) whose node has
 kubelet runs in-process on the in-memory API server, whose scheduler counts extended
 resources against allocatable as kube-scheduler does. Slurm numbers the node's GPUs in
 gres.conf's order: tesla 0-1, the slices 2-7; a job sees its indices in ``SLURM_JOB_GPUS`` and
-``CUDA_VISIBLE_DEVICES``.
+``CUDA_VISIBLE_DEVICES``. With ``WLMVK_SLURM_RELEASE`` (24.11, 26.05) they run on that release's
+box, which must be up with the same ``WLMVK_SLURM_GPUS``; they are not in the release subsets.
 """
 
 from __future__ import annotations
@@ -68,9 +69,19 @@ def _slurm_local(*args: str) -> None:
 
 @pytest.fixture(scope="module")
 def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
-    """The environment that points Slurm commands (and red-box) at this module's own Slurm."""
+    """The environment that points Slurm commands (and red-box) at this module's own Slurm.
+
+    With ``WLMVK_SLURM_RELEASE``, the release's box instead, started with ``WLMVK_SLURM_GPUS``
+    as here (``scripts/slurm-release up``): its red-box runs inside it.
+    """
     if slurm_release.RELEASE is not None:
-        prerequisites.missing("a Slurm of the test's own: the host's release only (see docs/resources.md)")
+        gres = run_slurm({}, "scontrol", "-o", "show", "node").split("Gres=", 1)[-1].split()[0]
+        if gres != "gpu:tesla:2,gpu:1g.10gb:6":
+            prerequisites.missing(
+                f"the {slurm_release.RELEASE} box up with WLMVK_SLURM_GPUS={GPUS} (its node has Gres={gres})"
+            )
+        yield {}
+        return
     if os.geteuid() != 0:
         prerequisites.missing("root, to start a Slurm of the test's own (scripts/slurm-local)")
     _slurm_local("up", "--no-accounting")
@@ -82,6 +93,8 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
 
 def run_slurm(env: dict[str, str], *argv: str, user: str | None = None) -> str:
     command = ["runuser", "-u", user, "--", *argv] if user else list(argv)
+    if slurm_release.RELEASE is not None:
+        command = slurm_release.exec_argv(slurm_release.RELEASE, *argv, user=user)
     done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -173,7 +186,8 @@ async def test_four_one_slice_pods_run_at_once_beside_a_plain_job_and_allocatabl
     gpu_stack: Stack, typed_slurm: dict[str, str]
 ) -> None:
     assert (await gpus_of(gpu_stack, "allocatable"))["nvidia.com/mig-1g.10gb"] == "6"
-    out = BASE / "jobs" / f"{unique('plain')}.out"
+    jobs = slurm_release.jobs_root(slurm_release.RELEASE) if slurm_release.RELEASE else BASE / "jobs"
+    out = jobs / f"{unique('plain')}.out"
     plain = run_slurm(
         typed_slurm,
         *("sbatch", "--parsable", "-p", "gpu", "--gres=gpu:1g.10gb:2", "-o", str(out)),
