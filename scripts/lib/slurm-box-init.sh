@@ -7,10 +7,10 @@
 # SIGTERM stops the daemons in reverse order by their pid files, then exits;
 # the kernel ends whatever is left in the namespace with it.
 #
-#   slurm-box-init S MODE HOST CLUSTER DB_PORT
+#   slurm-box-init S MODE HOST CLUSTER DB_PORT [GPU_DEVICES]
 set -uo pipefail
 
-S=$1 MODE=$2 HOST=$3 CLUSTER=$4 DB_PORT=$5
+S=$1 MODE=$2 HOST=$3 CLUSTER=$4 DB_PORT=$5 GPU_DEVICES=${6:-2}
 export SLURM_CONF=$S/etc/slurm.conf
 LOG=$S/log/init.log
 exec >>"$LOG" 2>&1
@@ -60,8 +60,10 @@ node_idle_or_resume() {
 say "starting ($MODE) as pid $$"
 mkdir -p "$S"/{state,spool,run,log,dev,munge}
 chown slurm:slurm "$S"/state "$S"/run "$S"/log
-[ -e "$S/dev/gpu0" ] || mknod -m 666 "$S/dev/gpu0" c 1 3
-[ -e "$S/dev/gpu1" ] || mknod -m 666 "$S/dev/gpu1" c 1 3
+# Fake GPUs (not GPUs: slurmd wants a File= for a gpu), as many as gres.conf names.
+for ((i = 0; i < GPU_DEVICES; i++)); do
+    [ -e "$S/dev/gpu$i" ] || mknod -m 666 "$S/dev/gpu$i" c 1 3
+done
 
 # munged, on the socket slurm.conf names, with the box's own key.
 if [ ! -f "$S/munge/munge.key" ]; then

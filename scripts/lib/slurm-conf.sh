@@ -29,6 +29,10 @@
 #   first_job_id  FirstJobId: boxes running side by side number their
 #                 jobs apart, so a job id (and a process titled with it,
 #                 "slurmstepd: [120.0]") names one Slurm's job only      [1]
+#   gpus          the node's GPUs: comma-separated [type:]count, each a
+#                 run of fake devices <base>/dev/gpuN (character devices
+#                 that are not GPUs: slurmd wants a File= for a gpu)
+#                 numbered on across the list, e.g. tesla:2,1g.10gb:4   [2]
 #
 # slurmdbd.conf is written only in accounting mode (and removed otherwise),
 # owned by slurm_user and mode 600 when run as root, as slurmdbd demands.
@@ -41,18 +45,27 @@ SLURM_CONF_DEFAULT_DBD_PORT=6919
 SLURM_CONF_DEFAULT_DB_PORT=3317
 SLURM_CONF_DEFAULT_CPUS=8
 
+# How many fake GPU devices (<base>/dev/gpuN) a gpus=... list needs.
+slurm_conf_gpu_devices() {
+    local item total=0
+    local -a items
+    IFS=, read -ra items <<< "${1:-2}"
+    for item in "${items[@]}"; do total=$((total + ${item##*:})); done
+    echo "$total"
+}
+
 slurm_conf_write() {
     local dir=${1:?slurm_conf_write: config directory missing}; shift
     local base='' mode=accounting host='' cluster=testcluster
     local ctld_port=$SLURM_CONF_DEFAULT_CTLD_PORT slurmd_port=$SLURM_CONF_DEFAULT_SLURMD_PORT
     local dbd_port=$SLURM_CONF_DEFAULT_DBD_PORT db_port=$SLURM_CONF_DEFAULT_DB_PORT
-    local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm first_job_id=1
+    local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm first_job_id=1 gpus=2
     local kv key value
     for kv in "$@"; do
         key=${kv%%=*}; value=${kv#*=}
         [ "$key" != "$kv" ] || { echo "slurm_conf_write: expected key=value, got '$kv'" >&2; return 2; }
         case $key in
-            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id)
+            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id|gpus)
                 printf -v "$key" '%s' "$value" ;;
             *) echo "slurm_conf_write: unknown key '$key'" >&2; return 2 ;;
         esac
@@ -61,6 +74,18 @@ slurm_conf_write() {
     case $mode in accounting|no-accounting) ;; *) echo "slurm_conf_write: mode is accounting or no-accounting, not '$mode'" >&2; return 2 ;; esac
     [ -n "$host" ] || host=$(hostname -s)
     [ -n "$munge_socket" ] || munge_socket=$base/munge/munged.socket
+
+    local node_gres='' gres_lines='' item type count first=0
+    local -a items
+    IFS=, read -ra items <<< "$gpus"
+    for item in "${items[@]}"; do
+        type='' count=$item
+        [ "${item#*:}" = "$item" ] || { type=${item%%:*}; count=${item##*:}; }
+        case $count in ''|*[!0-9]*) echo "slurm_conf_write: gpus wants [type:]count items, not '$item'" >&2; return 2 ;; esac
+        node_gres+="${node_gres:+,}gpu:${type:+$type:}$count"
+        gres_lines+="NodeName=$host Name=gpu${type:+ Type=$type} File=$base/dev/gpu[$first-$((first + count - 1))]"$'\n'
+        first=$((first + count))
+    done
 
     local storage
     if [ "$mode" = accounting ]; then
@@ -114,7 +139,7 @@ MailProg=/bin/true
 MaxJobCount=50000
 $storage
 JobCompType=jobcomp/none
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$memory Feature=avx2 Gres=gpu:2 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$memory Feature=avx2 Gres=$node_gres State=UNKNOWN
 # Partitions of different limits: a short default, a general "cpu" one (the
 # original README's examples target slurm-<cluster>-cpu), a long one with a
 # memory cap, a GPU one, and one without a time limit but one CPU per node.
@@ -125,7 +150,7 @@ PartitionName=gpu Nodes=$host MaxTime=02:00:00 State=UP
 PartitionName=unlimited Nodes=$host MaxTime=UNLIMITED MaxCPUsPerNode=1 State=UP
 CONF
     # gpu needs character devices as File= (a count alone is dropped by slurmd).
-    echo "NodeName=$host Name=gpu File=$base/dev/gpu[0-1]" > "$dir/gres.conf"
+    printf '%s' "$gres_lines" > "$dir/gres.conf"
     if [ "$mode" = accounting ]; then
         (umask 077; cat > "$dir/slurmdbd.conf" <<CONF
 # Written by wlmvk scripts/lib/slurm-conf.sh.

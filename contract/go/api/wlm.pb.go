@@ -1310,8 +1310,11 @@ type ResourcesResponse struct {
 	// Slurm's partition state (UP, DOWN, DRAIN, INACTIVE).
 	State            string `protobuf:"bytes,9,opt,name=state,proto3" json:"state,omitempty"`
 	ContainerRuntime bool   `protobuf:"varint,10,opt,name=container_runtime,json=containerRuntime,proto3" json:"container_runtime,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// wlmvk: the partition's GPUs per Slurm GRES type (an untyped gpu has type ""),
+	// and how many Slurm says are in use now (its nodes' GresUsed).
+	GpuKinds      []*GpuKind `protobuf:"bytes,11,rep,name=gpu_kinds,json=gpuKinds,proto3" json:"gpu_kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResourcesResponse) Reset() {
@@ -1412,6 +1415,13 @@ func (x *ResourcesResponse) GetContainerRuntime() bool {
 		return x.ContainerRuntime
 	}
 	return false
+}
+
+func (x *ResourcesResponse) GetGpuKinds() []*GpuKind {
+	if x != nil {
+		return x.GpuKinds
+	}
+	return nil
 }
 
 type PartitionsRequest struct {
@@ -1992,6 +2002,76 @@ func (x *Feature) GetQuantity() int64 {
 	return 0
 }
 
+// wlmvk: one GRES type of a partition's GPUs.
+type GpuKind struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The most one node has, the partition's nodes' sum, and their sum in use.
+	PerNode       int64 `protobuf:"varint,2,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
+	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Used          int64 `protobuf:"varint,4,opt,name=used,proto3" json:"used,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GpuKind) Reset() {
+	*x = GpuKind{}
+	mi := &file_wlm_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GpuKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GpuKind) ProtoMessage() {}
+
+func (x *GpuKind) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GpuKind.ProtoReflect.Descriptor instead.
+func (*GpuKind) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GpuKind) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *GpuKind) GetPerNode() int64 {
+	if x != nil {
+		return x.PerNode
+	}
+	return 0
+}
+
+func (x *GpuKind) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *GpuKind) GetUsed() int64 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
 type JobStatesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobIds        []int64                `protobuf:"varint,1,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
@@ -2001,7 +2081,7 @@ type JobStatesRequest struct {
 
 func (x *JobStatesRequest) Reset() {
 	*x = JobStatesRequest{}
-	mi := &file_wlm_proto_msgTypes[29]
+	mi := &file_wlm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2093,7 @@ func (x *JobStatesRequest) String() string {
 func (*JobStatesRequest) ProtoMessage() {}
 
 func (x *JobStatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[29]
+	mi := &file_wlm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2106,7 @@ func (x *JobStatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatesRequest.ProtoReflect.Descriptor instead.
 func (*JobStatesRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{29}
+	return file_wlm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *JobStatesRequest) GetJobIds() []int64 {
@@ -2061,7 +2141,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_wlm_proto_msgTypes[30]
+	mi := &file_wlm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +2153,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[30]
+	mi := &file_wlm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +2166,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{30}
+	return file_wlm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *JobState) GetJobId() int64 {
@@ -2203,7 +2283,7 @@ type JobStatesResponse struct {
 
 func (x *JobStatesResponse) Reset() {
 	*x = JobStatesResponse{}
-	mi := &file_wlm_proto_msgTypes[31]
+	mi := &file_wlm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2295,7 @@ func (x *JobStatesResponse) String() string {
 func (*JobStatesResponse) ProtoMessage() {}
 
 func (x *JobStatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[31]
+	mi := &file_wlm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2308,7 @@ func (x *JobStatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatesResponse.ProtoReflect.Descriptor instead.
 func (*JobStatesResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{31}
+	return file_wlm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *JobStatesResponse) GetStates() []*JobState {
@@ -2247,7 +2327,7 @@ type SubmitJobsRequest struct {
 
 func (x *SubmitJobsRequest) Reset() {
 	*x = SubmitJobsRequest{}
-	mi := &file_wlm_proto_msgTypes[32]
+	mi := &file_wlm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2339,7 @@ func (x *SubmitJobsRequest) String() string {
 func (*SubmitJobsRequest) ProtoMessage() {}
 
 func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[32]
+	mi := &file_wlm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2352,7 @@ func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobsRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{32}
+	return file_wlm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitJobsRequest) GetJobs() []*SubmitJobRequest {
@@ -2292,7 +2372,7 @@ type SubmitJobsResponse struct {
 
 func (x *SubmitJobsResponse) Reset() {
 	*x = SubmitJobsResponse{}
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2384,7 @@ func (x *SubmitJobsResponse) String() string {
 func (*SubmitJobsResponse) ProtoMessage() {}
 
 func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2397,7 @@ func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{33}
+	return file_wlm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubmitJobsResponse) GetResults() []*SubmitJobsResult {
@@ -2341,7 +2421,7 @@ type SubmitJobsResult struct {
 
 func (x *SubmitJobsResult) Reset() {
 	*x = SubmitJobsResult{}
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2433,7 @@ func (x *SubmitJobsResult) String() string {
 func (*SubmitJobsResult) ProtoMessage() {}
 
 func (x *SubmitJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2446,7 @@ func (x *SubmitJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResult.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResult) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{34}
+	return file_wlm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubmitJobsResult) GetJobId() int64 {
@@ -2399,7 +2479,7 @@ type FindJobRequest struct {
 
 func (x *FindJobRequest) Reset() {
 	*x = FindJobRequest{}
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2491,7 @@ func (x *FindJobRequest) String() string {
 func (*FindJobRequest) ProtoMessage() {}
 
 func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2504,7 @@ func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobRequest.ProtoReflect.Descriptor instead.
 func (*FindJobRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{35}
+	return file_wlm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FindJobRequest) GetIdempotencyKey() string {
@@ -2445,7 +2525,7 @@ type FindJobResponse struct {
 
 func (x *FindJobResponse) Reset() {
 	*x = FindJobResponse{}
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2537,7 @@ func (x *FindJobResponse) String() string {
 func (*FindJobResponse) ProtoMessage() {}
 
 func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2550,7 @@ func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobResponse.ProtoReflect.Descriptor instead.
 func (*FindJobResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{36}
+	return file_wlm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FindJobResponse) GetFound() bool {
@@ -2507,7 +2587,7 @@ type StageInRequest struct {
 
 func (x *StageInRequest) Reset() {
 	*x = StageInRequest{}
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2599,7 @@ func (x *StageInRequest) String() string {
 func (*StageInRequest) ProtoMessage() {}
 
 func (x *StageInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2612,7 @@ func (x *StageInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInRequest.ProtoReflect.Descriptor instead.
 func (*StageInRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{37}
+	return file_wlm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StageInRequest) GetPath() string {
@@ -2559,7 +2639,7 @@ type StageInResponse struct {
 
 func (x *StageInResponse) Reset() {
 	*x = StageInResponse{}
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2651,7 @@ func (x *StageInResponse) String() string {
 func (*StageInResponse) ProtoMessage() {}
 
 func (x *StageInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2664,7 @@ func (x *StageInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInResponse.ProtoReflect.Descriptor instead.
 func (*StageInResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{38}
+	return file_wlm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StageInResponse) GetFiles() int64 {
@@ -2611,7 +2691,7 @@ type StageOutRequest struct {
 
 func (x *StageOutRequest) Reset() {
 	*x = StageOutRequest{}
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2703,7 @@ func (x *StageOutRequest) String() string {
 func (*StageOutRequest) ProtoMessage() {}
 
 func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2716,7 @@ func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageOutRequest.ProtoReflect.Descriptor instead.
 func (*StageOutRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{39}
+	return file_wlm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StageOutRequest) GetPath() string {
@@ -2659,7 +2739,7 @@ type JobUsageRequest struct {
 
 func (x *JobUsageRequest) Reset() {
 	*x = JobUsageRequest{}
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2751,7 @@ func (x *JobUsageRequest) String() string {
 func (*JobUsageRequest) ProtoMessage() {}
 
 func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2764,7 @@ func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageRequest.ProtoReflect.Descriptor instead.
 func (*JobUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{40}
+	return file_wlm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobUsageRequest) GetJobIds() []int64 {
@@ -2720,7 +2800,7 @@ type JobUsage struct {
 
 func (x *JobUsage) Reset() {
 	*x = JobUsage{}
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2812,7 @@ func (x *JobUsage) String() string {
 func (*JobUsage) ProtoMessage() {}
 
 func (x *JobUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2825,7 @@ func (x *JobUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
 func (*JobUsage) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{41}
+	return file_wlm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobUsage) GetJobId() int64 {
@@ -2798,7 +2878,7 @@ type JobUsageResponse struct {
 
 func (x *JobUsageResponse) Reset() {
 	*x = JobUsageResponse{}
-	mi := &file_wlm_proto_msgTypes[42]
+	mi := &file_wlm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2890,7 @@ func (x *JobUsageResponse) String() string {
 func (*JobUsageResponse) ProtoMessage() {}
 
 func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[42]
+	mi := &file_wlm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2903,7 @@ func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageResponse.ProtoReflect.Descriptor instead.
 func (*JobUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{42}
+	return file_wlm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobUsageResponse) GetUsages() []*JobUsage {
@@ -2875,7 +2955,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_wlm_proto_msgTypes[43]
+	mi := &file_wlm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +2967,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[43]
+	mi := &file_wlm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +2980,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{43}
+	return file_wlm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExecRequest) GetJobId() int64 {
@@ -2983,7 +3063,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_wlm_proto_msgTypes[44]
+	mi := &file_wlm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3075,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[44]
+	mi := &file_wlm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3088,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{44}
+	return file_wlm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExecResponse) GetStarted() bool {
@@ -3135,7 +3215,7 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x0f\n" +
 	"\rUnzipResponse\"0\n" +
 	"\x10ResourcesRequest\x12\x1c\n" +
-	"\tpartition\x18\x01 \x01(\tR\tpartition\"\xf1\x02\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\"\x9c\x03\n" +
 	"\x11ResourcesResponse\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x03R\x05nodes\x12\x1e\n" +
 	"\n" +
@@ -3152,7 +3232,8 @@ const file_wlm_proto_rawDesc = "" +
 	"\x11default_partition\x18\b \x01(\bR\x10defaultPartition\x12\x14\n" +
 	"\x05state\x18\t \x01(\tR\x05state\x12+\n" +
 	"\x11container_runtime\x18\n" +
-	" \x01(\bR\x10containerRuntime\"\x13\n" +
+	" \x01(\bR\x10containerRuntime\x12)\n" +
+	"\tgpu_kinds\x18\v \x03(\v2\f.api.GpuKindR\bgpuKinds\"\x13\n" +
 	"\x11PartitionsRequest\"2\n" +
 	"\x12PartitionsResponse\x12\x1c\n" +
 	"\tpartition\x18\x01 \x03(\tR\tpartition\"\x15\n" +
@@ -3205,7 +3286,12 @@ const file_wlm_proto_rawDesc = "" +
 	"\aFeature\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
-	"\bquantity\x18\x03 \x01(\x03R\bquantity\"+\n" +
+	"\bquantity\x18\x03 \x01(\x03R\bquantity\"b\n" +
+	"\aGpuKind\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x19\n" +
+	"\bper_node\x18\x02 \x01(\x03R\aperNode\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x12\n" +
+	"\x04used\x18\x04 \x01(\x03R\x04used\"+\n" +
 	"\x10JobStatesRequest\x12\x17\n" +
 	"\ajob_ids\x18\x01 \x03(\x03R\x06jobIds\"\x90\x04\n" +
 	"\bJobState\x12\x15\n" +
@@ -3353,7 +3439,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -3386,103 +3472,105 @@ var file_wlm_proto_goTypes = []any{
 	(*JobStepInfo)(nil),                // 28: api.JobStepInfo
 	(*Chunk)(nil),                      // 29: api.Chunk
 	(*Feature)(nil),                    // 30: api.Feature
-	(*JobStatesRequest)(nil),           // 31: api.JobStatesRequest
-	(*JobState)(nil),                   // 32: api.JobState
-	(*JobStatesResponse)(nil),          // 33: api.JobStatesResponse
-	(*SubmitJobsRequest)(nil),          // 34: api.SubmitJobsRequest
-	(*SubmitJobsResponse)(nil),         // 35: api.SubmitJobsResponse
-	(*SubmitJobsResult)(nil),           // 36: api.SubmitJobsResult
-	(*FindJobRequest)(nil),             // 37: api.FindJobRequest
-	(*FindJobResponse)(nil),            // 38: api.FindJobResponse
-	(*StageInRequest)(nil),             // 39: api.StageInRequest
-	(*StageInResponse)(nil),            // 40: api.StageInResponse
-	(*StageOutRequest)(nil),            // 41: api.StageOutRequest
-	(*JobUsageRequest)(nil),            // 42: api.JobUsageRequest
-	(*JobUsage)(nil),                   // 43: api.JobUsage
-	(*JobUsageResponse)(nil),           // 44: api.JobUsageResponse
-	(*ExecRequest)(nil),                // 45: api.ExecRequest
-	(*ExecResponse)(nil),               // 46: api.ExecResponse
-	nil,                                // 47: api.SubmitJobRequest.EnvEntry
-	nil,                                // 48: api.SubmitJobContainerRequest.EnvEntry
-	nil,                                // 49: api.ExecRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 50: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 51: google.protobuf.Duration
+	(*GpuKind)(nil),                    // 31: api.GpuKind
+	(*JobStatesRequest)(nil),           // 32: api.JobStatesRequest
+	(*JobState)(nil),                   // 33: api.JobState
+	(*JobStatesResponse)(nil),          // 34: api.JobStatesResponse
+	(*SubmitJobsRequest)(nil),          // 35: api.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),         // 36: api.SubmitJobsResponse
+	(*SubmitJobsResult)(nil),           // 37: api.SubmitJobsResult
+	(*FindJobRequest)(nil),             // 38: api.FindJobRequest
+	(*FindJobResponse)(nil),            // 39: api.FindJobResponse
+	(*StageInRequest)(nil),             // 40: api.StageInRequest
+	(*StageInResponse)(nil),            // 41: api.StageInResponse
+	(*StageOutRequest)(nil),            // 42: api.StageOutRequest
+	(*JobUsageRequest)(nil),            // 43: api.JobUsageRequest
+	(*JobUsage)(nil),                   // 44: api.JobUsage
+	(*JobUsageResponse)(nil),           // 45: api.JobUsageResponse
+	(*ExecRequest)(nil),                // 46: api.ExecRequest
+	(*ExecResponse)(nil),               // 47: api.ExecResponse
+	nil,                                // 48: api.SubmitJobRequest.EnvEntry
+	nil,                                // 49: api.SubmitJobContainerRequest.EnvEntry
+	nil,                                // 50: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 51: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 52: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	47, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	48, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	48, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	49, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
-	1,  // 7: api.JobInfo.status:type_name -> api.JobStatus
-	50, // 8: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	50, // 9: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	51, // 10: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	51, // 11: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	50, // 12: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
-	1,  // 13: api.JobStepInfo.status:type_name -> api.JobStatus
-	50, // 14: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	50, // 15: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
-	1,  // 16: api.JobState.status:type_name -> api.JobStatus
-	50, // 17: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	50, // 18: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	50, // 19: api.JobState.end_time:type_name -> google.protobuf.Timestamp
-	32, // 20: api.JobStatesResponse.states:type_name -> api.JobState
-	2,  // 21: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
-	36, // 22: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
-	32, // 23: api.FindJobResponse.state:type_name -> api.JobState
-	51, // 24: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	51, // 25: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	50, // 26: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
-	43, // 27: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	49, // 28: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
-	2,  // 29: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 30: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 31: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 32: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 33: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 34: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 35: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 36: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 37: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 38: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 39: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 40: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 41: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	31, // 42: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	37, // 43: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	39, // 44: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	41, // 45: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	42, // 46: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	45, // 47: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	34, // 48: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
-	3,  // 49: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 50: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 51: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 52: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 53: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 54: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 55: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 56: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 57: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 58: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 59: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 60: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 61: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	33, // 62: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	38, // 63: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	40, // 64: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 65: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	44, // 66: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	46, // 67: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	35, // 68: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
-	49, // [49:69] is the sub-list for method output_type
-	29, // [29:49] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	31, // 7: api.ResourcesResponse.gpu_kinds:type_name -> api.GpuKind
+	1,  // 8: api.JobInfo.status:type_name -> api.JobStatus
+	51, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	51, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	52, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	52, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	51, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	1,  // 14: api.JobStepInfo.status:type_name -> api.JobStatus
+	51, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	51, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	1,  // 17: api.JobState.status:type_name -> api.JobStatus
+	51, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	51, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	51, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	33, // 21: api.JobStatesResponse.states:type_name -> api.JobState
+	2,  // 22: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
+	37, // 23: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
+	33, // 24: api.FindJobResponse.state:type_name -> api.JobState
+	52, // 25: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	52, // 26: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	51, // 27: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	44, // 28: api.JobUsageResponse.usages:type_name -> api.JobUsage
+	50, // 29: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	2,  // 30: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 31: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 32: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 33: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 34: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 35: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 36: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 37: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 38: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 39: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 40: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 41: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 42: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	32, // 43: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	38, // 44: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	40, // 45: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	42, // 46: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	43, // 47: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	46, // 48: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	35, // 49: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
+	3,  // 50: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 51: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 52: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 53: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 54: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 55: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 56: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 57: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 58: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 59: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 60: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 61: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 62: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	34, // 63: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	39, // 64: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	41, // 65: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 66: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	45, // 67: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	47, // 68: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	36, // 69: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
+	50, // [50:70] is the sub-list for method output_type
+	30, // [30:50] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -3496,7 +3584,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,20 +21,7 @@ _ITEMS = re.compile(r",(?![^(]*\))")
 
 def gpus(text: str) -> int:
     """Total GPUs of a gres string (``(null)`` and empty are none); ``InvalidInput`` for a bad one."""
-    total = 0
-    for item in _ITEMS.split(text.strip()):
-        parts = item.strip().split("(", 1)[0].split(":")
-        if parts[0] != "gpu":
-            continue
-        if len(parts) > 3:
-            raise InvalidInput(f"{item!r} wants gpu[:type][:count]")
-        count = _count(parts[-1]) if len(parts) > 1 else 1
-        if count is None:
-            if len(parts) == 3:
-                raise InvalidInput(f"{item!r} wants a GPU count as its last part, not {parts[-1]!r}")
-            count = 1  # gpu:<type>
-        total += count
-    return total
+    return sum(by_type(text).values())
 
 
 def count(text: str) -> int | None:
@@ -47,3 +34,29 @@ def _count(text: str) -> int | None:
     if match is None:
         return None
     return int(match.group(1)) * _MULTIPLIER[match.group(2).upper()]
+
+
+def by_type(text: str) -> dict[str, int]:
+    """GPUs of a node's ``Gres`` or ``GresUsed`` per type ("" for untyped), in Slurm's order.
+
+    ``gpu:tesla:2(S:0-1),gpu:1g.10gb:4`` -> ``{"tesla": 2, "1g.10gb": 4}``; ``GresUsed``'s
+    ``gpu:tesla:1(IDX:0)`` and ``gpu:(null):0(IDX:N/A)`` read alike; ``(null)`` is none.
+    ``InvalidInput`` for an item that is not ``gpu[:type][:count]``.
+    """
+    out: dict[str, int] = {}
+    for item in _ITEMS.split(text.strip()):
+        parts = item.strip().split("(", 1)[0].split(":")
+        if item.strip().startswith("gpu:(null)"):
+            parts = ["gpu", *item.strip().split(")", 1)[1].split("(", 1)[0].split(":")[1:]]
+        if parts[0] != "gpu":
+            continue
+        if len(parts) > 3:
+            raise InvalidInput(f"{item!r} wants gpu[:type][:count]")
+        amount = _count(parts[-1]) if len(parts) > 1 else 1
+        kind = parts[1] if len(parts) == 3 else ("" if amount is not None else parts[-1])
+        if amount is None:
+            if len(parts) == 3:
+                raise InvalidInput(f"{item!r} wants a GPU count as its last part, not {parts[-1]!r}")
+            amount = 1  # gpu:<type>
+        out[kind] = out.get(kind, 0) + amount
+    return out

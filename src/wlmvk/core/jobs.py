@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NewType
 
@@ -142,6 +142,17 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class GpuKind:
+    """One Slurm GRES type of a partition's GPUs ("" untyped): the most one node has, the sum over
+    its nodes, and how many of those Slurm says are in use."""
+
+    kind: str
+    per_node: int
+    total: int
+    used: int = 0
+
+
+@dataclass(frozen=True)
 class PartitionResources:
     """Resources of one partition as a node label set describes them.
 
@@ -159,6 +170,11 @@ class PartitionResources:
     default: bool = False
     state: str = "UP"
     container_runtime: bool = False
+    gpu_kinds: tuple[GpuKind, ...] = ()
+
+    def settled(self) -> PartitionResources:
+        """The partition without what changes as jobs come and go (GPUs in use)."""
+        return replace(self, gpu_kinds=tuple(replace(k, used=0) for k in self.gpu_kinds))
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ class Kubelet:
                 status_interval=s.status_interval,
                 workers=s.workers,
                 submissions=s.submissions,
+                gpu_names=dict(s.gpu_names),
             ),
         )
         await self._serve_http()
@@ -123,6 +124,7 @@ class Kubelet:
             port=self.port,
             max_pods=s.max_pods,
             red_box_socket=s.red_box_socket,
+            gpu_names=dict(s.gpu_names),
         )
         self.nodes = NodeController(
             client=writer,
@@ -130,6 +132,7 @@ class Kubelet:
             directory=self.directory,
             context=context,
             reachability=self.reachability,
+            held=self.pods.gpus_held,
             timings=NodeTimings(
                 discovery_interval=s.discovery_interval,
                 status_interval=s.node_status_interval,

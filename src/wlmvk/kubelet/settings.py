@@ -7,7 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from wlmvk.core import names
+from wlmvk.core import gpus, names
 from wlmvk.kubelet.api.auth import gate
 from wlmvk.kubelet.node import addresses
 
@@ -41,6 +41,8 @@ class Settings:
     lease_renew_interval: float = 10.0
     max_pods: int = 1000
     jobs_root: str = "pods"
+    gpu_names: tuple[tuple[str, str], ...] = ()
+    """The site's GPU extended resource names -> Slurm GRES types (core.gpus)."""
     workers: int = 32
     submissions: int = 16
     wlm_timeout: float = 30.0
@@ -137,6 +139,15 @@ def parse(argv: list[str]) -> Settings:
         help="per-pod working dirs go under <jobs-root>/<namespace>/<pod>-<uid>: relative to red-box's"
         " working root, or absolute inside a root red-box allows",
     )
+    add(
+        "--gpu-name",
+        action="append",
+        default=[],
+        metavar="RESOURCE=TYPE",
+        help="an extended resource that asks for GPUs of a Slurm GRES type (nvidia.com/a100=a100);"
+        " repeatable. Without one: nvidia.com/gpu any GPU, nvidia.com/mig-<profile> and"
+        " nvidia.com/gpu.<type> that type",
+    )
     add("--workers", type=int, default=32, help="pods reconciled concurrently")
     add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
@@ -195,6 +206,7 @@ def parse(argv: list[str]) -> Settings:
         lease_renew_interval=args.lease_renew_interval,
         max_pods=args.max_pods,
         jobs_root=args.jobs_root,
+        gpu_names=_gpu_names(parser, args.gpu_name),
         workers=args.workers,
         submissions=args.submissions,
         wlm_timeout=args.wlm_timeout,
@@ -204,3 +216,17 @@ def parse(argv: list[str]) -> Settings:
         leader_renew_interval=args.leader_renew_interval,
         leader_retry_interval=args.leader_retry_interval,
     )
+
+
+def _gpu_names(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in given:
+        resource, _, kind = item.partition("=")
+        if not resource.strip() or "/" not in resource or not kind.strip() or ":" in kind:
+            parser.error(f"--gpu-name wants RESOURCE=TYPE (nvidia.com/a100=a100), not {item!r}")
+        if resource.strip() == gpus.ANY:
+            parser.error(
+                f"--gpu-name: {gpus.ANY} asks for any GPU; name a resource of one type, not {item!r}"
+            )
+        out.append((resource.strip(), kind.strip()))
+    return tuple(out)

@@ -81,4 +81,5 @@ class Partitions:
             state=record.state,
             # A plain pod's image runs through Apptainer/Singularity only (core.runtimes.pod_lines).
             container_runtime=self._sif_runtime(),
+            gpu_kinds=record.gpu_kinds,
         )

@@ -18,6 +18,7 @@ from wlmvk.core.jobs import (
     ContainerJobSpec,
     ContainerOptions,
     Feature,
+    GpuKind,
     JobId,
     JobSpec,
     JobState,
@@ -228,6 +229,9 @@ def resources_to_wire(res: PartitionResources) -> api.ResourcesResponse:
         default_partition=res.default,
         state=res.state,
         container_runtime=res.container_runtime,
+        gpu_kinds=[
+            api.GpuKind(type=k.kind, per_node=k.per_node, total=k.total, used=k.used) for k in res.gpu_kinds
+        ],
     )
 
 
@@ -246,6 +250,9 @@ def resources_from_wire(name: str, wire: api.ResourcesResponse) -> PartitionReso
         default=wire.default_partition,
         state=wire.state or "UP",
         container_runtime=wire.container_runtime,
+        gpu_kinds=tuple(
+            GpuKind(kind=k.type, per_node=k.per_node, total=k.total, used=k.used) for k in wire.gpu_kinds
+        ),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -22,7 +23,7 @@ from tests.fixtures.kubelet import StartKubelet
 from tests.unit.kubelet.fakebackend import FakeBackend
 from wlmvk.core import names
 from wlmvk.core.errors import WlmvkError
-from wlmvk.core.jobs import JobId, PartitionResources
+from wlmvk.core.jobs import GpuKind, JobId, PartitionResources
 from wlmvk.kube.bodies import LEASES, NODES, PODS, Body
 from wlmvk.kube.client import KubeClient
 
@@ -474,3 +475,49 @@ async def test_an_unexpected_error_in_a_status_tick_does_not_stop_the_kubelet(
 
     await eventually(succeeded, timeout=20)
     assert crashes == 2
+
+
+async def test_allocatable_follows_slurms_gpus_in_use_counting_the_nodes_own_running_pods_once(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    def slices(used: int) -> PartitionResources:
+        return replace(fake.partition_table["debug"], gpu_kinds=(GpuKind("1g.10gb", 4, 4, used),))
+
+    async def allocatable() -> dict[str, str]:
+        node = await kube.get(NODES, NODE)
+        return {k: v for k, v in node["status"]["allocatable"].items() if k.startswith("nvidia.com/")}
+
+    async def becomes(wanted: dict[str, str]) -> bool:
+        return await allocatable() == wanted
+
+    fake.partition_table["debug"] = slices(0)
+    await start(kubelet_factory, apiserver, fake, discovery_interval=0.2)
+    await eventually(lambda: becomes({"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "4"}))
+    # Another's job takes one slice: allocatable falls by one.
+    fake.partition_table["debug"] = slices(1)
+    await eventually(lambda: becomes({"nvidia.com/gpu": "3", "nvidia.com/mig-1g.10gb": "3"}))
+
+    body = pod_body("slice", command=["sleep", "60"])
+    body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    created = await kube.create(PODS, body, namespace="default")
+
+    async def submitted() -> JobId | None:
+        uid = created["metadata"]["uid"]
+        return next((j for j, s in fake.jobs.items() if s.idempotency_key == uid), None)
+
+    job_id = await eventually(submitted)
+    assert fake.specs[job_id].script.count("#SBATCH --gres=gpu:1g.10gb:1") == 1
+    fake.run(job_id)
+    await eventually(lambda: phase_of(kube, "slice", "Running"))
+    # Slurm now says two in use, one the pod's own (which the scheduler counts itself): the slice
+    # resource stays at 3; all GPUs (nvidia.com/gpu, not asked by the pod) fall to 2.
+    fake.partition_table["debug"] = slices(2)
+    await eventually(lambda: becomes({"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "3"}))
+    await asyncio.sleep(0.6)  # more discovery rounds: it stays
+    assert await allocatable() == {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "3"}
+    capacity = (await kube.get(NODES, NODE))["status"]["capacity"]
+    assert (capacity["nvidia.com/gpu"], capacity["nvidia.com/mig-1g.10gb"]) == ("4", "4")
+
+
+async def phase_of(kube: KubeClient, name: str, phase: str) -> bool:
+    return bool((await get_pod(kube, name)).get("status", {}).get("phase") == phase)

@@ -50,6 +50,30 @@ def test_flags() -> None:
     assert (parsed.jobs_root, parsed.submissions) == ("/jobs", 4)
 
 
+def test_a_sites_gpu_names() -> None:
+    parsed = settings.parse(["--gpu-name", "nvidia.com/a100=a100", "--gpu-name", " example.com/h100 = h100 "])
+    assert parsed.gpu_names == (("nvidia.com/a100", "a100"), ("example.com/h100", "h100"))
+    assert settings.parse([]).gpu_names == ()
+
+
+@pytest.mark.parametrize("bad", ["a100", "nvidia.com/a100=", "a100=a100", "nvidia.com/a100=gpu:a100"])
+def test_a_gpu_name_that_is_not_resource_equals_type_is_refused(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        settings.parse(["--gpu-name", bad])
+    assert exited.value.code == 2
+    assert f"--gpu-name wants RESOURCE=TYPE (nvidia.com/a100=a100), not {bad!r}" in capsys.readouterr().err
+
+
+def test_the_any_gpu_resource_cannot_name_a_type(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        settings.parse(["--gpu-name", "nvidia.com/gpu=a100"])
+    assert (
+        "--gpu-name: nvidia.com/gpu asks for any GPU; name a resource of one type" in capsys.readouterr().err
+    )
+
+
 def test_job_id_annotation() -> None:
     assert job_id_of(pod()) is None
     assert job_id_of(pod(metadata={"annotations": {names.ANNOTATION_JOB_ID: "42"}})) == 42

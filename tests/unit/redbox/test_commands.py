@@ -1,12 +1,13 @@
 """What red-box's Slurm commands cost slurmctld: which commands run, how often (captured output).
 
 Counted at the runner: each ``scontrol show partition`` is one RPC to slurmctld,
-each ``scontrol show node`` two (it reads the partition table too), each
+each ``scontrol -d show node`` two (it reads the partition table too), each
 ``squeue`` two with ``--local`` (three without: the federation first).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 
@@ -24,7 +25,7 @@ class CountingRunner:
         self.argvs: list[tuple[str, ...]] = []
         self.outputs = {
             ("scontrol", "-o", "show", "partition"): captured("scontrol_partitions.txt"),
-            ("scontrol", "-o", "show", "node"): captured("scontrol_nodes.txt"),
+            ("scontrol", "-d", "-o", "show", "node"): captured("scontrol_nodes.txt"),
             ("sinfo", "-V"): captured("sinfo_version.txt"),
         }
         self.failing = False
@@ -39,7 +40,7 @@ class CountingRunner:
 
 
 def shows(runner: CountingRunner, what: str) -> int:
-    return sum(1 for argv in runner.argvs if argv[:4] == ("scontrol", "-o", "show", what))
+    return sum(1 for argv in runner.argvs if argv[0] == "scontrol" and argv[-2:] == ("show", what))
 
 
 async def test_one_discovery_reads_the_partition_table_once() -> None:
@@ -56,8 +57,13 @@ async def test_nodes_are_read_again_only_when_the_partition_table_changes(
 ) -> None:
     monkeypatch.setattr(commands, "PARTITION_TABLE_TTL", 0.0)
     runner = CountingRunner()
+    nodes = runner.outputs[("scontrol", "-d", "-o", "show", "node")]
+    runner.outputs[("scontrol", "-d", "-o", "show", "node")] = re.sub(
+        r"\bGres(Used)?=\S+", r"Gres\1=(null)", nodes
+    )
     slurm = Slurm(runner)  # type: ignore[arg-type]
     first = await slurm.partitions()
+    assert first[0].gpu_per_node == 0
     assert await slurm.partitions() == first
     assert (shows(runner, "partition"), shows(runner, "node")) == (2, 1), "the same table: nodes reused"
     table = runner.outputs[("scontrol", "-o", "show", "partition")]
@@ -65,6 +71,20 @@ async def test_nodes_are_read_again_only_when_the_partition_table_changes(
     changed = await slurm.partitions()
     assert (shows(runner, "partition"), shows(runner, "node")) == (3, 2), "a changed table: nodes read"
     assert changed[0].state == "DOWN"
+
+
+async def test_where_nodes_have_gpus_each_look_reads_the_node_table_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GPUs in use (GresUsed) change with every job: one ``scontrol show node`` per look, for all nodes."""
+    monkeypatch.setattr(commands, "PARTITION_TABLE_TTL", 0.0)
+    runner = CountingRunner()
+    slurm = Slurm(runner)  # type: ignore[arg-type]
+    first = await slurm.partitions()
+    assert first[0].gpu_per_node == 2
+    for _ in range(3):
+        await slurm.partitions()
+    assert (shows(runner, "partition"), shows(runner, "node")) == (4, 4)
 
 
 async def test_a_failed_look_at_the_partitions_is_not_kept() -> None:

@@ -225,6 +225,11 @@ class ResourcesResponse(betterproto.Message):
     """Slurm's partition state (UP, DOWN, DRAIN, INACTIVE)."""
 
     container_runtime: bool = betterproto.bool_field(10)
+    gpu_kinds: List["GpuKind"] = betterproto.message_field(11)
+    """
+    wlmvk: the partition's GPUs per Slurm GRES type (an untyped gpu has type ""),
+     and how many Slurm says are in use now (its nodes' GresUsed).
+    """
 
 
 @dataclass(eq=False, repr=False)
@@ -299,6 +304,20 @@ class Feature(betterproto.Message):
     name: str = betterproto.string_field(1)
     version: str = betterproto.string_field(2)
     quantity: int = betterproto.int64_field(3)
+
+
+@dataclass(eq=False, repr=False)
+class GpuKind(betterproto.Message):
+    """wlmvk: one GRES type of a partition's GPUs."""
+
+    type: str = betterproto.string_field(1)
+    per_node: int = betterproto.int64_field(2)
+    """
+    The most one node has, the partition's nodes' sum, and their sum in use.
+    """
+
+    total: int = betterproto.int64_field(3)
+    used: int = betterproto.int64_field(4)
 
 
 @dataclass(eq=False, repr=False)

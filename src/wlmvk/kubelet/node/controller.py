@@ -8,6 +8,8 @@ Three loops share one ``NodeDirectory``:
   its Node. An unreachable red-box changes nothing but the conditions.
 - node status: written when it changed (reachability flips wake this loop
   at once) and at least every ``node_status_interval`` as a heartbeat.
+  GPUs in use change only allocatable: a discovery that finds only they
+  changed wakes this loop, nothing is registered again.
 - leases: renewed every ``lease_renew_interval`` (recreated when missing).
 """
 
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 import structlog
 
@@ -57,6 +60,8 @@ class _Node:
     # Written by this process: a node adopted at start (a restart, or a standby taking over) is
     # registered again, so that its address, port and agent host are this kubelet's at once.
     registered: bool = False
+    # GPUs per resource held by this node's running pods when Slurm's use was last read.
+    held: Mapping[str, int] = field(default_factory=dict)
 
 
 def resources_from_labels(labels: dict[str, str]) -> PartitionResources:
@@ -90,8 +95,10 @@ class NodeController:
         context: nodes.NodeContext,
         reachability: Reachability,
         timings: NodeTimings,
+        held: Callable[[], Mapping[str, Mapping[str, int]]] = dict,
     ) -> None:
         self._client = client
+        self._held = held
         self._backend = backend
         self._directory = directory
         self._context = context
@@ -144,6 +151,8 @@ class NodeController:
             await self.discover()
 
     async def discover(self) -> None:
+        # Before Slurm is asked: a job that starts meanwhile counts as in use by others, never twice.
+        held = {name: dict(gpus) for name, gpus in self._held().items()}
         try:
             partitions = await self._backend.partitions()
             found = await asyncio.gather(*(self._backend.resources(p) for p in partitions))
@@ -157,20 +166,28 @@ class NodeController:
         current = {names.node_name(self._context.cluster, res.name): res for res in found}
         for name, res in current.items():
             try:
-                await self._register(name, res)
+                await self._register(name, res, held.get(name, {}))
             except WlmvkError as exc:
                 _log.warning("node registration failed", node=name, error=exc.message)
         for name in [n for n in self._nodes if n not in current]:
             await self._remove(name)
 
-    async def _register(self, name: str, res: PartitionResources) -> None:
+    async def _register(self, name: str, res: PartitionResources, held: Mapping[str, int]) -> None:
         known = self._nodes.get(name)
         self._directory.set(name, res)
-        if known is not None and known.uid and known.registered and known.resources == res:
+        if (
+            known is not None
+            and known.uid
+            and known.registered
+            and known.resources.settled() == res.settled()
+        ):
+            if known.resources != res or known.held != held:
+                known.resources, known.held = res, held
+                self._wake.set()  # GPUs in use changed: allocatable only
             return
         heartbeat = rfc3339()
         node = known or _Node(res, ready_since=heartbeat)
-        node.resources = res
+        node.resources, node.held = res, held
         node.ready_since = node.ready_since or heartbeat
         health = self._health()
         body = nodes.node_object(
@@ -260,7 +277,12 @@ class NodeController:
         if ready_status != node.ready_status:
             node.ready_since = rfc3339()
         body = nodes.status(
-            node.resources, self._context, health, heartbeat=rfc3339(), ready_since=node.ready_since
+            node.resources,
+            self._context,
+            health,
+            heartbeat=rfc3339(),
+            ready_since=node.ready_since,
+            held=node.held,
         )
         visible = nodes.visible(body)
         if not force and visible == node.written:

@@ -3,17 +3,19 @@
 Labels keep the original's ``wlm.sylabs.io/`` keys (so the original's
 SlurmJob examples and node affinities schedule unchanged) plus the ones a
 virtual kubelet carries; the taint keeps ordinary pods off; capacity comes
-from the partition's nodes times its per-node resources. Conditions carry
+from the partition's nodes times its per-node resources, GPUs per type (``core.gpus``) with
+allocatable from what Slurm says is in use. Conditions carry
 red-box reachability: a node whose red-box cannot be reached is not Ready.
 """
 
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from wlmvk import __version__
-from wlmvk.core import names
+from wlmvk.core import gpus, names
 from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
@@ -41,6 +43,8 @@ class NodeContext:
     # red-box serves only the original API (no extensions): it runs jobs where it stands, not in
     # the working dir asked for; the node says so, and the operator reports no working dir.
     original_api: bool = False
+    # The site's GPU resource names -> Slurm GRES types (core.gpus).
+    gpu_names: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,8 +112,27 @@ def capacity(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
         "pods": str(ctx.max_pods),
         "ephemeral-storage": "0",
     }
-    if res.gpu_per_node:
+    if res.gpu_kinds:
+        out.update({name: str(count) for name, count in _gpus(res, ctx).items()})
+    elif res.gpu_per_node:
         out[names.GPU_RESOURCE] = str(nodes * res.gpu_per_node)
+    return out
+
+
+def _gpus(res: PartitionResources, ctx: NodeContext) -> dict[str, int]:
+    return gpus.capacity({k.kind: k.total for k in res.gpu_kinds}, ctx.gpu_names)
+
+
+def allocatable(
+    res: PartitionResources, ctx: NodeContext, held: Mapping[str, int] | None = None
+) -> dict[str, str]:
+    """Capacity, GPUs less those Slurm says are in use other than by this node's running pods
+    (``held``: the scheduler counts those against allocatable already)."""
+    out = capacity(res, ctx)
+    if res.gpu_kinds:
+        used = gpus.capacity({k.kind: k.used for k in res.gpu_kinds}, ctx.gpu_names)
+        free = gpus.allocatable(_gpus(res, ctx), used, held or {})
+        out.update({name: str(count) for name, count in free.items()})
     return out
 
 
@@ -134,13 +157,18 @@ def conditions(res: PartitionResources, health: Health, *, heartbeat: str, ready
 
 
 def status(
-    res: PartitionResources, ctx: NodeContext, health: Health, *, heartbeat: str, ready_since: str
+    res: PartitionResources,
+    ctx: NodeContext,
+    health: Health,
+    *,
+    heartbeat: str,
+    ready_since: str,
+    held: Mapping[str, int] | None = None,
 ) -> Body:
-    """The node's full ``status``."""
-    cap = capacity(res, ctx)
+    """The node's full ``status`` (``held``: GPUs this node's running pods hold, per resource)."""
     return {
-        "capacity": cap,
-        "allocatable": dict(cap),
+        "capacity": capacity(res, ctx),
+        "allocatable": allocatable(res, ctx, held),
         "conditions": conditions(res, health, heartbeat=heartbeat, ready_since=ready_since),
         "addresses": [
             {"type": "InternalIP", "address": ctx.node_ip},

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
@@ -31,6 +31,7 @@ import structlog
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Conflict, InvalidInput, NotFound, Unavailable
+from wlmvk.core.jobs import JobStatus
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import PODS, Body
@@ -42,6 +43,7 @@ from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.poller import StatusPoller
 from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
@@ -51,6 +53,8 @@ from wlmvk.kubelet.pods.translate import Rejection
 _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
+# Job states in which Slurm counts a job's GPUs as in use.
+_HOLDING = frozenset({JobStatus.CONFIGURING, JobStatus.RUNNING, JobStatus.COMPLETING, JobStatus.SUSPENDED})
 # A status write pinned to a resourceVersion that another write overtook is read again and tried
 # again this many times in a row before the sync retries later.
 _CONFLICT_TRIES = 5
@@ -69,6 +73,8 @@ class PodSettings:
     submissions: int = 16
     # Seconds after start before pods found without a job id are looked up by key.
     lookup_grace: float = 3.0
+    # The site's GPU resource names -> Slurm GRES types (core.gpus).
+    gpu_names: Mapping[str, str] = field(default_factory=dict)
 
 
 class PodController:
@@ -99,6 +105,7 @@ class PodController:
             directory=directory,
             metrics=metrics,
             jobs_root=settings.jobs_root,
+            gpu_names=settings.gpu_names,
             submissions=settings.submissions,
             lookup_grace=settings.lookup_grace,
         )
@@ -126,6 +133,21 @@ class PodController:
     def record(self, namespace: str, name: str) -> PodRecord | None:
         uid = self._by_name.get((namespace, name))
         return self._records.get(uid) if uid else None
+
+    def gpus_held(self) -> dict[str, dict[str, int]]:
+        """GPUs per node and extended resource that pods hold whose jobs Slurm runs now."""
+        out: dict[str, dict[str, int]] = {}
+        for record in self._records.values():
+            if record.state is None or record.state.status not in _HOLDING:
+                continue
+            try:
+                asked = translate.gpu_request(record.pod, self._settings.gpu_names)
+            except InvalidInput:
+                continue
+            if asked is not None:
+                held = out.setdefault(record.node, {})
+                held[asked.resource] = held.get(asked.resource, 0) + asked.count
+        return out
 
     def phases(self) -> dict[str, int]:
         return dict(Counter(record.phase for record in self._live()))

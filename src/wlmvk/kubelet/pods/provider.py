@@ -16,6 +16,7 @@ which is said once in the log at start.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -27,9 +28,10 @@ from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Happening, Stage
-from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job, unused_image
+from wlmvk.kubelet.pods.translate import Rejection, job_name, pod_to_job, unused_image
 
 _log = structlog.get_logger(__name__)
 
@@ -87,6 +89,8 @@ class SlurmProvider:
     directory: NodeDirectory
     metrics: KubeletMetrics
     jobs_root: str
+    gpu_names: Mapping[str, str] = field(default_factory=dict)
+    """The site's GPU resource names -> Slurm GRES types."""
     submissions: int
     """Submissions in flight at once (red-box's concurrency)."""
     lookup_grace: float
@@ -153,7 +157,7 @@ class SlurmProvider:
             if self.directory.partitions:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
-        target = Target(resources.name, resources.container_runtime, self.jobs_root)
+        target = translate.target(resources, self.jobs_root, self.gpu_names)
         spec = pod_to_job(record.pod, target)
         if isinstance(spec, Rejection):
             return spec
@@ -185,7 +189,7 @@ class SlurmProvider:
         """An adopted pod's image, judged on its partition as when it was submitted."""
         resources = self.directory.partition_of(record.node)
         if resources is not None:
-            target = Target(resources.name, resources.container_runtime, self.jobs_root)
+            target = translate.target(resources, self.jobs_root, self.gpu_names)
             record.image_unused = unused_image(record.pod, target)
 
     @staticmethod

@@ -14,7 +14,7 @@ Two kinds of pod reach a virtual node:
   (``unused_image`` says so, for the pod's condition and Event).
 
 Resources become ``#SBATCH`` options (``--cpus-per-task``, ``--mem``,
-``--gres=gpu:N``, ``--time`` from ``activeDeadlineSeconds``), each only when
+``--gres=gpu[:type]:N`` by ``core.gpus``, ``--time`` from ``activeDeadlineSeconds``), each only when
 the script does not already set it, and the pod's name is the job's default
 name (``core.sbatch`` decides both, with sbatch's rules). What a Slurm job cannot
 honour (several containers, init containers, ports, volumes the job cannot
@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
+from wlmvk.core import containerjob, gpus, names, quantities, runtimes, sbatch
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import ContainerJobSpec, JobSpec
+from wlmvk.core.jobs import ContainerJobSpec, JobSpec, PartitionResources
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.kubelet.pods import environment
@@ -67,6 +68,26 @@ class Target:
     container_runtime: bool = False
     # Root of per-pod working directories on the Slurm side ("" = red-box's default).
     jobs_root: str = ""
+    # The most GPUs one node of the partition has, per extended resource (None: not known).
+    gpus: Mapping[str, int] | None = None
+    # The site's GPU resource names -> Slurm GRES types (core.gpus).
+    gpu_names: Mapping[str, str] = field(default_factory=dict)
+
+
+def target(resources: PartitionResources, jobs_root: str, gpu_names: Mapping[str, str]) -> Target:
+    """The Target of a partition: its GPUs are known when red-box reports them per type."""
+    per_node = {k.kind: k.per_node for k in resources.gpu_kinds}
+    known = gpus.capacity(per_node, gpu_names) if resources.gpu_kinds else None
+    return Target(resources.name, resources.container_runtime, jobs_root, known, gpu_names)
+
+
+def gpu_request(pod: Body, gpu_names: Mapping[str, str]) -> gpus.Request | None:
+    """The GPUs a pod's container asks for; ``InvalidInput`` for two kinds or a fraction."""
+    containers = objects.containers(pod)
+    if len(containers) != 1:
+        return None
+    _check_quantities(containers[0], resources := containers[0].get("resources") or {})
+    return gpus.request({**(resources.get("requests") or {}), **(resources.get("limits") or {})}, gpu_names)
 
 
 def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Rejection:
@@ -81,9 +102,12 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
         return _container_job(pod, container_request, target)
     container: Body = spec["containers"][0]
     try:
-        options = _derived_options(container, spec)
+        asked = gpu_request(pod, target.gpu_names)
+        options = _derived_options(container, spec, asked)
     except InvalidInput as exc:
         return Rejection("InvalidResources", exc.message)
+    if asked is not None and (problem := _gpus_beyond(asked, target)) is not None:
+        return problem
     batch = annotations.get(names.ANNOTATION_BATCH)
     if batch is not None:
         if not batch.strip():
@@ -185,7 +209,7 @@ def _unsupported(spec: Body) -> Rejection | None:
     return None
 
 
-def _derived_options(container: Body, spec: Body) -> list[tuple[str, str]]:
+def _derived_options(container: Body, spec: Body, asked: gpus.Request | None) -> list[tuple[str, str]]:
     resources: Body = container.get("resources") or {}
     _check_quantities(container, resources)
     limits: Body = resources.get("limits") or {}
@@ -201,14 +225,28 @@ def _derived_options(container: Body, spec: Body) -> list[tuple[str, str]]:
     memory = amount("memory")
     if memory is not None and quantities.megabytes(memory) > 0:
         options.append(("mem", f"{quantities.megabytes(memory)}M"))
-    gpus = amount(names.GPU_RESOURCE)
-    if gpus is not None and quantities.count(gpus) > 0:
-        options.append(("gres", f"gpu:{quantities.count(gpus)}"))
+    if asked is not None:
+        options.append(("gres", asked.gres))
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None:
         seconds = _deadline(deadline)
         options.append(("time", str(max(1, math.ceil(seconds / 60)))))
     return options
+
+
+def _gpus_beyond(asked: gpus.Request, target: Target) -> Rejection | None:
+    """Why the partition can never run ``asked`` (None when it can, or when its GPUs are not known)."""
+    if target.gpus is None:
+        return None
+    most = target.gpus.get(asked.resource, 0)
+    if asked.count <= most:
+        return None
+    offered = ", ".join(f"{name}: {count}" for name, count in sorted(target.gpus.items())) or "none"
+    return Rejection(
+        "GPUsUnavailable",
+        f"the pod asks for {asked.resource}: {asked.count} (--gres={asked.gres}) but a node of"
+        f" partition {target.partition!r} has at most {most} ({offered})",
+    )
 
 
 def _check_quantities(container: Body, resources: Body) -> None:

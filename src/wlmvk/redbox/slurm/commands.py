@@ -286,13 +286,20 @@ class Slurm:
         partition table changed or NODE_TABLE_TTL passed. ``scontrol show node`` costs
         slurmctld two RPCs (it reads the partition table too): a discovery that reads
         both every minute cost three times what one that reads the partitions does.
+        Where a node has GPUs, what is in use (GresUsed) changes with every job: the
+        node table is then read at each look, one ``scontrol show node`` for all nodes.
         """
         parts = await self._partition_table()
         if not parts.ok:
             raise classify(parts)
         nodes = self._nodes
-        if nodes is None or nodes[0] != parts.stdout or time.monotonic() - nodes[1] > NODE_TABLE_TTL:
-            done = await self.runner.run(["scontrol", "-o", "show", "node"])
+        if (
+            nodes is None
+            or nodes[0] != parts.stdout
+            or time.monotonic() - nodes[1] > NODE_TABLE_TTL
+            or any(n.gpu_kinds for n in nodes[2])
+        ):
+            done = await self.runner.run(["scontrol", "-d", "-o", "show", "node"])
             if not done.ok:
                 raise classify(done)
             nodes = self._nodes = (parts.stdout, time.monotonic(), partitions.node_records(done.stdout))

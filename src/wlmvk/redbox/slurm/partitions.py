@@ -1,7 +1,7 @@
-"""``scontrol -o show node`` and ``show partition`` -> what each partition offers per node (pure).
+"""``scontrol -d -o show node`` and ``show partition`` -> what each partition offers per node (pure).
 
 Only keys that 22.05, 24.11 and 26.05 print alike are read (NodeName, CPUTot or
-CPUEfctv, RealMemory, AvailableFeatures, Gres, Partitions; PartitionName,
+CPUEfctv, RealMemory, AvailableFeatures, Gres, GresUsed, Partitions; PartitionName,
 TotalNodes, MaxNodes, TotalCPUs, MaxCPUsPerNode, MaxMemPerNode, MaxTime,
 Default, State); the keys releases added or renamed are left alone.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from wlmvk.core import gres, memory
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import Feature
+from wlmvk.core.jobs import Feature, GpuKind
 from wlmvk.redbox.slurm import records, values
 
 
@@ -26,6 +26,10 @@ class NodeRecord:
     features: tuple[str, ...]
     gpus: int
     partitions: tuple[str, ...]
+    gpu_kinds: tuple[tuple[str, int], ...] = ()
+    """GPUs per GRES type ("" untyped), in the order of the node's Gres."""
+    gpus_used: tuple[tuple[str, int], ...] = ()
+    """GPUs per GRES type in use now (GresUsed)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class PartitionRecord:
     features: tuple[Feature, ...]
     default: bool
     state: str
+    gpu_kinds: tuple[GpuKind, ...] = ()
     mem_limit: int | None = None
     """The partition's own MaxMemPerNode in MB; None when Slurm says UNLIMITED."""
 
@@ -58,13 +63,37 @@ def gres_gpus(text: str) -> int:
         return 0  # slurmctld checked its own configuration: not a GPU count we can read
 
 
+def gres_kinds(text: str) -> tuple[tuple[str, int], ...]:
+    """A node's ``Gres`` or ``GresUsed`` -> GPUs per type, read by ``core.gres`` (none when unreadable)."""
+    try:
+        return tuple(gres.by_type(text).items())
+    except InvalidInput:
+        return ()
+
+
+def _kinds(members: list[NodeRecord]) -> tuple[GpuKind, ...]:
+    """The partition's GPUs per type over its nodes: the most on one, the sum, the sum in use."""
+    per_node: dict[str, int] = {}
+    total: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for node in members:
+        for kind, count in node.gpu_kinds:
+            per_node[kind] = max(per_node.get(kind, 0), count)
+            total[kind] = total.get(kind, 0) + count
+        for kind, count in node.gpus_used:
+            used[kind] = used.get(kind, 0) + count
+    return tuple(
+        GpuKind(kind, per_node[kind], total[kind], min(used.get(kind, 0), total[kind])) for kind in total
+    )
+
+
 def _memory_mb(text: str) -> int:
     """``16000`` or ``16000M`` / ``16G`` -> MB (``core.memory``)."""
     return memory.megabytes(text) or 0
 
 
 def node_records(output: str) -> list[NodeRecord]:
-    """``scontrol show node -o`` -> nodes."""
+    """``scontrol -d -o show node`` -> nodes (``-d`` adds GresUsed)."""
     nodes = []
     for record in records.scontrol_records(output):
         if "NodeName" not in record:
@@ -79,6 +108,8 @@ def node_records(output: str) -> list[NodeRecord]:
                 features=tuple(f for f in features.split(",") if f),
                 gpus=gres_gpus(values.text(record.get("Gres", ""))),
                 partitions=tuple(p for p in partitions.split(",") if p),
+                gpu_kinds=gres_kinds(values.text(record.get("Gres", ""))),
+                gpus_used=gres_kinds(values.text(record.get("GresUsed", ""))),
             )
         )
     return nodes
@@ -129,6 +160,7 @@ def partition_records(output: str, nodes: Iterable[NodeRecord]) -> list[Partitio
                 default=record.get("Default", "NO") == "YES",
                 state=record.get("State", "UP"),
                 mem_limit=_memory_mb(mem_cap) if mem_cap[:1].isdigit() else None,
+                gpu_kinds=_kinds(members),
             )
         )
     return result

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from wlmvk import __version__
 from wlmvk.core import names
-from wlmvk.core.jobs import Feature, PartitionResources
+from wlmvk.core.jobs import Feature, GpuKind, PartitionResources
 from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.node import nodes
@@ -52,6 +52,43 @@ def test_capacity_is_nodes_times_per_node() -> None:
         "nvidia.com/gpu": "6",
     }
     assert "nvidia.com/gpu" not in nodes.capacity(UNLIMITED, CTX)
+
+
+# Two nodes of Gres=gpu:tesla:2,gpu:1g.10gb:4; Slurm says 1 tesla and 3 slices are in use.
+TYPED = PartitionResources(
+    "gpu", 2, 8, 16000, None, gpu_per_node=6,
+    gpu_kinds=(GpuKind("tesla", 2, 4, 1), GpuKind("1g.10gb", 4, 8, 3)),
+)  # fmt: skip
+
+
+def test_capacity_has_gpus_per_type_and_allocatable_what_slurm_says_is_free() -> None:
+    status = nodes.status(TYPED, CTX, UP, heartbeat="", ready_since="")
+    gpus = {k: v for k, v in status["capacity"].items() if "/" in k}
+    assert gpus == {"nvidia.com/gpu": "12", "nvidia.com/gpu.tesla": "4", "nvidia.com/mig-1g.10gb": "8"}
+    free = {k: v for k, v in status["allocatable"].items() if "/" in k}
+    assert free == {"nvidia.com/gpu": "8", "nvidia.com/gpu.tesla": "3", "nvidia.com/mig-1g.10gb": "5"}
+    assert status["allocatable"]["cpu"] == status["capacity"]["cpu"] == "16"
+
+
+def test_gpus_this_nodes_running_pods_hold_stay_allocatable() -> None:
+    """The scheduler counts its own pods' requests against allocatable: not twice."""
+    held = {"nvidia.com/mig-1g.10gb": 2, "nvidia.com/gpu": 1}
+    status = nodes.status(TYPED, CTX, UP, heartbeat="", ready_since="", held=held)
+    free = {k: v for k, v in status["allocatable"].items() if "/" in k}
+    assert free == {"nvidia.com/gpu": "9", "nvidia.com/gpu.tesla": "3", "nvidia.com/mig-1g.10gb": "7"}
+
+
+def test_a_sites_gpu_names_name_the_types() -> None:
+    ctx = replace(CTX, gpu_names={"nvidia.com/t4": "tesla"})
+    cap = nodes.capacity(TYPED, ctx)
+    assert (cap.get("nvidia.com/t4"), "nvidia.com/gpu.tesla" in cap) == ("4", False)
+
+
+def test_gpus_in_use_are_not_part_of_what_the_partition_is() -> None:
+    busier = replace(TYPED, gpu_kinds=(GpuKind("tesla", 2, 4, 4), GpuKind("1g.10gb", 4, 8, 0)))
+    assert busier != TYPED
+    assert busier.settled() == TYPED.settled()
+    assert nodes.labels(busier, CTX) == nodes.labels(TYPED, CTX)
 
 
 def test_no_known_memory_limit_fits_any_request_and_reads_back() -> None:
