@@ -22,7 +22,8 @@ from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.stats import resource_metrics
 
 KUBELET_VERSION = f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
-"""The Kubernetes release this kubelet implements, wlmvk's own version as build metadata (as k3s does)."""
+"""The version reported when the API server's is not known: the release wlmvk implements, wlmvk's own
+as build metadata. The kubelet reports the server's (wlmvk.kube.version.kubelet_version)."""
 READY = "Ready"
 REACHABLE = "WLMReachable"
 
@@ -41,6 +42,8 @@ class NodeContext:
     # red-box serves only the original API (no extensions): it runs jobs where it stands, not in
     # the working dir asked for; the node says so, and the operator reports no working dir.
     original_api: bool = False
+    # The API server's version, at most the one wlmvk implements (wlmvk.kube.version).
+    kubelet_version: str = KUBELET_VERSION
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ def status(
             "kernelVersion": platform.release(),
             "osImage": f"Slurm {ctx.wlm_version}".strip(),
             "containerRuntimeVersion": f"slurm://{ctx.wlm_version or 'unknown'}",
-            "kubeletVersion": KUBELET_VERSION,
+            "kubeletVersion": ctx.kubelet_version,
             "kubeProxyVersion": "",
             "operatingSystem": "linux",
             "architecture": _arch(),
