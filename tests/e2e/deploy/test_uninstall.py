@@ -20,7 +20,7 @@ from wlmvk.kubelet.node.nodes import Health, NodeContext, node_object
 
 ROOT = Path(__file__).resolve().parents[3]
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.kube_any(subject="label selectors of kubectl delete node")]
 
 
 def _documented_selector() -> str:
