@@ -63,6 +63,8 @@ def test_the_staging_image_is_the_operators_container_and_nothing_names_another(
     operator = _templates(docs)["Deployment/wlmvk-operator"]
     (container,) = [c for c in operator["containers"] if c["name"] == ownimage.OWN_CONTAINER]
     assert not [arg for arg in container["args"] if arg.startswith("--stage-image")]
+    # Where a site's patch (tests/e2e/deploy/test_real_node.py, test_chart.py) moves the socket.
+    assert container["args"][1] == "--red-box-socket=/var/run/syslurm/red-box.sock"
     env = {item["name"]: item.get("valueFrom", {}).get("fieldRef", {}) for item in container["env"]}
     assert (env["POD_NAME"], env["POD_NAMESPACE"]) == (
         {"fieldPath": "metadata.name"},
