@@ -1,7 +1,7 @@
 """The long fault suite: churn rounds under each fault, many times, printed as a table.
 
 Real Slurm, a real red-box running as the job owner (UID 1000) and reached
-through a real ``ssh -nNT -L`` forward (scripts/red-box-forward, against
+through a real ``ssh -nNT -L`` forward (deploy/red-box-forward, against
 Debian's sshd on loopback: tests/fixtures/sshd.py), the in-memory API server
 in this process and ``wlmvk kubelet`` as a subprocess. Each fault runs
 ``--rounds`` rounds of ``--pods`` pods (see tests/faults/churn.py for what a

@@ -4,7 +4,7 @@ plane, the red-box ones also while jobs run), the API server's watches dropped w
 in-memory server's history compacted).
 
 The kubelet reaches red-box as it does when deployed: red-box runs as the job owner (UID 1000)
-and its socket comes through a real ``ssh -nNT -L`` (scripts/red-box-forward) from a real sshd on
+and its socket comes through a real ``ssh -nNT -L`` (deploy/red-box-forward) from a real sshd on
 loopback (tests/fixtures/sshd.py).
 
 Small counts (one round each); bench/faults_run.py runs the same rounds many times."""

@@ -223,6 +223,10 @@ class KubeClient:
 
     # -- verbs --------------------------------------------------------------------------------------------
 
+    async def version(self) -> Body:
+        """The API server's ``/version`` answer (gitVersion, major, minor...)."""
+        return await self.request("GET", "/version")
+
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Body:
         return await self.request("GET", resource.path(namespace=namespace, name=name))
 

@@ -1,11 +1,53 @@
-"""The Kubernetes version wlmvk implements, stated once.
+"""The Kubernetes version wlmvk implements, and the one its virtual nodes report.
 
-The kubelet reports it as its Node's ``kubeletVersion`` (``kubectl get nodes``
-shows it, and the API server and its controllers read a node's version to
-judge what it speaks); the development plane's host node reports it too. It is
-the control plane the kubelet is built and tested against: the release pinned
-in scripts/kube-versions.env (``KUBE_VERSION``), which tests/unit/kube/test_version.py
-holds equal to this constant.
+``KUBERNETES_VERSION`` is the control plane the kubelet is built and tested against: the release
+pinned in scripts/kube-versions.env (``KUBE_VERSION``), which tests/unit/kube/test_version.py holds
+equal to this constant; the development plane serves it as its ``/version``.
+
+A virtual node reports, as its ``kubeletVersion`` (``kubectl get nodes`` shows it, and the API
+server and its controllers read it to judge what a node speaks), the API server's version as
+``GET /version`` gave it at the kubelet's start, but never a newer one than wlmvk implements, with
+wlmvk's own version as build metadata (as k3s does): ``v1.33.4+wlmvk-0.1.0`` on a 1.33.4 server.
+Kubernetes' skew policy lets a kubelet be older than its API server, never newer; a constant would
+claim a kubelet newer than an older cluster's server.
 """
 
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
 KUBERNETES_VERSION = "v1.36.3"
+
+_CORE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _parts(version: str) -> tuple[int, int, int]:
+    found = _CORE.match(version)
+    if found is None:
+        raise ValueError(f"not a Kubernetes version: {version!r}")
+    major, minor, patch = found.groups()
+    return int(major), int(minor), int(patch)
+
+
+def server_version(answer: Mapping[str, object]) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of an API server's ``/version`` answer; None when it names none.
+
+    ``gitVersion`` first (its pre-release and build parts, ``-gke.100``, dropped); else the
+    ``major`` and ``minor`` fields (some providers write ``"33+"``) with patch 0.
+    """
+    git = answer.get("gitVersion")
+    if isinstance(git, str) and _CORE.match(git):
+        return _parts(git)
+    major, minor = (str(answer.get(key, "")).rstrip("+") for key in ("major", "minor"))
+    if major.isdigit() and minor.isdigit():
+        return int(major), int(minor), 0
+    return None
+
+
+def kubelet_version(answer: Mapping[str, object], wlmvk_version: str) -> str:
+    """The ``kubeletVersion`` virtual nodes report for an API server's ``/version`` answer."""
+    implemented = _parts(KUBERNETES_VERSION)
+    server = server_version(answer)
+    major, minor, patch = implemented if server is None else min(server, implemented)
+    return f"v{major}.{minor}.{patch}+wlmvk-{wlmvk_version}"

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from wlmvk import __version__
 from wlmvk.core import logging as wlmvk_logging
 from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
@@ -32,6 +33,7 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
 from wlmvk.kube.fencing import FencedClient
 from wlmvk.kube.leader import Elector
+from wlmvk.kube.version import kubelet_version
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet import standby
 from wlmvk.kubelet.api import server
@@ -118,6 +120,7 @@ class Kubelet:
         )
         await self._serve_http()
         context = nodes.NodeContext(
+            kubelet_version=await self._kubelet_version(client),
             cluster=s.cluster_name,
             agent_host=s.agent_host,
             node_ip=s.node_ip,
@@ -151,6 +154,17 @@ class Kubelet:
             port=self.port,
             metrics_port=self.metrics_port,
         )
+
+    async def _kubelet_version(self, client: KubeClient) -> str:
+        """The version the nodes report: the API server's, asked once at start (wlmvk.kube.version)."""
+        try:
+            answer = await client.version()
+        except WlmvkError as exc:
+            _log.warning("API server version unknown: nodes report wlmvk's", error=exc.message)
+            return nodes.KUBELET_VERSION
+        reported = kubelet_version(answer, __version__)
+        _log.info("nodes report", kubelet_version=reported, server=answer.get("gitVersion"))
+        return reported
 
     async def _stand_by(self, client: KubeClient) -> Elector:
         """Wait, as a standby, until this process holds the cluster's Lease."""

@@ -16,6 +16,7 @@ import shlex
 import signal
 import socket
 import sys
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -23,11 +24,12 @@ import structlog
 from wlmvk.core import logging as core_logging
 from wlmvk.core import loop as event_loop
 from wlmvk.core import tasks
-from wlmvk.core.errors import WlmvkError
+from wlmvk.core.errors import FailedPrecondition, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
+from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector
-from wlmvk.operator import health
+from wlmvk.operator import health, ownimage
 from wlmvk.operator.controller import Controller
 from wlmvk.operator.settings import DEFAULT_WORK_ROOT, OperatorSettings, StagingSettings
 
@@ -55,7 +57,10 @@ def _parser() -> argparse.ArgumentParser:
         " (default: relative, i.e. under each red-box's --work-dir)",
     )
     p.add_argument(
-        "--stage-image", default=_env("WLMVK_STAGE_IMAGE", "wlmvk:latest"), help="image of staging pods"
+        "--stage-image",
+        default=os.environ.get("WLMVK_STAGE_IMAGE", ""),
+        help="image of staging pods (default: the image of this pod's container 'operator', read from "
+        f"the API server by env POD_NAME and POD_NAMESPACE; outside a pod: {ownimage.OUTSIDE_A_POD})",
     )
     p.add_argument(
         "--stage-command",
@@ -125,11 +130,13 @@ def _pair(item: str) -> tuple[str, str]:
 
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
+    pod = ownimage.own_pod(os.environ)
     return OperatorSettings(
         work_root=args.work_root,
         namespace=args.namespace,
         staging=StagingSettings(
-            image=args.stage_image,
+            # Empty in a pod: read from the pod at start (resolve_stage_image).
+            image=args.stage_image or ("" if pod else ownimage.OUTSIDE_A_POD),
             command=tuple(shlex.split(args.stage_command)),
             socket_host_path=args.red_box_socket,
             run_as_user=args.run_as_user,
@@ -146,7 +153,25 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         identity=args.identity,
         resync_interval=args.resync,
         health_port=args.health_port,
+        own_pod=pod,
     )
+
+
+async def resolve_stage_image(client: KubeClient, settings: OperatorSettings) -> OperatorSettings:
+    """``settings`` with the staging image set: as given, else the operator's own container's."""
+    if settings.staging.image or settings.own_pod is None:
+        return settings
+    namespace, name = settings.own_pod
+    try:
+        pod = await client.get(PODS, name, namespace=namespace)
+    except WlmvkError as exc:
+        raise FailedPrecondition(
+            f"the staging image is the operator's own, but its pod {namespace}/{name} could not be read "
+            f"({exc.message}): give --stage-image"
+        ) from exc
+    image = ownimage.container_image(pod)
+    _log.info("staging pods run the operator's own image", image=image)
+    return replace(settings, staging=replace(settings.staging, image=image))
 
 
 def main(argv: list[str]) -> int:
@@ -174,6 +199,11 @@ async def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
     client = await KubeClient.connect(kubeconfig)
+    try:
+        settings = await resolve_stage_image(client, settings)
+    except WlmvkError:
+        await client.close()
+        raise
     log = _log.bind(identity=settings.identity)
     elector: Elector | None = None
     running: list[asyncio.Task[Any]] = []

@@ -55,3 +55,6 @@ class OperatorSettings:
     resync_interval: float = 60.0
     # Port of /healthz and /readyz; 0 serves no probes.
     health_port: int = 0
+    # (namespace, name) of the operator's own pod, from the downward API: with staging.image
+    # empty, the staging pods run the image of its container (wlmvk.operator.ownimage).
+    own_pod: tuple[str, str] | None = None

@@ -95,6 +95,7 @@ OPERATOR_SA = "wlmvk-operator"
 # names are never what makes a node wlmvk's, the label given at creation is.
 VIRTUAL = "slurm-access-debug"
 LOOKALIKE = "slurm-hpc-01"
+OTHER = "interlink-access"
 
 
 def tried(kube: RealKube, account: str, *args: str, body: dict[str, object] | None = None) -> str:
@@ -127,8 +128,10 @@ def pod(name: str, node_name: str | None, **metadata: object) -> dict[str, objec
     }
 
 
-def denied(policy: str, message: str) -> str:
-    return f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: {message}"
+def denied(policy: str, message: str, binding: str = "") -> str:
+    return (
+        f"ValidatingAdmissionPolicy '{policy}' with binding '{binding or policy}' denied request: {message}"
+    )
 
 
 AT_CREATION = (
@@ -136,8 +139,11 @@ AT_CREATION = (
     "it marks the nodes wlmvk-kubelet registered"
 )
 NOT_REGISTERED = (
-    "wlmvk-kubelet may change only the nodes it registered (created with the label type=virtual-kubelet)"
+    "wlmvk-kubelet may change only the nodes it registered (created with the labels type=virtual-kubelet "
+    "and wlm.sylabs.io/cluster)"
 )
+OURS = {"type": "virtual-kubelet", "wlm.sylabs.io/cluster": "access"}
+"""The labels every node wlmvk-kubelet registers carries (kubelet/node/nodes.labels), among others."""
 UNBOUND = "wlmvk-kubelet may change only pods bound to a node it registered"
 
 
@@ -152,9 +158,17 @@ def lease_of(name: str) -> str:
 @pytest.fixture
 def virtual_node(real_kube: RealKube) -> Iterator[str]:
     """A virtual node registered by the kubelet's account itself, as its node controller does."""
-    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, type="virtual-kubelet")) == ""
+    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, **OURS)) == ""
     yield VIRTUAL
     real_kube.run_kubectl("delete", "node", VIRTUAL, "--ignore-not-found")
+
+
+@pytest.fixture
+def other_providers_node(real_kube: RealKube) -> Iterator[str]:
+    """Another virtual-kubelet provider's node (interLink, Liqo): type=virtual-kubelet, no more."""
+    real_kube.must("create", "-f", "-", input=json.dumps(node(OTHER, type="virtual-kubelet")))
+    yield OTHER
+    real_kube.run_kubectl("delete", "node", OTHER, "--ignore-not-found")
 
 
 @pytest.fixture
@@ -181,22 +195,26 @@ def test_no_one_turns_a_real_node_into_a_virtual_one(
 
 
 def test_the_kubelet_changes_only_the_nodes_it_registered(
-    real_kube: RealKube, real_agent_node: str, lookalike_node: str
+    real_kube: RealKube, real_agent_node: str, lookalike_node: str, other_providers_node: str
 ) -> None:
     refused = denied("wlmvk-kubelet-own-nodes", NOT_REGISTERED)
-    for name in (real_agent_node, lookalike_node):
+    for name in (real_agent_node, lookalike_node, other_providers_node):
         assert refused in tried(real_kube, KUBELET_SA, "annotate", "node", name, "a=b")
         assert refused in tried(real_kube, KUBELET_SA, "label", "node", name, "x=y")
         assert refused in tried(real_kube, KUBELET_SA, "delete", "node", name)
     assert refused in tried(real_kube, KUBELET_SA, "create", body=node("slurm-forged"))
+    assert refused in tried(
+        real_kube, KUBELET_SA, "create", body=node("slurm-forged", type="virtual-kubelet")
+    )
     # Its own node: registered, changed and removed for real.
-    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, type="virtual-kubelet")) == ""
+    assert as_account(real_kube, KUBELET_SA, "create", body=node(VIRTUAL, **OURS)) == ""
     try:
         assert as_account(real_kube, KUBELET_SA, "annotate", "node", VIRTUAL, "a=b") == ""
         assert as_account(real_kube, KUBELET_SA, "label", "node", VIRTUAL, "x=y") == ""
         labels = json.loads(real_kube.must("get", "node", VIRTUAL, "-o", "json"))["metadata"]["labels"]
-        assert labels == {"type": "virtual-kubelet", "x": "y"}
+        assert labels == {**OURS, "x": "y"}
         assert refused in tried(real_kube, KUBELET_SA, "label", "node", VIRTUAL, "type-")
+        assert refused in tried(real_kube, KUBELET_SA, "label", "node", VIRTUAL, "wlm.sylabs.io/cluster-")
         assert as_account(real_kube, KUBELET_SA, "delete", "node", VIRTUAL) == ""
         assert real_kube.run_kubectl("get", "node", VIRTUAL).returncode == 1
     finally:
@@ -204,12 +222,17 @@ def test_the_kubelet_changes_only_the_nodes_it_registered(
 
 
 def test_the_kubelet_changes_only_pods_bound_to_its_nodes(
-    real_kube: RealKube, real_agent_node: str, lookalike_node: str, virtual_node: str
+    real_kube: RealKube,
+    real_agent_node: str,
+    lookalike_node: str,
+    virtual_node: str,
+    other_providers_node: str,
 ) -> None:
     # Created as admin, then written as the kubelet.
     placed = {
         "on-host": real_agent_node,
         "on-lookalike": lookalike_node,
+        "on-other-provider": other_providers_node,
         "on-virtual": virtual_node,
         "unbound": None,
     }
@@ -220,6 +243,13 @@ def test_the_kubelet_changes_only_pods_bound_to_its_nodes(
             refused = denied("wlmvk-kubelet-not-on-real-nodes", pods_of(real))
             assert refused in tried(real_kube, KUBELET_SA, "annotate", "pod", name, "a=b")
             assert refused in tried(real_kube, KUBELET_SA, "delete", "pod", name)
+        refused = denied(
+            "wlmvk-kubelet-not-on-real-nodes",
+            pods_of(other_providers_node),
+            "wlmvk-kubelet-not-on-other-nodes",
+        )
+        assert refused in tried(real_kube, KUBELET_SA, "annotate", "pod", "on-other-provider", "a=b")
+        assert refused in tried(real_kube, KUBELET_SA, "delete", "pod", "on-other-provider")
         refused = denied("wlmvk-kubelet-bound-pods", UNBOUND)
         assert refused in tried(real_kube, KUBELET_SA, "annotate", "pod", "unbound", "a=b")
         assert refused in tried(real_kube, KUBELET_SA, "delete", "pod", "unbound")
@@ -230,8 +260,16 @@ def test_the_kubelet_changes_only_pods_bound_to_its_nodes(
 
 
 def test_the_kubelet_holds_no_lease_of_a_real_node(
-    real_kube: RealKube, real_agent_node: str, lookalike_node: str, virtual_node: str
+    real_kube: RealKube,
+    real_agent_node: str,
+    lookalike_node: str,
+    virtual_node: str,
+    other_providers_node: str,
 ) -> None:
+    refused = denied(
+        "wlmvk-kubelet-own-leases", lease_of(other_providers_node), "wlmvk-kubelet-own-leases-other-nodes"
+    )
+    assert refused in tried(real_kube, KUBELET_SA, "create", body=lease(other_providers_node))
     for real in (real_agent_node, lookalike_node):
         refused = denied("wlmvk-kubelet-own-leases", lease_of(real))
         assert refused in tried(real_kube, KUBELET_SA, "create", body=lease(real))

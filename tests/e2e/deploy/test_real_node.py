@@ -96,7 +96,7 @@ def deploy(kube: RealKube, node: str, socket: Path) -> str:
     operator = [
         {
             "op": "replace",
-            "path": "/spec/template/spec/containers/0/args/2",
+            "path": "/spec/template/spec/containers/0/args/1",
             "value": f"--red-box-socket={socket}",
         }
     ]

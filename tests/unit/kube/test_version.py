@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wlmvk.kube.version import KUBERNETES_VERSION
+import pytest
+
+from wlmvk.kube.version import KUBERNETES_VERSION, kubelet_version
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -16,3 +18,31 @@ def pinned() -> dict[str, str]:
 
 def test_the_implemented_version_is_the_pinned_control_plane() -> None:
     assert pinned()["KUBE_VERSION"] == KUBERNETES_VERSION
+
+
+@pytest.mark.parametrize(
+    ("answer", "reported"),
+    [
+        # A 1.33 cluster: its own version, not a kubelet newer than its API server.
+        ({"major": "1", "minor": "33", "gitVersion": "v1.33.4"}, "v1.33.4+wlmvk-0.1.0"),
+        ({"major": "1", "minor": "33+", "gitVersion": "v1.33.4-gke.1200"}, "v1.33.4+wlmvk-0.1.0"),
+        ({"major": "1", "minor": "33+", "gitVersion": "v1.33.4+k3s1"}, "v1.33.4+wlmvk-0.1.0"),
+        ({"major": "1", "minor": "30", "gitVersion": "v1.30.0-rc.1"}, "v1.30.0+wlmvk-0.1.0"),
+        # No usable gitVersion: the major and minor fields, patch 0.
+        ({"major": "1", "minor": "33+", "gitVersion": "unknown"}, "v1.33.0+wlmvk-0.1.0"),
+        ({"major": "1", "minor": "34"}, "v1.34.0+wlmvk-0.1.0"),
+        # Never newer than what wlmvk implements.
+        ({"gitVersion": "v1.36.3"}, "v1.36.3+wlmvk-0.1.0"),
+        ({"gitVersion": "v1.36.1"}, "v1.36.1+wlmvk-0.1.0"),
+        ({"gitVersion": "v1.36.9"}, "v1.36.3+wlmvk-0.1.0"),
+        ({"major": "1", "minor": "37", "gitVersion": "v1.37.0"}, "v1.36.3+wlmvk-0.1.0"),
+        ({"gitVersion": "v2.0.0"}, "v1.36.3+wlmvk-0.1.0"),
+        # Nothing to read: what wlmvk implements.
+        ({}, "v1.36.3+wlmvk-0.1.0"),
+        ({"major": "", "minor": "", "gitVersion": ""}, "v1.36.3+wlmvk-0.1.0"),
+    ],
+)
+def test_nodes_report_the_servers_version_at_most_the_implemented_one(
+    answer: dict[str, str], reported: str
+) -> None:
+    assert kubelet_version(answer, "0.1.0") == reported

@@ -33,6 +33,15 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.identity == "wlmvk-operator-abc"
 
 
+def test_in_a_pod_the_staging_image_is_left_to_be_read_from_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WLMVK_STAGE_IMAGE", raising=False)
+    monkeypatch.setenv("POD_NAME", "wlmvk-operator-abc")
+    monkeypatch.setenv("POD_NAMESPACE", "wlmvk")
+    settings = parse()
+    assert (settings.staging.image, settings.own_pod) == ("", ("wlmvk", "wlmvk-operator-abc"))
+    assert parse("--stage-image=registry/wlmvk:1").staging.image == "registry/wlmvk:1"
+
+
 def test_flags() -> None:
     settings = parse(
         "--work-root=/scratch/jobs",

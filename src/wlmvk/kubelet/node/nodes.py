@@ -24,7 +24,8 @@ from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.stats import resource_metrics
 
 KUBELET_VERSION = f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
-"""The Kubernetes release this kubelet implements, wlmvk's own version as build metadata (as k3s does)."""
+"""The version reported when the API server's is not known: the release wlmvk implements, wlmvk's own
+as build metadata. The kubelet reports the server's (wlmvk.kube.version.kubelet_version)."""
 READY = "Ready"
 REACHABLE = "WLMReachable"
 
@@ -45,6 +46,8 @@ class NodeContext:
     original_api: bool = False
     # The site's GPU resource names -> Slurm GRES types (core.gpus).
     gpu_names: Mapping[str, str] = field(default_factory=dict)
+    # The API server's version, at most the one wlmvk implements (wlmvk.kube.version).
+    kubelet_version: str = KUBELET_VERSION
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ def status(
             "kernelVersion": platform.release(),
             "osImage": f"Slurm {ctx.wlm_version}".strip(),
             "containerRuntimeVersion": f"slurm://{ctx.wlm_version or 'unknown'}",
-            "kubeletVersion": KUBELET_VERSION,
+            "kubeletVersion": ctx.kubelet_version,
             "kubeProxyVersion": "",
             "operatingSystem": "linux",
             "architecture": _arch(),
