@@ -5,9 +5,13 @@
 ``/bin/entrypoint`` script; ``oci_archive`` packs such a directory into an
 OCI image layout inside a tar (Podman's ``oci-archive:FILE``), with the
 entrypoint as the image's command. Pure file writing, no tool needed.
+``sif`` makes such a directory a SIF with ``apptainer build`` (its runscript
+runs the entrypoint; SCIF apps under ``/scif/apps``), for Apptainer/Singularity.
 
 ``python -m wlmvk_dev.images FILE`` builds the image that examples/wlmjob.yaml
-names (``scripts/container-local up`` runs it).
+names (``scripts/container-local up`` runs it); ``python -m wlmvk_dev.images
+FILE.sif APPTAINER`` builds the same image as a SIF with that ``apptainer``
+(``scripts/apptainer-local image``).
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ import hashlib
 import io
 import json
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 BUSYBOX = Path("/bin/busybox")
@@ -83,23 +89,66 @@ def oci_archive(rootfs: Path, dest: Path, *, tag: str = "latest") -> Path:
     return dest
 
 
+RUNSCRIPT = '#!/bin/sh\nexec /bin/entrypoint "$@"\n'
+
+
+def sif(rootfs: Path, dest: Path, *, apptainer: str, apps: Mapping[str, str] | None = None) -> Path:
+    """``rootfs`` as a SIF at ``dest`` (readable by every job owner), built by ``apptainer``.
+
+    Its runscript runs ``/bin/entrypoint`` with the run's arguments; each of ``apps`` (name ->
+    shell script) is a SCIF app whose runscript is that script (``apptainer run --app NAME``).
+    """
+    meta = rootfs / ".singularity.d"
+    meta.mkdir(exist_ok=True)
+    _script(meta / "runscript", RUNSCRIPT)
+    for name in ("passwd", "group"):  # Apptainer adds the user's entries to files that exist
+        (rootfs / "etc" / name).touch()
+    for name, script in (apps or {}).items():
+        app = rootfs / "scif" / "apps" / name / "scif"
+        app.mkdir(parents=True, exist_ok=True)
+        _script(app / "runscript", "#!/bin/sh\n" + script)
+    built = subprocess.run(
+        [apptainer, "--quiet", "build", "--force", str(dest), str(rootfs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise RuntimeError(f"apptainer build {dest} failed ({built.returncode}): {built.stderr.strip()}")
+    dest.chmod(0o644)
+    return dest
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
 HELLO = """echo "Hello from a container ($(cat /etc/image-name))"
 echo "results of $(hostname)" > result.txt
 """
 """The example image's entrypoint: a greeting on stdout, a result file in the job's directory."""
 
 
-def hello_image(dest: Path) -> Path:
-    """The example's image at ``dest`` (an oci-archive), readable by every job owner."""
+COWSAY = 'echo "the cow says: ${*:-moo}"\n'
+"""The SIF example's SCIF app ``cowsay`` (the original ran lolcow's)."""
+
+
+def hello_image(dest: Path, *, apptainer: str = "") -> Path:
+    """The example's image at ``dest``, readable by every job owner: an oci-archive, or with
+    ``apptainer`` a SIF (with the SCIF app ``cowsay``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.parent.chmod(0o755)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         root = busybox_rootfs(Path(tmp) / "rootfs", HELLO)
         (root / "etc" / "image-name").write_text("wlmvk busybox\n")
-        staged = oci_archive(root, Path(tmp) / "image.tar")
-        staged.replace(dest)  # whole, so a job never pulls a half-written archive
+        if apptainer:
+            staged = sif(root, Path(tmp) / "image.sif", apptainer=apptainer, apps={"cowsay": COWSAY})
+        else:
+            staged = oci_archive(root, Path(tmp) / "image.tar")
+        staged.replace(dest)  # whole, so a job never pulls a half-written image
     return dest
 
 
 if __name__ == "__main__":
-    print(hello_image(Path(sys.argv[1])))
+    print(hello_image(Path(sys.argv[1]), apptainer=sys.argv[2] if len(sys.argv) > 2 else ""))
