@@ -29,7 +29,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "echo", "cat", "ls", "id", "env", "hostname", "pwd", "sleep", "true", "touch", "mkdir")
+APPLETS = (
+    "sh", "echo", "cat", "ls", "id", "env", "hostname", "pwd", "sleep", "true", "touch", "mkdir",
+    "readlink", "grep", "cut",
+)  # fmt: skip
 
 
 def busybox_rootfs(root: Path, entrypoint: str) -> Path:
@@ -43,6 +46,8 @@ def busybox_rootfs(root: Path, entrypoint: str) -> Path:
     script.chmod(0o755)
     for empty in ("tmp", "proc", "sys", "dev", "etc"):
         (root / empty).mkdir(exist_ok=True)
+    for name in ("passwd", "group"):  # runtimes add the job owner's entry to files that exist
+        (root / "etc" / name).touch()
     return root
 
 
@@ -70,6 +75,12 @@ def oci_archive(rootfs: Path, dest: Path, *, tag: str = "latest") -> Path:
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
     }
     with tarfile.open(dest, mode="w") as archive:
+        # Directories of their own: Apptainer (containers/image) unpacks the archive as the job
+        # owner and fails to chown a directory it has to make up to root ("operation not permitted").
+        for directory in ("blobs", "blobs/sha256"):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            archive.addfile(info)
         layer_ref = _blob(archive, compressed, "application/vnd.oci.image.layer.v1.tar+gzip")
         config_ref = _blob(archive, json.dumps(config).encode(), "application/vnd.oci.image.config.v1+json")
         manifest = {"schemaVersion": 2, "config": config_ref, "layers": [layer_ref]}
@@ -101,8 +112,8 @@ def sif(rootfs: Path, dest: Path, *, apptainer: str, apps: Mapping[str, str] | N
     meta = rootfs / ".singularity.d"
     meta.mkdir(exist_ok=True)
     _script(meta / "runscript", RUNSCRIPT)
-    for name in ("passwd", "group"):  # Apptainer adds the user's entries to files that exist
-        (rootfs / "etc" / name).touch()
+    for name in ("localtime", "hosts"):  # the points of Apptainer's default binds: a writable
+        (rootfs / "etc" / name).touch()  # container warns of each missing one, even with --quiet
     for name, script in (apps or {}).items():
         app = rootfs / "scif" / "apps" / name / "scif"
         app.mkdir(parents=True, exist_ok=True)

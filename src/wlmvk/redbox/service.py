@@ -136,7 +136,9 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         runtime = container_runtime(self.runtime_setting)
         if not runtime:
             raise FailedPrecondition(runtimes.missing(self.runtime_setting))
-        script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
+        script = scripts.container_script(
+            spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif", binary=shutil.which(runtime) or ""
+        )
         job = JobSpec(
             script=script,
             partition=spec.partition,
