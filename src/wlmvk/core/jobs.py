@@ -159,6 +159,9 @@ class PartitionResources:
     default: bool = False
     state: str = "UP"
     container_runtime: bool = False
+    # red-box's --image-dir ("" none) and the SIF file names in it.
+    image_dir: str = ""
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

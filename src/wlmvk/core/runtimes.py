@@ -186,14 +186,23 @@ def _sif_lines(
     ]
 
 
+def sif_name(image: str) -> str:
+    """The SIF file a plain pod's ``image`` names in a site's image directory: the reference
+    without its transport, '/', ':' and '@' made '_', and ``.sif`` (``site/tools:2`` ->
+    ``site_tools_2.sif``, ``busybox`` -> ``busybox.sif``)."""
+    name = image.split("://", 1)[-1]
+    return "".join("_" if c in "/:@" else c for c in name) + ".sif"
+
+
 def pod_lines(image: str, command: Sequence[str], args: Sequence[str]) -> list[str]:
     """The lines that run a plain pod's ``image`` through Apptainer or Singularity, whichever is there.
 
     A pod's command replaces the image's entrypoint (``exec``); without one the
-    image's runscript gets the args (``run``). A bare name is a Docker Hub image.
+    image's runscript gets the args (``run``). A bare name is a Docker Hub image; an absolute
+    path is a SIF file (from a site's image directory: ``sif_name``).
     """
-    reference = image if "://" in image else f"docker://{image}"
+    reference = image if "://" in image or image.startswith("/") else f"docker://{image}"
     pick = f"if command -v {APPTAINER} >/dev/null 2>&1; then rt={APPTAINER}; else rt={SINGULARITY}; fi"
     if command:
-        return [pick, f'exec "$rt" exec {shlex.quote(reference)} {shlex.join([*command, *args])}']
-    return [pick, f'exec "$rt" run {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]
+        return [pick, f'exec "$rt" --quiet exec {shlex.quote(reference)} {shlex.join([*command, *args])}']
+    return [pick, f'exec "$rt" --quiet run {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]

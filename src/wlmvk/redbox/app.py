@@ -152,6 +152,14 @@ def parser() -> argparse.ArgumentParser:
         "default: PATH alone",
     )
     p.add_argument(
+        "--image-dir",
+        default="",
+        metavar="DIR",
+        help="a directory of SIF files on the Slurm side that plain pods' images name: image NAME[:TAG] "
+        "runs DIR/NAME[_TAG].sif ('/' and ':' become '_') through Apptainer/Singularity, and an image "
+        "with no file there fails its pod (ImageNotFound); default: images are pulled (docker://)",
+    )
+    p.add_argument(
         "--slurm-api",
         choices=cfg.SLURM_APIS,
         default="auto",
@@ -184,6 +192,8 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
             # only clients with a certificate of a CA we were told to trust may.
             raise InvalidInput(f"--tcp needs {', '.join(missing)}: the TCP listener accepts only mutual TLS")
         tcp_address(args.tcp)
+    if args.image_dir and not os.path.isdir(args.image_dir):
+        raise InvalidInput(f"--image-dir {args.image_dir}: no such directory")
     for directory in filter(None, args.runtime_path.split(":")):
         if not os.path.isdir(directory):
             raise InvalidInput(f"--runtime-path {directory}: no such directory")
@@ -204,6 +214,7 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         log_level=args.log_level,
         container_runtime=args.container_runtime,
         runtime_path=args.runtime_path,
+        image_dir=os.path.realpath(args.image_dir) if args.image_dir else "",
         slurm_api=args.slurm_api,
     )
 
@@ -335,6 +346,7 @@ async def build(settings: cfg.Settings) -> Assembly:
         confinement=confinement,
         overrides=overrides,
         container_runtime=settings.container_runtime,
+        image_dir=settings.image_dir,
         dialect=ORIGINAL if settings.original_api_only else WLMVK,
     )
     parts = Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health(), restd=restd)

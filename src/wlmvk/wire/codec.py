@@ -228,6 +228,8 @@ def resources_to_wire(res: PartitionResources) -> api.ResourcesResponse:
         default_partition=res.default,
         state=res.state,
         container_runtime=res.container_runtime,
+        image_dir=res.image_dir,
+        images=list(res.images),
     )
 
 
@@ -246,6 +248,8 @@ def resources_from_wire(name: str, wire: api.ResourcesResponse) -> PartitionReso
         default=wire.default_partition,
         state=wire.state or "UP",
         container_runtime=wire.container_runtime,
+        image_dir=wire.image_dir,
+        images=tuple(wire.images),
     )
 
 

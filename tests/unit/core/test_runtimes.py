@@ -149,3 +149,17 @@ def test_job_lines_start_the_runtime_by_the_path_the_login_node_found() -> None:
 )
 def test_search_path_puts_the_runtime_path_ahead_once(runtime_path: str, path: str, searched: str) -> None:
     assert runtimes.search_path(runtime_path, path) == searched
+
+
+@pytest.mark.parametrize(
+    ("image", "name"),
+    [
+        ("busybox", "busybox.sif"),
+        ("busybox:1.36", "busybox_1.36.sif"),
+        ("site/tools:2", "site_tools_2.sif"),
+        ("docker://site/tools:2", "site_tools_2.sif"),
+        ("tools@sha256:ab12", "tools_sha256_ab12.sif"),
+    ],
+)
+def test_sif_name_is_the_reference_with_separators_made_underscores(image: str, name: str) -> None:
+    assert runtimes.sif_name(image) == name

@@ -225,6 +225,13 @@ class ResourcesResponse(betterproto.Message):
     """Slurm's partition state (UP, DOWN, DRAIN, INACTIVE)."""
 
     container_runtime: bool = betterproto.bool_field(10)
+    image_dir: str = betterproto.string_field(20)
+    """
+    wlmvk: red-box's --image-dir ("" none) and the SIF files in it, by name: a plain pod's
+     image runs from there (core.runtimes.sif_name), and one not there is refused.
+    """
+
+    images: List[str] = betterproto.string_field(21)
 
 
 @dataclass(eq=False, repr=False)

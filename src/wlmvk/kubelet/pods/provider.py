@@ -29,7 +29,8 @@ from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Happening, Stage
-from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job, unused_image
+from wlmvk.kubelet.pods.translate import Rejection, job_name, pod_to_job, unused_image
+from wlmvk.kubelet.pods.translate import target as target_of
 
 _log = structlog.get_logger(__name__)
 
@@ -153,7 +154,7 @@ class SlurmProvider:
             if self.directory.partitions:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
-        target = Target(resources.name, resources.container_runtime, self.jobs_root)
+        target = target_of(resources, self.jobs_root)
         spec = pod_to_job(record.pod, target)
         if isinstance(spec, Rejection):
             return spec
@@ -185,7 +186,7 @@ class SlurmProvider:
         """An adopted pod's image, judged on its partition as when it was submitted."""
         resources = self.directory.partition_of(record.node)
         if resources is not None:
-            target = Target(resources.name, resources.container_runtime, self.jobs_root)
+            target = target_of(resources, self.jobs_root)
             record.image_unused = unused_image(record.pod, target)
 
     @staticmethod

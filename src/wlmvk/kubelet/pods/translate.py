@@ -32,7 +32,7 @@ from typing import Any
 
 from wlmvk.core import containerjob, names, quantities, runtimes, sbatch
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import ContainerJobSpec, JobSpec
+from wlmvk.core.jobs import ContainerJobSpec, JobSpec, PartitionResources
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.kubelet.pods import environment
@@ -67,6 +67,16 @@ class Target:
     container_runtime: bool = False
     # Root of per-pod working directories on the Slurm side ("" = red-box's default).
     jobs_root: str = ""
+    # red-box's --image-dir ("" = images are pulled) and the SIF files in it.
+    image_dir: str = ""
+    images: tuple[str, ...] = ()
+
+
+def target(resources: PartitionResources, jobs_root: str) -> Target:
+    """The Target of a partition as red-box reports it."""
+    return Target(
+        resources.name, resources.container_runtime, jobs_root, resources.image_dir, resources.images
+    )
 
 
 def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Rejection:
@@ -243,6 +253,22 @@ def _deadline(value: Any) -> int:
     return seconds
 
 
+def _sif_image(image: str, target: Target) -> str | Rejection:
+    """What the runtime runs for ``image``: the SIF file it names in the site's image directory
+    (``ImageNotFound`` when there is none), or the image itself when the site has no directory."""
+    if not target.image_dir:
+        return image
+    name = runtimes.sif_name(image)
+    if name in target.images:
+        return f"{target.image_dir.rstrip('/')}/{name}"
+    held = ", ".join(target.images[:20]) or "no SIF file"
+    return Rejection(
+        "ImageNotFound",
+        f"image {image!r}: no {name} in the site's image directory {target.image_dir}"
+        f" (red-box --image-dir), which holds {held}",
+    )
+
+
 def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
     try:
         env = environment.container_env(pod, container)
@@ -261,7 +287,10 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
     if workdir:
         lines.append(f"cd {shlex.quote(str(workdir))} || exit 1")
     if target.container_runtime and image:
-        lines += runtimes.pod_lines(image, command, args)
+        resolved = _sif_image(image, target)
+        if isinstance(resolved, Rejection):
+            return resolved
+        lines += runtimes.pod_lines(resolved, command, args)
     elif command:
         lines.append(f"exec {shlex.join(command + args)}")
     else:
