@@ -24,7 +24,7 @@ from tests.e2e.operator.test_containers import create, wlmjob
 from tests.fixtures import apptainer, prerequisites
 from tests.fixtures.redbox import JOB_OWNER
 from tests.fixtures.shared_dirs import SharedDir
-from wlmvk_dev.images import busybox_rootfs, sif
+from wlmvk_dev.images import busybox_rootfs, hello_image, sif
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST, apptainer.NEEDED]
 
@@ -100,10 +100,13 @@ async def test_a_sif_runs_with_singularitys_defaults(stack: Stack, shared_dir: S
 
 
 async def test_example_wlmjob_runs_through_apptainer(stack: Stack, shared_dir: SharedDir) -> None:
-    """examples/wlmjob.yaml (an oci-archive, as scripts/container-local builds it), pulled into a
-    SIF by Apptainer; only its results go to a directory of this test's, which the staging pods
-    (UID 1000) can write."""
+    """examples/wlmjob.yaml, its oci-archive pulled into a SIF by Apptainer. Two paths are this
+    test's own: the image, built as scripts/container-local builds the example's (whichever
+    checkout ran that last wrote the shared one), and the results, which the staging pods (UID
+    1000) can write."""
     doc = yaml.safe_load(EXAMPLE.read_text())
+    archive = hello_image(shared_dir("wlmvk-image-") / Path(doc["spec"]["image"]).name)
+    doc["spec"]["image"] = f"oci-archive:{archive}"
     outputs = shared_dir("wlmvk-cow-results-", 0o777)
     doc["spec"]["results"]["mount"]["hostPath"]["path"] = str(outputs)
     await create(stack, json.dumps(doc))
