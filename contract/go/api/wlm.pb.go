@@ -1312,7 +1312,11 @@ type ResourcesResponse struct {
 	ContainerRuntime bool   `protobuf:"varint,10,opt,name=container_runtime,json=containerRuntime,proto3" json:"container_runtime,omitempty"`
 	// wlmvk: the partition's GPUs per Slurm GRES type (an untyped gpu has type ""),
 	// and how many Slurm says are in use now (its nodes' GresUsed).
-	GpuKinds      []*GpuKind `protobuf:"bytes,11,rep,name=gpu_kinds,json=gpuKinds,proto3" json:"gpu_kinds,omitempty"`
+	GpuKinds []*GpuKind `protobuf:"bytes,11,rep,name=gpu_kinds,json=gpuKinds,proto3" json:"gpu_kinds,omitempty"`
+	// wlmvk: red-box's --image-dir ("" none) and the SIF files in it, by name: a plain pod's
+	// image runs from there (core.runtimes.sif_name), and one not there is refused.
+	ImageDir      string   `protobuf:"bytes,20,opt,name=image_dir,json=imageDir,proto3" json:"image_dir,omitempty"`
+	Images        []string `protobuf:"bytes,21,rep,name=images,proto3" json:"images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1420,6 +1424,20 @@ func (x *ResourcesResponse) GetContainerRuntime() bool {
 func (x *ResourcesResponse) GetGpuKinds() []*GpuKind {
 	if x != nil {
 		return x.GpuKinds
+	}
+	return nil
+}
+
+func (x *ResourcesResponse) GetImageDir() string {
+	if x != nil {
+		return x.ImageDir
+	}
+	return ""
+}
+
+func (x *ResourcesResponse) GetImages() []string {
+	if x != nil {
+		return x.Images
 	}
 	return nil
 }
@@ -3215,7 +3233,7 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x0f\n" +
 	"\rUnzipResponse\"0\n" +
 	"\x10ResourcesRequest\x12\x1c\n" +
-	"\tpartition\x18\x01 \x01(\tR\tpartition\"\x9c\x03\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\"\xd1\x03\n" +
 	"\x11ResourcesResponse\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x03R\x05nodes\x12\x1e\n" +
 	"\n" +
@@ -3233,7 +3251,9 @@ const file_wlm_proto_rawDesc = "" +
 	"\x05state\x18\t \x01(\tR\x05state\x12+\n" +
 	"\x11container_runtime\x18\n" +
 	" \x01(\bR\x10containerRuntime\x12)\n" +
-	"\tgpu_kinds\x18\v \x03(\v2\f.api.GpuKindR\bgpuKinds\"\x13\n" +
+	"\tgpu_kinds\x18\v \x03(\v2\f.api.GpuKindR\bgpuKinds\x12\x1b\n" +
+	"\timage_dir\x18\x14 \x01(\tR\bimageDir\x12\x16\n" +
+	"\x06images\x18\x15 \x03(\tR\x06images\"\x13\n" +
 	"\x11PartitionsRequest\"2\n" +
 	"\x12PartitionsResponse\x12\x1c\n" +
 	"\tpartition\x18\x01 \x03(\tR\tpartition\"\x15\n" +

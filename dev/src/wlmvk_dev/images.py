@@ -5,9 +5,13 @@
 ``/bin/entrypoint`` script; ``oci_archive`` packs such a directory into an
 OCI image layout inside a tar (Podman's ``oci-archive:FILE``), with the
 entrypoint as the image's command. Pure file writing, no tool needed.
+``sif`` makes such a directory a SIF with ``apptainer build`` (its runscript
+runs the entrypoint; SCIF apps under ``/scif/apps``), for Apptainer/Singularity.
 
 ``python -m wlmvk_dev.images FILE`` builds the image that examples/wlmjob.yaml
-names (``scripts/container-local up`` runs it).
+names (``scripts/container-local up`` runs it); ``python -m wlmvk_dev.images
+FILE.sif APPTAINER`` builds the same image as a SIF with that ``apptainer``
+(``scripts/apptainer-local image``).
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ import hashlib
 import io
 import json
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "echo", "cat", "ls", "id", "env", "hostname", "pwd", "sleep", "true", "touch", "mkdir")
+APPLETS = (
+    "sh", "echo", "cat", "ls", "id", "env", "hostname", "pwd", "sleep", "true", "touch", "mkdir",
+    "readlink", "grep", "cut",
+)  # fmt: skip
 
 
 def busybox_rootfs(root: Path, entrypoint: str) -> Path:
@@ -37,6 +46,8 @@ def busybox_rootfs(root: Path, entrypoint: str) -> Path:
     script.chmod(0o755)
     for empty in ("tmp", "proc", "sys", "dev", "etc"):
         (root / empty).mkdir(exist_ok=True)
+    for name in ("passwd", "group"):  # runtimes add the job owner's entry to files that exist
+        (root / "etc" / name).touch()
     return root
 
 
@@ -64,6 +75,12 @@ def oci_archive(rootfs: Path, dest: Path, *, tag: str = "latest") -> Path:
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
     }
     with tarfile.open(dest, mode="w") as archive:
+        # Directories of their own: Apptainer (containers/image) unpacks the archive as the job
+        # owner and fails to chown a directory it has to make up to root ("operation not permitted").
+        for directory in ("blobs", "blobs/sha256"):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            archive.addfile(info)
         layer_ref = _blob(archive, compressed, "application/vnd.oci.image.layer.v1.tar+gzip")
         config_ref = _blob(archive, json.dumps(config).encode(), "application/vnd.oci.image.config.v1+json")
         manifest = {"schemaVersion": 2, "config": config_ref, "layers": [layer_ref]}
@@ -83,23 +100,66 @@ def oci_archive(rootfs: Path, dest: Path, *, tag: str = "latest") -> Path:
     return dest
 
 
+RUNSCRIPT = '#!/bin/sh\nexec /bin/entrypoint "$@"\n'
+
+
+def sif(rootfs: Path, dest: Path, *, apptainer: str, apps: Mapping[str, str] | None = None) -> Path:
+    """``rootfs`` as a SIF at ``dest`` (readable by every job owner), built by ``apptainer``.
+
+    Its runscript runs ``/bin/entrypoint`` with the run's arguments; each of ``apps`` (name ->
+    shell script) is a SCIF app whose runscript is that script (``apptainer run --app NAME``).
+    """
+    meta = rootfs / ".singularity.d"
+    meta.mkdir(exist_ok=True)
+    _script(meta / "runscript", RUNSCRIPT)
+    for name in ("localtime", "hosts"):  # the points of Apptainer's default binds: a writable
+        (rootfs / "etc" / name).touch()  # container warns of each missing one, even with --quiet
+    for name, script in (apps or {}).items():
+        app = rootfs / "scif" / "apps" / name / "scif"
+        app.mkdir(parents=True, exist_ok=True)
+        _script(app / "runscript", "#!/bin/sh\n" + script)
+    built = subprocess.run(
+        [apptainer, "--quiet", "build", "--force", str(dest), str(rootfs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise RuntimeError(f"apptainer build {dest} failed ({built.returncode}): {built.stderr.strip()}")
+    dest.chmod(0o644)
+    return dest
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
 HELLO = """echo "Hello from a container ($(cat /etc/image-name))"
 echo "results of $(hostname)" > result.txt
 """
 """The example image's entrypoint: a greeting on stdout, a result file in the job's directory."""
 
 
-def hello_image(dest: Path) -> Path:
-    """The example's image at ``dest`` (an oci-archive), readable by every job owner."""
+COWSAY = 'echo "the cow says: ${*:-moo}"\n'
+"""The SIF example's SCIF app ``cowsay`` (the original ran lolcow's)."""
+
+
+def hello_image(dest: Path, *, apptainer: str = "") -> Path:
+    """The example's image at ``dest``, readable by every job owner: an oci-archive, or with
+    ``apptainer`` a SIF (with the SCIF app ``cowsay``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.parent.chmod(0o755)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         root = busybox_rootfs(Path(tmp) / "rootfs", HELLO)
         (root / "etc" / "image-name").write_text("wlmvk busybox\n")
-        staged = oci_archive(root, Path(tmp) / "image.tar")
-        staged.replace(dest)  # whole, so a job never pulls a half-written archive
+        if apptainer:
+            staged = sif(root, Path(tmp) / "image.sif", apptainer=apptainer, apps={"cowsay": COWSAY})
+        else:
+            staged = oci_archive(root, Path(tmp) / "image.tar")
+        staged.replace(dest)  # whole, so a job never pulls a half-written image
     return dest
 
 
 if __name__ == "__main__":
-    print(hello_image(Path(sys.argv[1])))
+    print(hello_image(Path(sys.argv[1]), apptainer=sys.argv[2] if len(sys.argv) > 2 else ""))

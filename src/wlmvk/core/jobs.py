@@ -176,6 +176,10 @@ class PartitionResources:
         """The partition without what changes as jobs come and go (GPUs in use)."""
         return replace(self, gpu_kinds=tuple(replace(k, used=0) for k in self.gpu_kinds))
 
+    # red-box's --image-dir ("" none) and the SIF file names in it.
+    image_dir: str = ""
+    images: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
 class WorkloadInfo:

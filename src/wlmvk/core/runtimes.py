@@ -76,17 +76,31 @@ def missing(setting: str) -> str:
     return f"the container runtime {setting} (red-box --container-runtime) is not installed on the Slurm side"
 
 
-def job_lines(runtime: str, image: str, options: ContainerOptions, *, pull_name: str) -> list[str]:
-    """Shell lines of a batch script that run ``image`` with ``runtime``; InvalidInput when it cannot."""
+def search_path(runtime_path: str, path: str) -> str:
+    """``path`` with the directories of red-box's ``--runtime-path`` ahead of it, each once."""
+    ahead = [d for d in runtime_path.split(":") if d]
+    return ":".join(dict.fromkeys([*ahead, *(d for d in path.split(":") if d)]))
+
+
+def job_lines(
+    runtime: str, image: str, options: ContainerOptions, *, pull_name: str, binary: str = ""
+) -> list[str]:
+    """Shell lines of a batch script that run ``image`` with ``runtime``; InvalidInput when it cannot.
+
+    ``binary`` is the runtime's program as the login node found it (an absolute path
+    where red-box's ``--runtime-path`` put it); the runtime's name, found on the job's
+    PATH, when empty.
+    """
+    program = binary or runtime
     if runtime == PODMAN:
-        argv = podman_argv(image, options)
+        argv = [program, *podman_argv(image, options)[1:]]
         at = argv.index("run") + 1
         # Singularity binds the job's working directory and starts there; the
         # shell expands $PWD when the job runs.
         here = '--volume="$PWD:$PWD" --workdir="$PWD"'
         return [f"srun {shlex.join(argv[:at])} {here} {shlex.join(argv[at:])}"]
     if runtime in SIF_RUNTIMES:
-        return _sif_lines(runtime, image, options, pull_name=pull_name)
+        return _sif_lines(runtime, program, image, options, pull_name=pull_name)
     raise InvalidInput(f"unknown container runtime {runtime!r}")
 
 
@@ -133,7 +147,9 @@ def _podman_bind(bind: str) -> str:
     return f"{source}:{dest}:ro" if len(parts) == 3 and parts[2] == "ro" else f"{source}:{dest}"
 
 
-def _sif_lines(runtime: str, image: str, options: ContainerOptions, *, pull_name: str) -> list[str]:
+def _sif_lines(
+    runtime: str, program: str, image: str, options: ContainerOptions, *, pull_name: str
+) -> list[str]:
     quote = shlex.quote
     flags = []
     if options.app:
@@ -152,15 +168,17 @@ def _sif_lines(runtime: str, image: str, options: ContainerOptions, *, pull_name
     ):
         if enabled:
             flags.append(flag)
-    run = " ".join(["srun", runtime, "run", *flags])
+    # --quiet: errors only, as Podman's --log-level=error; the job's output is the image's.
+    srun = f"srun {quote(program)} --quiet"
+    run = " ".join([srun, "run", *flags])
     if image.startswith("local.file"):
         local = image[len("local.file") :]
         local = local[3:] if local.startswith("://") else local.removeprefix(":")
-        verify = [] if options.allow_unsigned else [f"srun {runtime} verify {quote(local)} || exit"]
+        verify = [] if options.allow_unsigned else [f"{srun} verify {quote(local)} || exit"]
         return [*verify, f"{run} {quote(local)} || exit"]
     unsigned = " -U" if options.allow_unsigned and runtime == SINGULARITY else ""
     return [
-        f"srun {runtime} pull{unsigned} --name {quote(pull_name)} {quote(image)} || exit",
+        f"{srun} pull{unsigned} --name {quote(pull_name)} {quote(image)} || exit",
         f"{run} {quote(pull_name)}",
         "status=$?",
         f"rm -f {quote(pull_name)}",
@@ -168,14 +186,23 @@ def _sif_lines(runtime: str, image: str, options: ContainerOptions, *, pull_name
     ]
 
 
+def sif_name(image: str) -> str:
+    """The SIF file a plain pod's ``image`` names in a site's image directory: the reference
+    without its transport, '/', ':' and '@' made '_', and ``.sif`` (``site/tools:2`` ->
+    ``site_tools_2.sif``, ``busybox`` -> ``busybox.sif``)."""
+    name = image.split("://", 1)[-1]
+    return "".join("_" if c in "/:@" else c for c in name) + ".sif"
+
+
 def pod_lines(image: str, command: Sequence[str], args: Sequence[str]) -> list[str]:
     """The lines that run a plain pod's ``image`` through Apptainer or Singularity, whichever is there.
 
     A pod's command replaces the image's entrypoint (``exec``); without one the
-    image's runscript gets the args (``run``). A bare name is a Docker Hub image.
+    image's runscript gets the args (``run``). A bare name is a Docker Hub image; an absolute
+    path is a SIF file (from a site's image directory: ``sif_name``).
     """
-    reference = image if "://" in image else f"docker://{image}"
+    reference = image if "://" in image or image.startswith("/") else f"docker://{image}"
     pick = f"if command -v {APPTAINER} >/dev/null 2>&1; then rt={APPTAINER}; else rt={SINGULARITY}; fi"
     if command:
-        return [pick, f'exec "$rt" exec {shlex.quote(reference)} {shlex.join([*command, *args])}']
-    return [pick, f'exec "$rt" run {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]
+        return [pick, f'exec "$rt" --quiet exec {shlex.quote(reference)} {shlex.join([*command, *args])}']
+    return [pick, f'exec "$rt" --quiet run {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]

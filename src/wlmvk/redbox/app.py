@@ -144,6 +144,22 @@ def parser() -> argparse.ArgumentParser:
         f"{', '.join(runtimes.AUTO_ORDER)}; none refuses container jobs (default %(default)s)",
     )
     p.add_argument(
+        "--runtime-path",
+        default="",
+        metavar="DIR[:DIR...]",
+        help="directories searched for the container runtime ahead of PATH, by red-box and by its jobs "
+        "(a plain pod's image line), e.g. a built Apptainer's bin (scripts/apptainer-local path); "
+        "default: PATH alone",
+    )
+    p.add_argument(
+        "--image-dir",
+        default="",
+        metavar="DIR",
+        help="a directory of SIF files on the Slurm side that plain pods' images name: image NAME[:TAG] "
+        "runs DIR/NAME[_TAG].sif ('/' and ':' become '_') through Apptainer/Singularity, and an image "
+        "with no file there fails its pod (ImageNotFound); default: images are pulled (docker://)",
+    )
+    p.add_argument(
         "--slurm-api",
         choices=cfg.SLURM_APIS,
         default="auto",
@@ -176,6 +192,11 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
             # only clients with a certificate of a CA we were told to trust may.
             raise InvalidInput(f"--tcp needs {', '.join(missing)}: the TCP listener accepts only mutual TLS")
         tcp_address(args.tcp)
+    if args.image_dir and not os.path.isdir(args.image_dir):
+        raise InvalidInput(f"--image-dir {args.image_dir}: no such directory")
+    for directory in filter(None, args.runtime_path.split(":")):
+        if not os.path.isdir(directory):
+            raise InvalidInput(f"--runtime-path {directory}: no such directory")
     return cfg.Settings(
         socket=args.socket,
         config=args.config,
@@ -192,6 +213,8 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         poll_interval=args.poll_interval,
         log_level=args.log_level,
         container_runtime=args.container_runtime,
+        runtime_path=args.runtime_path,
+        image_dir=os.path.realpath(args.image_dir) if args.image_dir else "",
         slurm_api=args.slurm_api,
     )
 
@@ -306,6 +329,9 @@ async def build(settings: cfg.Settings) -> Assembly:
     with ``stop_restd``.
     """
     overrides = cfg.load_overrides(settings.config)
+    if settings.runtime_path:
+        # Ahead of PATH for red-box's lookups and for every job, which inherits this environment.
+        os.environ["PATH"] = runtimes.search_path(settings.runtime_path, os.environ.get("PATH", ""))
     runner = Runner(timeout=settings.slurm_timeout, cwd=str(settings.work_dir))
     slurm, restd = await slurm_for(settings, runner)
     if overrides:
@@ -320,6 +346,7 @@ async def build(settings: cfg.Settings) -> Assembly:
         confinement=confinement,
         overrides=overrides,
         container_runtime=settings.container_runtime,
+        image_dir=settings.image_dir,
         dialect=ORIGINAL if settings.original_api_only else WLMVK,
     )
     parts = Assembly(runner=runner, store=store, jobs=jobs, service=service, health=Health(), restd=restd)

@@ -47,6 +47,10 @@ class Settings:
     log_level: str = "info"
     # apptainer, singularity, podman, none, or auto (core.runtimes.AUTO_ORDER).
     container_runtime: str = "auto"
+    # Directories searched for the runtime ahead of PATH (red-box's and its jobs'), "" none.
+    runtime_path: str = ""
+    # A directory of SIF files that plain pods' images name (core.runtimes.sif_name), "" none.
+    image_dir: str = ""
     # How jobs are submitted and cancelled: cli (sbatch, scancel), rest (red-box's own
     # slurmrestd, required), auto (slurmrestd when installed with a version red-box speaks).
     slurm_api: str = "auto"

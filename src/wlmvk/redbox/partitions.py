@@ -33,11 +33,15 @@ class Partitions:
         overrides: Mapping[str, PartitionOverride],
         mem_per_node: Callable[[PartitionRecord], int],
         sif_runtime: Callable[[], bool],
+        image_dir: str = "",
+        sif_images: Callable[[], tuple[str, ...]] = tuple,
     ) -> None:
         self._slurm = slurm
         self._overrides = dict(overrides)
         self._mem_per_node = mem_per_node
         self._sif_runtime = sif_runtime
+        self._image_dir = image_dir
+        self._sif_images = sif_images
         self._task: asyncio.Future[list[PartitionRecord]] | None = None
         self._at = 0.0
 
@@ -82,4 +86,6 @@ class Partitions:
             # A plain pod's image runs through Apptainer/Singularity only (core.runtimes.pod_lines).
             container_runtime=self._sif_runtime(),
             gpu_kinds=record.gpu_kinds,
+            image_dir=self._image_dir,
+            images=self._sif_images(),
         )

@@ -113,8 +113,9 @@ def sbatch_options(
     return sbatch.command_line(script, asked, key=check_key(idempotency_key))
 
 
-def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) -> str:
-    """A batch script that runs ``spec.image`` with ``runtime`` (``core.runtimes`` builds its lines)."""
+def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str, binary: str = "") -> str:
+    """A batch script that runs ``spec.image`` with ``runtime`` (``core.runtimes`` builds its lines),
+    started as ``binary`` (its path on the login node) when given."""
     lines = ["#!/bin/sh"]
     if spec.wall_time > 0:
         lines.append(f"#SBATCH --time={durations.minutes_text(spec.wall_time)}")
@@ -124,5 +125,5 @@ def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str) ->
         lines.append(f"#SBATCH --nodes={spec.nodes}")
     if spec.cpu_per_node > 0:
         lines.append(f"#SBATCH --cpus-per-task={spec.cpu_per_node}")
-    lines += runtimes.job_lines(runtime, spec.image, spec.options, pull_name=pull_name)
+    lines += runtimes.job_lines(runtime, spec.image, spec.options, pull_name=pull_name, binary=binary)
     return "\n".join(lines) + "\n"

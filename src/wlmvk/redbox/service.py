@@ -69,10 +69,12 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         confinement: files.Confinement,
         overrides: Mapping[str, PartitionOverride],
         container_runtime: str = runtimes.AUTO,
+        image_dir: str = "",
         dialect: Dialect = WLMVK,
     ) -> None:
         self.slurm = slurm
         self.runtime_setting = container_runtime
+        self.image_dir = image_dir
         self.jobs = jobs
         self.confinement = confinement
         self.dialect = dialect
@@ -81,6 +83,8 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
             overrides=overrides,
             mem_per_node=dialect.mem_per_node,
             sif_runtime=self._sif_runtime,
+            image_dir=image_dir,
+            sif_images=self._sif_images,
         )
         self._version = ""
         self._cluster = ""
@@ -91,6 +95,17 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
     def _sif_runtime(self) -> bool:
         """Whether a plain pod's image can run here: Apptainer/Singularity only (core.runtimes.pod_lines)."""
         return container_runtime(self.runtime_setting) in runtimes.SIF_RUNTIMES
+
+    def _sif_images(self) -> tuple[str, ...]:
+        """The SIF files of ``--image-dir`` now, by name (none when it is unset or unreadable)."""
+        if not self.image_dir:
+            return ()
+        try:
+            return tuple(
+                sorted(p.name for p in Path(self.image_dir).iterdir() if p.suffix == ".sif" and p.is_file())
+            )
+        except OSError:
+            return ()
 
     def __mapping__(self) -> dict[str, Handler]:
         """The generated handlers, their requests checked; an rpc the dialect leaves out UNIMPLEMENTED.
@@ -139,7 +154,9 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         runtime = container_runtime(self.runtime_setting)
         if not runtime:
             raise FailedPrecondition(runtimes.missing(self.runtime_setting))
-        script = scripts.container_script(spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif")
+        script = scripts.container_script(
+            spec, runtime, pull_name=f"wlmvk-{uuid.uuid4().hex}.sif", binary=shutil.which(runtime) or ""
+        )
         job = JobSpec(
             script=script,
             partition=spec.partition,

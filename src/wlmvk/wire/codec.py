@@ -232,6 +232,8 @@ def resources_to_wire(res: PartitionResources) -> api.ResourcesResponse:
         gpu_kinds=[
             api.GpuKind(type=k.kind, per_node=k.per_node, total=k.total, used=k.used) for k in res.gpu_kinds
         ],
+        image_dir=res.image_dir,
+        images=list(res.images),
     )
 
 
@@ -253,6 +255,8 @@ def resources_from_wire(name: str, wire: api.ResourcesResponse) -> PartitionReso
         gpu_kinds=tuple(
             GpuKind(kind=k.type, per_node=k.per_node, total=k.total, used=k.used) for k in wire.gpu_kinds
         ),
+        image_dir=wire.image_dir,
+        images=tuple(wire.images),
     )
 
 

@@ -35,6 +35,12 @@ def slurm_partitions() -> list[str]:
 
 
 @pytest.fixture
+def redbox_args() -> tuple[str, ...]:
+    """red-box's extra flags in ``stack``: a test module overrides this fixture to give some."""
+    return ()
+
+
+@pytest.fixture
 async def stack(
     slurm: str,
     apiserver: RunningApiServer | RealApiServer,
@@ -42,9 +48,10 @@ async def stack(
     kubelet_factory: StartKubelet,
     kube: KubeClient,
     request: pytest.FixtureRequest,
+    redbox_args: tuple[str, ...],
 ) -> Stack:
     marker = request.node.get_closest_marker("redbox_original")
-    box = redbox_factory(original=marker is not None, user=JOB_OWNER)
+    box = redbox_factory(*redbox_args, original=marker is not None, user=JOB_OWNER)
     kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
     kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=box.socket)
     return Stack(apiserver, box, kubelet, kube)

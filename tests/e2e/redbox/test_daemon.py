@@ -241,6 +241,20 @@ async def test_tcp_listener_requires_a_client_certificate_of_its_client_ca(
     assert box.stop() == 0
 
 
+def test_a_runtime_path_that_is_no_directory_refuses_to_start(tmp_path: Path) -> None:
+    where = tmp_path / "apptainer" / "bin"
+    done = run_red_box("--socket", str(tmp_path / "s.sock"), "--runtime-path", f"/usr/bin:{where}")
+    assert done.returncode == 2
+    assert done.stderr == f"red-box: --runtime-path {where}: no such directory\n"
+    assert not socket_exists(str(tmp_path / "s.sock"))
+
+
+def test_an_image_dir_that_is_no_directory_refuses_to_start(tmp_path: Path) -> None:
+    done = run_red_box("--socket", str(tmp_path / "s.sock"), "--image-dir", str(tmp_path / "sifs"))
+    assert done.returncode == 2
+    assert done.stderr == f"red-box: --image-dir {tmp_path / 'sifs'}: no such directory\n"
+
+
 @pytest.mark.parametrize("missing", ["--tls-client-ca", "--tls-cert"])
 def test_tcp_without_a_client_ca_or_certificate_refuses_to_start(tmp_path: Path, missing: str) -> None:
     flags = tls_listener(tmp_path).flags

@@ -123,3 +123,43 @@ def test_podman_job_line_is_one_srun_without_shell_injection() -> None:
 def test_job_lines_refuse_an_unknown_runtime() -> None:
     with pytest.raises(InvalidInput, match="unknown container runtime 'docker'"):
         runtimes.job_lines("docker", "oci:/i", ContainerOptions(), pull_name="x")
+
+
+def test_job_lines_start_the_runtime_by_the_path_the_login_node_found() -> None:
+    where = "/var/cache/wlmvk apptainer/v1.4.3/bin/apptainer"
+    lines = runtimes.job_lines(
+        "apptainer", "local.file:/i/a.sif", ContainerOptions(), pull_name="x", binary=where
+    )
+    assert lines == [
+        "srun '/var/cache/wlmvk apptainer/v1.4.3/bin/apptainer' --quiet verify /i/a.sif || exit",
+        "srun '/var/cache/wlmvk apptainer/v1.4.3/bin/apptainer' --quiet run /i/a.sif || exit",
+    ]
+    podman = runtimes.job_lines("podman", "oci:/i", ContainerOptions(), pull_name="x", binary="/opt/p/podman")
+    assert shlex.split(podman[0])[:3] == ["srun", "/opt/p/podman", "--log-level=error"]
+
+
+@pytest.mark.parametrize(
+    ("runtime_path", "path", "searched"),
+    [
+        ("/opt/a/bin", "/usr/bin:/bin", "/opt/a/bin:/usr/bin:/bin"),
+        ("/opt/a/bin:/opt/b", "/bin:/opt/a/bin", "/opt/a/bin:/opt/b:/bin"),
+        ("", "/usr/bin::/bin", "/usr/bin:/bin"),
+        ("/opt/a/bin:", "", "/opt/a/bin"),
+    ],
+)
+def test_search_path_puts_the_runtime_path_ahead_once(runtime_path: str, path: str, searched: str) -> None:
+    assert runtimes.search_path(runtime_path, path) == searched
+
+
+@pytest.mark.parametrize(
+    ("image", "name"),
+    [
+        ("busybox", "busybox.sif"),
+        ("busybox:1.36", "busybox_1.36.sif"),
+        ("site/tools:2", "site_tools_2.sif"),
+        ("docker://site/tools:2", "site_tools_2.sif"),
+        ("tools@sha256:ab12", "tools_sha256_ab12.sif"),
+    ],
+)
+def test_sif_name_is_the_reference_with_separators_made_underscores(image: str, name: str) -> None:
+    assert runtimes.sif_name(image) == name

@@ -74,16 +74,16 @@ def test_container_script_pulls_runs_and_cleans_up() -> None:
         "#SBATCH --nodes=1",
         "#SBATCH --cpus-per-task=2",
     ]
-    assert "srun apptainer pull --name x.sif docker://alpine:3 || exit" in lines
-    assert "srun apptainer run --app=tool --bind=/a:/b,/c --cleanenv x.sif" in lines
+    assert "srun apptainer --quiet pull --name x.sif docker://alpine:3 || exit" in lines
+    assert "srun apptainer --quiet run --app=tool --bind=/a:/b,/c --cleanenv x.sif" in lines
     assert lines[-1] == "exit $status"
 
 
 def test_container_script_for_a_local_image_verifies_it() -> None:
     spec = ContainerJobSpec(image="local.file:///images/tool.sif")
     text = scripts.container_script(spec, "singularity", pull_name="unused")
-    assert "srun singularity verify /images/tool.sif || exit" in text
-    assert "srun singularity run /images/tool.sif || exit" in text
+    assert "srun singularity --quiet verify /images/tool.sif || exit" in text
+    assert "srun singularity --quiet run /images/tool.sif || exit" in text
 
 
 @pytest.mark.parametrize("value", ["a\nb", "a\x1fb", "tab\there", "cr\r", "del\x7f"])

@@ -231,6 +231,14 @@ class ResourcesResponse(betterproto.Message):
      and how many Slurm says are in use now (its nodes' GresUsed).
     """
 
+    image_dir: str = betterproto.string_field(20)
+    """
+    wlmvk: red-box's --image-dir ("" none) and the SIF files in it, by name: a plain pod's
+     image runs from there (core.runtimes.sif_name), and one not there is refused.
+    """
+
+    images: List[str] = betterproto.string_field(21)
+
 
 @dataclass(eq=False, repr=False)
 class PartitionsRequest(betterproto.Message):

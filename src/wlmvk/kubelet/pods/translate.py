@@ -72,13 +72,24 @@ class Target:
     gpus: Mapping[str, int] | None = None
     # The site's GPU resource names -> Slurm GRES types (core.gpus).
     gpu_names: Mapping[str, str] = field(default_factory=dict)
+    # red-box's --image-dir ("" = images are pulled) and the SIF files in it.
+    image_dir: str = ""
+    images: tuple[str, ...] = ()
 
 
 def target(resources: PartitionResources, jobs_root: str, gpu_names: Mapping[str, str]) -> Target:
-    """The Target of a partition: its GPUs are known when red-box reports them per type."""
+    """The Target of a partition as red-box reports it: its GPUs are known when reported per type."""
     per_node = {k.kind: k.per_node for k in resources.gpu_kinds}
     known = gpus.capacity(per_node, gpu_names) if resources.gpu_kinds else None
-    return Target(resources.name, resources.container_runtime, jobs_root, known, gpu_names)
+    return Target(
+        resources.name,
+        resources.container_runtime,
+        jobs_root,
+        known,
+        gpu_names,
+        resources.image_dir,
+        resources.images,
+    )
 
 
 def gpu_request(pod: Body, gpu_names: Mapping[str, str]) -> gpus.Request | None:
@@ -281,6 +292,22 @@ def _deadline(value: Any) -> int:
     return seconds
 
 
+def _sif_image(image: str, target: Target) -> str | Rejection:
+    """What the runtime runs for ``image``: the SIF file it names in the site's image directory
+    (``ImageNotFound`` when there is none), or the image itself when the site has no directory."""
+    if not target.image_dir:
+        return image
+    name = runtimes.sif_name(image)
+    if name in target.images:
+        return f"{target.image_dir.rstrip('/')}/{name}"
+    held = ", ".join(target.images[:20]) or "no SIF file"
+    return Rejection(
+        "ImageNotFound",
+        f"image {image!r}: no {name} in the site's image directory {target.image_dir}"
+        f" (red-box --image-dir), which holds {held}",
+    )
+
+
 def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
     try:
         env = environment.container_env(pod, container)
@@ -299,7 +326,10 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
     if workdir:
         lines.append(f"cd {shlex.quote(str(workdir))} || exit 1")
     if target.container_runtime and image:
-        lines += runtimes.pod_lines(image, command, args)
+        resolved = _sif_image(image, target)
+        if isinstance(resolved, Rejection):
+            return resolved
+        lines += runtimes.pod_lines(resolved, command, args)
     elif command:
         lines.append(f"exec {shlex.join(command + args)}")
     else:

@@ -191,7 +191,7 @@ def test_container_runtime_runs_the_image_through_apptainer() -> None:
     spec = job(
         pod(container={"image": "alpine:3", "command": ["cat", "/etc/os-release"]}), Target("gpu", True)
     )
-    assert 'exec "$rt" exec docker://alpine:3 cat /etc/os-release' in spec.script
+    assert 'exec "$rt" --quiet exec docker://alpine:3 cat /etc/os-release' in spec.script
     assert "apptainer" in spec.script
 
 
@@ -200,7 +200,7 @@ def test_container_runtime_without_command_runs_the_image_entrypoint() -> None:
     del body["spec"]["containers"][0]["command"]
     body["spec"]["containers"][0]["args"] = ["--flag"]
     spec = job(body, Target("gpu", True))
-    assert 'exec "$rt" run docker://busybox:1.36 --flag' in spec.script
+    assert 'exec "$rt" --quiet run docker://busybox:1.36 --flag' in spec.script
 
 
 def test_no_runtime_and_no_command_is_rejected() -> None:
@@ -368,3 +368,28 @@ def test_gpus_are_not_judged_where_red_box_does_not_report_them_per_type() -> No
         job(pod(container={"resources": {"limits": {"nvidia.com/mig-3g.20gb": "9"}}}), unknown)
     )
     assert "#SBATCH --gres=gpu:3g.20gb:9" in lines
+
+
+SITE = Target("debug", container_runtime=True, image_dir="/srv/sif", images=("busybox_1.36.sif", "tools.sif"))
+
+
+def test_a_plain_pods_image_runs_the_sif_the_site_holds_for_it() -> None:
+    lines = job(pod(), SITE).script.splitlines()
+    assert lines[-2:] == [
+        "if command -v apptainer >/dev/null 2>&1; then rt=apptainer; else rt=singularity; fi",
+        "exec \"$rt\" --quiet exec /srv/sif/busybox_1.36.sif echo 'hello world'",
+    ]
+
+
+def test_an_image_the_sites_directory_lacks_is_refused_naming_it() -> None:
+    refused = rejection(pod(container={"image": "lolcow:2"}), SITE)
+    assert refused == Rejection(
+        "ImageNotFound",
+        "image 'lolcow:2': no lolcow_2.sif in the site's image directory /srv/sif (red-box --image-dir),"
+        " which holds busybox_1.36.sif, tools.sif",
+    )
+
+
+def test_without_a_sites_directory_an_image_is_pulled() -> None:
+    target = Target("debug", container_runtime=True)
+    assert "exec \"$rt\" --quiet exec docker://busybox:1.36 echo 'hello world'" in job(pod(), target).script
