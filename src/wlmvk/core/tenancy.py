@@ -14,6 +14,9 @@ the offending value. Nothing a pod author writes may choose another identity:
   abbreviation of any of these (sbatch takes ``--acc=X`` for ``--account=X``);
 - the ``SBATCH_*`` input variables of the same options in the job's environment, which sbatch
   reads over the script's directives, are refused.
+
+red-box applies the same reading to its own site's allow-lists (``Allowed``, ``outside``), as
+defence in depth: whatever a kubelet sends, a red-box runs jobs only on what its site allows.
 """
 
 from __future__ import annotations
@@ -252,3 +255,47 @@ def _judge(
             where = f"partition {outside[0]} of cluster {cluster}"
             return Refusal(f"{who}: {shown}: {where} is not allowed (allowed: {listed})")
     return None
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """What one red-box's site lets its jobs name (its own setting); an empty list: anything."""
+
+    accounts: tuple[str, ...] = ()
+    qos: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+
+
+def outside(allowed: Allowed, script: str, options: Sequence[str], env: Mapping[str, str]) -> str:
+    """Why a job red-box is asked to run names what its site does not allow ('' when nothing does).
+
+    ``options`` are sbatch's command line, ``env`` its environment. ``--uid`` and ``--gid`` are
+    refused whatever the lists (only root could use them, and red-box never passes them on); an
+    option whose list is set is refused in any spelling outside it, abbreviations and its
+    ``SBATCH_*`` variable included. Raises ``InvalidInput`` for an unreadable script.
+    """
+    lists = {"account": allowed.accounts, "qos": allowed.qos, "partition": allowed.partitions}
+    guarded = ["uid", "gid", *(name for name, values in lists.items() if values)]
+    for name in sorted(set(env) & FORBIDDEN_ENV):
+        option = name.split("_", 1)[1].lower()
+        if option in guarded:
+            return f"environment variable {name} is not accepted: this red-box's site sets the job's {option}"
+    found = [*sbatch.directives(script), *sbatch.combined("", options).values()]
+    for directive in found:
+        name, value = directive.name, directive.value or ""
+        where = f"--{name}={value}" + (f" (line {directive.line})" if directive.line else "")
+        if name in ("uid", "gid"):
+            return f"{where}: a job runs as red-box's own user; --uid and --gid are not accepted"
+        if name not in lists:
+            cut = [full for full in guarded if full.startswith(name) and len(name) > 1]
+            if cut:
+                return f"--{name} abbreviates --{cut[0]}, which this red-box checks; write it in full"
+            continue
+        values = lists[name]
+        asked = value.split(",") if name == "partition" else [value]
+        refused = [item for item in asked if values and item not in values]
+        if refused:
+            return (
+                f"{where}: {name} {refused[0]} is not allowed by this red-box (allowed: {', '.join(values)})"
+            )
+    return ""

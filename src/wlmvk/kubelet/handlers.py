@@ -10,7 +10,7 @@ running pods the stats sample, and the nodes a request is authorized on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from wlmvk.core.backend import Backend
@@ -23,6 +23,7 @@ from wlmvk.kubelet.api.stats.summary import PodJob
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import environment
 from wlmvk.kubelet.pods.controller import PodController
+from wlmvk.kubelet.pods.records import PodRecord
 
 _RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
 _NOT_STARTED = (JobStatus.PENDING, JobStatus.CONFIGURING, JobStatus.REQUEUED)
@@ -32,10 +33,18 @@ class PodHandlers:
     """The API's handlers over one kubelet's pods."""
 
     def __init__(
-        self, *, pods: PodController, backend: Backend, directory: NodeDirectory, host_ip: str
+        self,
+        *,
+        pods: PodController,
+        backend: Backend,
+        directory: NodeDirectory,
+        host_ip: str,
+        route: Callable[[PodRecord], Backend] | None = None,
     ) -> None:
         self._pods = pods
         self._backend = backend
+        self._route = route
+        """The red-box holding a pod's job (a tenant's: its logs are read there); None: ``backend``."""
         self._directory = directory
         self._host_ip = host_ip
 
@@ -56,9 +65,10 @@ class PodHandlers:
         waiting = f'container "{facts.container}" in pod "{pod}" is waiting to start'
         if record.job_id is None:
             raise InvalidInput(f"{waiting}: the Slurm job is not submitted yet")
+        backend = self._route(record) if self._route is not None else self._backend
         state = record.state
         if state is None or not state.std_out:
-            state = (await self._backend.states([record.job_id])).get(record.job_id)
+            state = (await backend.states([record.job_id])).get(record.job_id)
         if state is None or not state.std_out:
             raise InvalidInput(f"{waiting}: Slurm job {record.job_id} has no output file yet")
         if state.status in _NOT_STARTED:
@@ -66,7 +76,7 @@ class PodHandlers:
                 f"{waiting}: Slurm job {record.job_id} is {state.status.value} ({state.reason})"
             )
         source = LogSource(path=state.std_out, started=state.start_time, wait_ended=record.ended.wait)
-        return stream_logs(self._backend, source, options)
+        return stream_logs(backend, source, options)
 
     def exec_target(self, namespace: str, pod: str) -> executing.Target | None:
         """The job an exec into the pod runs in, and the container's env and directory."""

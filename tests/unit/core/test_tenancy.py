@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from wlmvk.core import sbatch
-from wlmvk.core.tenancy import Book, Identity, Refusal, decide, tenant_from, tenants_from
+from wlmvk.core.tenancy import Allowed, Book, Identity, Refusal, decide, outside, tenant_from, tenants_from
 
 
 def tenant(name: str = "team-a", **spec: Any) -> dict[str, Any]:
@@ -240,3 +240,49 @@ def test_tenant_from_reads_every_field() -> None:
     assert (read.qos_default, read.qos_allowed) == ("normal", ("long",))
     assert read.partitions == {"hpc": ("cpu", "gpu")}
     assert tenant_from(tenant(qos=None, partitions=None)).qos_default == ""
+
+
+SITE = Allowed(accounts=("physics",), qos=("normal", "long"), partitions=("cpu", "gpu"))
+
+
+def test_red_box_with_no_lists_accepts_any_account_qos_partition() -> None:
+    script = "#!/bin/sh\n#SBATCH -A any --qos=any -p any\ntrue\n"
+    assert outside(Allowed(), script, ["--partition=x"], {"SBATCH_ACCOUNT": "y"}) == ""
+
+
+@pytest.mark.parametrize("line", ["#SBATCH --uid=0", "#SBATCH --gid 0", "#SBATCH --uid=root"])
+def test_red_box_refuses_uid_and_gid_whatever_its_lists(line: str) -> None:
+    why = outside(Allowed(), f"#!/bin/sh\n{line}\ntrue\n", [], {})
+    assert why.endswith("(line 2): a job runs as red-box's own user; --uid and --gid are not accepted")
+
+
+@pytest.mark.parametrize(
+    ("script", "options", "why"),
+    [
+        ("#SBATCH -A chemistry\n", [], "--account=chemistry (line 1): account chemistry is not allowed by"
+         " this red-box (allowed: physics)"),
+        ("#SBATCH -Achemistry\n", [], "--account=chemistry (line 1): account chemistry"),
+        ("#SBATCH --qos=high\n", [], "--qos=high (line 1): qos high is not allowed by this red-box"
+         " (allowed: normal, long)"),
+        ("#SBATCH -p cpu,long\n", [], "--partition=cpu,long (line 1): partition long is not allowed"),
+        ("true\n", ["--partition=long"], "--partition=long: partition long is not allowed by this"
+         " red-box (allowed: cpu, gpu)"),
+        ("#SBATCH --acc=x\n", [], "--acc abbreviates --account, which this red-box checks; write it in"
+         " full"),
+    ],
+)  # fmt: skip
+def test_red_box_refuses_what_its_site_does_not_allow(script: str, options: list[str], why: str) -> None:
+    assert outside(SITE, script + "true\n", options, {}).startswith(why)
+
+
+def test_red_box_refuses_sbatch_variables_of_a_checked_option() -> None:
+    assert outside(SITE, "true\n", [], {"SBATCH_QOS": "high"}) == (
+        "environment variable SBATCH_QOS is not accepted: this red-box's site sets the job's qos"
+    )
+    only_accounts = Allowed(accounts=("physics",))
+    assert outside(only_accounts, "true\n", [], {"SBATCH_QOS": "high"}) == ""
+
+
+def test_red_box_accepts_what_its_site_allows() -> None:
+    script = "#!/bin/sh\n#SBATCH --account=physics -q long -p gpu --time=5\ntrue\n"
+    assert outside(SITE, script, ["--partition=cpu", "--job-name=x", "--comment=wlmvk:k"], {"A": "b"}) == ""

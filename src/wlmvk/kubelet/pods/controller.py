@@ -45,6 +45,7 @@ from wlmvk.kubelet.pods.poller import StatusPoller
 from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
 from wlmvk.kubelet.pods.states import Happening, Presence, Stage, initial, urgent
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.pods.translate import Rejection
 
 _log = structlog.get_logger(__name__)
@@ -80,6 +81,7 @@ class PodController:
         directory: NodeDirectory,
         metrics: KubeletMetrics,
         settings: PodSettings,
+        tenants: TenantRoutes | None = None,
     ) -> None:
         self._client = client
         self._events = EventQueue(events)
@@ -100,6 +102,7 @@ class PodController:
             jobs_root=settings.jobs_root,
             submissions=settings.submissions,
             lookup_grace=settings.lookup_grace,
+            tenants=tenants,
         )
         self.poller = StatusPoller(
             backend=backend,
@@ -108,6 +111,7 @@ class PodController:
             notify=self._wake,
             busy=lambda: self._queue.urgent() > 0,
             interval=settings.status_interval,
+            route=self.provider.backend_of,
         )
 
     # -- public views --------------------------------------------------------------------------------------

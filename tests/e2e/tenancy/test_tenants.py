@@ -1,0 +1,216 @@
+"""Two namespaces, two SlurmTenants: each namespace's pods run in Slurm as its own user, account and
+QoS (as ``sacct`` reports them), and every escape is refused before any Slurm job exists.
+
+Real Slurm enforcing associations (``tenant_slurm``), one red-box per tenant user (each run as
+that user, with its site's allow-lists), the kubelet routing each namespace to its tenant's
+red-box from its own ``--red-box USER=SOCKET``, the in-memory API server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.kubelet.helpers import eventually, job_pod, unique
+from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant
+from tests.faults import ownslurm
+from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.kubelet import StartKubelet
+from tests.fixtures.redbox import RedBox
+from wlmvk.core import names
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import JobSpec
+from wlmvk.kube.bodies import EVENTS, PODS
+from wlmvk.kube.client import KubeClient
+from wlmvk.wlm.client import RedBoxClient
+
+pytestmark = [pytest.mark.slurm]
+
+ROOT = Path(__file__).resolve().parents[3]
+Body = dict[str, Any]
+
+
+def slurmtenant(tenant: Tenant, partitions: list[str]) -> Body:
+    return {
+        "apiVersion": "wlm.sylabs.io/v1alpha1",
+        "kind": "SlurmTenant",
+        "metadata": {"name": tenant.name},
+        "spec": {
+            "namespaces": [tenant.namespace],
+            "user": tenant.user,
+            "account": tenant.account,
+            "qos": {"default": tenant.qos},
+            "partitions": [{"cluster": "test", "partitions": partitions}],
+        },
+    }
+
+
+def pod_in(tenant_namespace: str, name: str, *, partition: str = "debug", batch: str = "") -> Body:
+    pod = job_pod(name, "id -un", partition=partition)
+    pod["metadata"]["namespace"] = tenant_namespace
+    if batch:
+        pod["metadata"]["annotations"] = {names.ANNOTATION_BATCH: batch}
+    return pod
+
+
+def sacct(*argv: str) -> list[list[str]]:
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", *argv], capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
+async def phase(kube: KubeClient, namespace: str, name: str, *phases: str) -> Body:
+    async def reached() -> Body | None:
+        pod = await kube.get(PODS, name, namespace=namespace)
+        return pod if pod.get("status", {}).get("phase") in phases else None
+
+    result: Body = await eventually(reached, timeout=120)
+    return result
+
+
+async def warnings(kube: KubeClient, namespace: str, name: str) -> list[tuple[str, str]]:
+    listed = await kube.list(EVENTS, namespace=namespace)
+    return [
+        (str(event.get("reason")), str(event.get("message")))
+        for event in listed.get("items") or []
+        if event.get("involvedObject", {}).get("name") == name and event.get("type") == "Warning"
+    ]
+
+
+@pytest.fixture
+async def tenancy(
+    tenant_slurm: ownslurm.Instance,
+    apiserver: RunningApiServer,
+    redbox_factory: Callable[..., RedBox],
+    kubelet_factory: StartKubelet,
+    kube: KubeClient,
+) -> dict[str, RedBox]:
+    """The tenants written, one red-box per tenant user with its allow-lists, the kubelet started."""
+    applied = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    docs = [slurmtenant(A, ["debug", "cpu"]), slurmtenant(B, ["debug"])]
+    docs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}} for t in TENANTS]
+    docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-none"}})
+    created = await apiserver.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    )
+    assert created.returncode == 0, created.stderr
+    boxes = {
+        t.user: redbox_factory(
+            f"--allowed-accounts={t.account}", f"--allowed-qos={t.qos}", "--slurm-api=cli", user=t.user
+        )
+        for t in TENANTS
+    }
+    await kubelet_factory(
+        kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"),
+        red_box_socket=boxes[A.user].socket,
+        red_boxes=tuple((user, box.socket) for user, box in boxes.items()),
+    )
+    return boxes
+
+
+async def test_each_namespace_runs_as_its_tenant_and_escapes_are_refused(
+    tenancy: dict[str, RedBox], kube: KubeClient
+) -> None:
+    ran = {t: unique(t.name) for t in TENANTS}
+    for tenant, name in ran.items():
+        await kube.create(PODS, pod_in(tenant.namespace, name), namespace=tenant.namespace)
+    escapes = {
+        (A.namespace, unique("acct")): (
+            "#!/bin/sh\n#SBATCH --account=acct-b\nid -un\n",
+            "debug",
+            "SlurmTenant team-a: #SBATCH --account=acct-b (line 2) is not account acct-a of this tenant",
+        ),
+        (A.namespace, unique("qos")): (
+            "#!/bin/sh\n#SBATCH -q qos-b\nid -un\n",
+            "debug",
+            "SlurmTenant team-a: #SBATCH --qos=qos-b (line 2) is not an allowed QoS (allowed: qos-a)",
+        ),
+        (A.namespace, unique("uid")): (
+            "#!/bin/sh\n#SBATCH --uid=0\nid -un\n",
+            "debug",
+            f"SlurmTenant team-a: #SBATCH --uid=0 (line 2) is not allowed: jobs of namespaces {A.namespace}"
+            f" run as user {A.user}",
+        ),
+        (B.namespace, unique("part")): (
+            "",
+            "cpu",
+            "SlurmTenant team-b: partition cpu of cluster test is not allowed (allowed: debug)",
+        ),
+        ("tenant-none", unique("none")): (
+            "",
+            "debug",
+            "no SlurmTenant maps namespace tenant-none: tenancy is on, so its jobs may not run",
+        ),
+    }
+    for (namespace, name), (batch, partition, _) in escapes.items():
+        await kube.create(
+            PODS, pod_in(namespace, name, partition=partition, batch=batch), namespace=namespace
+        )
+
+    job_ids = {}
+    for tenant, name in ran.items():
+        pod = await phase(kube, tenant.namespace, name, "Succeeded", "Failed")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        job_ids[tenant] = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+    wanted = sorted([job_ids[t], t.user, t.account, t.qos, "debug"] for t in TENANTS)
+
+    async def accounted() -> list[list[str]] | None:
+        # slurmdbd completes a job's row a moment after slurmctld ends it (QOS, partition).
+        rows = sorted(sacct("-j", ",".join(job_ids.values()), "-o", "JobID,User,Account,QOS,Partition"))
+        return rows if rows == wanted else None
+
+    try:
+        await eventually(accounted, timeout=60)
+    except AssertionError:
+        rows = sacct("-j", ",".join(job_ids.values()), "-o", "JobID,User,Account,QOS,Partition")
+        pytest.fail(f"sacct -o JobID,User,Account,QOS,Partition: {rows}, not {wanted}")
+
+    for (namespace, name), (_, _, message) in escapes.items():
+        pod = await phase(kube, namespace, name, "Failed")
+        assert (pod["status"]["reason"], pod["status"]["message"]) == ("TenantRefused", message)
+        assert names.ANNOTATION_JOB_ID not in (pod["metadata"].get("annotations") or {})
+        posted = await eventually(lambda at=namespace, pod=name: warnings(kube, at, pod))  # type: ignore[misc]
+        assert ("TenantRefused", message) in posted
+    # No Slurm job was made for any refused pod, by any user.
+    named = {row[0] for row in sacct("-a", "-S", "now-1hours", "-o", "JobName")}
+    assert not named & {name for _, name in escapes}, named
+
+
+async def test_red_box_refuses_what_its_site_does_not_allow(tenancy: dict[str, RedBox]) -> None:
+    client = RedBoxClient(tenancy[B.user].socket, timeout=30)
+    try:
+        for script, why in (
+            ("#!/bin/sh\n#SBATCH -A acct-a\ntrue\n",
+             "--account=acct-a (line 2): account acct-a is not allowed by this red-box (allowed: acct-b)"),
+            ("#!/bin/sh\n#SBATCH --uid=0\ntrue\n",
+             "--uid=0 (line 2): a job runs as red-box's own user; --uid and --gid are not accepted"),
+        ):  # fmt: skip
+            name = unique("rbx")
+            with pytest.raises(InvalidInput) as refused:
+                await client.submit(
+                    JobSpec(script=script, partition="debug", name=name, idempotency_key=name)
+                )
+            assert refused.value.message.endswith(why), refused.value.message
+            assert sacct("-a", "-S", "now-1hours", "--name", name, "-o", "JobID") == []
+    finally:
+        await client.close()
+
+
+def test_slurm_itself_refuses_an_account_outside_the_users_associations(
+    tenant_slurm: ownslurm.Instance,
+) -> None:
+    # Defence in depth below wlmvk: B's user, submitting by hand to A's account.
+    done = subprocess.run(
+        ["runuser", "-u", B.user, "--", "sbatch", "--parsable", f"--account={A.account}", "-p", "debug",
+         "--wrap=true", f"--chdir={tenant_slurm.jobs_root}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "Invalid account or account/partition combination specified" in done.stderr, done.stderr
