@@ -182,7 +182,7 @@ def decide(
     book: Book,
     *,
     namespace: str,
-    cluster: str,
+    cluster: str | None,
     partition: str,
     script: str,
     env: Mapping[str, str] | None = None,
@@ -190,7 +190,9 @@ def decide(
     """Who a job of ``namespace`` on ``cluster``'s ``partition`` runs as; None when tenancy is off.
 
     ``script`` is the batch script as it will reach sbatch (directives and all), ``env`` the
-    environment sbatch is asked to run with.
+    environment sbatch is asked to run with. ``cluster`` None: where the job will run is not
+    known yet (the operator, before the scheduler places its pod), so partitions are judged later,
+    where it is (the kubelet).
     """
     if not book.on:
         return None
@@ -198,7 +200,7 @@ def decide(
     if isinstance(tenant, Refusal):
         return tenant
     who = f"SlurmTenant {tenant.name}"
-    allowed = tenant.allowed_partitions(cluster)
+    allowed = tenant.allowed_partitions(cluster) if cluster is not None else None
     if allowed is not None and partition and partition not in allowed:
         listed = ", ".join(allowed) or "none"
         return Refusal(
@@ -223,7 +225,7 @@ def decide(
 
 
 def _judge(
-    tenant: Tenant, directive: sbatch.Directive, cluster: str, allowed: Sequence[str] | None
+    tenant: Tenant, directive: sbatch.Directive, cluster: str | None, allowed: Sequence[str] | None
 ) -> Refusal | None:
     who = f"SlurmTenant {tenant.name}"
     name, value = directive.name, directive.value or ""

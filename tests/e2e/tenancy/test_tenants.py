@@ -8,25 +8,30 @@ red-box from its own ``--red-box USER=SOCKET``, the in-memory API server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
+from tests.e2e.operator.stack import operator_settings
+from tests.e2e.operator.support import apply_crds
 from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant
 from tests.faults import ownslurm
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.fixtures.redbox import RedBox
-from wlmvk.core import names
+from wlmvk.core import names, tasks
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
 from wlmvk.kube.bodies import EVENTS, PODS
 from wlmvk.kube.client import KubeClient
+from wlmvk.operator.app import serve
+from wlmvk.operator.controller import SLURMJOBS
 from wlmvk.wlm.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
@@ -214,3 +219,59 @@ def test_slurm_itself_refuses_an_account_outside_the_users_associations(
     )  # fmt: skip
     assert done.returncode != 0
     assert "Invalid account or account/partition combination specified" in done.stderr, done.stderr
+
+
+@pytest.fixture
+async def operator(tenancy: dict[str, RedBox], apiserver: RunningApiServer) -> AsyncIterator[None]:
+    """The operator, in the test's event loop, over the tenants' API server."""
+    await apply_crds(apiserver)
+    stop = asyncio.Event()
+    kubeconfig = str(apiserver.kubeconfig_for("wlmvk-operator"))
+    running = tasks.guarded(serve(operator_settings(), kubeconfig=kubeconfig, stop=stop), name="operator")
+    yield
+    stop.set()
+    await asyncio.wait_for(running, 20)
+
+
+async def slurmjob_status(kube: KubeClient, namespace: str, name: str, *wanted: str) -> Body:
+    async def reached() -> Body | None:
+        status: Body = (await kube.get(SLURMJOBS, name, namespace=namespace)).get("status") or {}
+        return status if status.get("status") in wanted else None
+
+    result: Body = await eventually(reached, timeout=120)
+    return result
+
+
+async def test_slurmjobs_run_as_their_tenant_and_an_escape_fails_before_any_pod(
+    operator: None, kube: KubeClient
+) -> None:
+    def slurmjob(name: str, batch: str) -> Body:
+        return {
+            "apiVersion": "wlm.sylabs.io/v1alpha1",
+            "kind": "SlurmJob",
+            "metadata": {"name": name, "namespace": A.namespace},
+            "spec": {"batch": batch, "nodeSelector": {names.LABEL_PARTITION: "debug"}},
+        }
+
+    good, bad = unique("sj-ok"), unique("sj-escape")
+    await kube.create(SLURMJOBS, slurmjob(good, "#!/bin/sh\nid -un\n"), namespace=A.namespace)
+    escape = "#!/bin/sh\n#SBATCH -A acct-b\nid -un\n"
+    await kube.create(SLURMJOBS, slurmjob(bad, escape), namespace=A.namespace)
+
+    refused = await slurmjob_status(kube, A.namespace, bad, "Failed", "Succeeded")
+    message = "SlurmTenant team-a: #SBATCH --account=acct-b (line 2) is not account acct-a of this tenant"
+    assert (refused["status"], refused["reason"], refused["message"]) == ("Failed", "TenantRefused", message)
+    assert ("TenantRefused", message) in await eventually(lambda: warnings(kube, A.namespace, bad))
+    listed = await kube.list(PODS, namespace=A.namespace)
+    assert not [pod for pod in listed.get("items") or [] if pod["metadata"]["name"].startswith(bad)]
+
+    ran = await slurmjob_status(kube, A.namespace, good, "Succeeded", "Failed")
+    assert ran["status"] == "Succeeded", ran
+    wanted = [[str(ran["jobId"]), A.user, A.account, A.qos, "debug"]]
+
+    async def accounted() -> list[list[str]] | None:
+        rows = sacct("-j", str(ran["jobId"]), "-o", "JobID,User,Account,QOS,Partition")
+        return rows if rows == wanted else None
+
+    await eventually(accounted, timeout=60)
+    assert sacct("-a", "-S", "now-1hours", "--name", bad, "-o", "JobID") == []

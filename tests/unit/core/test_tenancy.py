@@ -134,6 +134,16 @@ def test_a_cluster_the_tenant_does_not_list_allows_no_partition() -> None:
     )
 
 
+def test_partitions_are_not_judged_where_the_cluster_is_not_known() -> None:
+    # The operator, before its pod is placed: the kubelet judges the partition.
+    outcome = decide(TWO, namespace="alpha", cluster=None, partition="", script="#SBATCH -p long\ntrue\n")
+    assert outcome == Identity("team-a", "alice", "physics", "normal")
+    refused = decide(
+        TWO, namespace="alpha", cluster=None, partition="", script="#SBATCH -A chemistry\ntrue\n"
+    )
+    assert isinstance(refused, Refusal)
+
+
 def test_without_partitions_every_partition_is_allowed() -> None:
     book = tenants_from([tenant(partitions=None)])
     outcome = decide(book, namespace="alpha", cluster="x", partition="any", script="#SBATCH -p other\ntrue\n")
