@@ -20,7 +20,7 @@ import pytest
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.e2e.operator.stack import operator_settings
 from tests.e2e.operator.support import apply_crds
-from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant
+from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant, sacctmgr
 from tests.faults import ownslurm
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
@@ -275,3 +275,39 @@ async def test_slurmjobs_run_as_their_tenant_and_an_escape_fails_before_any_pod(
 
     await eventually(accounted, timeout=60)
     assert sacct("-a", "-S", "now-1hours", "--name", bad, "-o", "JobID") == []
+
+
+async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
+    tenancy: dict[str, RedBox], kube: KubeClient
+) -> None:
+    sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=1")
+    try:
+        first, second, other = unique("lim1"), unique("lim2"), unique("free")
+        for namespace, name, seconds in (
+            (B.namespace, first, 20),
+            (B.namespace, second, 1),
+            (A.namespace, other, 20),
+        ):
+            pod = pod_in(namespace, name)
+            pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
+            await kube.create(PODS, pod, namespace=namespace)
+            if name == first:
+                await phase(kube, B.namespace, first, "Running")
+
+        async def held() -> Body | None:
+            pod = await kube.get(PODS, second, namespace=B.namespace)
+            statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+            waiting = statuses[0].get("state", {}).get("waiting", {})
+            return pod if waiting.get("reason") == "QOSMaxJobsPerUserLimit" else None
+
+        await eventually(held, timeout=60)
+        await phase(kube, A.namespace, other, "Running")  # the other tenant's pod runs meanwhile
+        still = await held()
+        assert still is not None, "the held pod started while the limit held"
+        assert still["status"]["phase"] == "Pending"
+        for namespace, name in ((B.namespace, first), (B.namespace, second), (A.namespace, other)):
+            assert (await phase(kube, namespace, name, "Succeeded", "Failed"))["status"][
+                "phase"
+            ] == "Succeeded"
+    finally:
+        sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=-1")
