@@ -199,13 +199,14 @@ class Kubelet:
             backend=self._backend,
             directory=self.directory,
             host_ip=s.node_ip,
-            route=self.pods.provider.backend_of,
+            tenants=self.pods.provider.tenants,
         )
         self.stats = sampling.StatsSource(
             backend=self._backend,
             pods=pods.running,
             nodes=lambda: sorted(self.directory.owned),
             interval=s.stats_interval,
+            holders=self.tenants.red_boxes if self.tenants is not None else None,
         )
         executor = executing.Executor(lookup=pods.exec_target, backend=self._backend)
         handlers = server.Handlers(

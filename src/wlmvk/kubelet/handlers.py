@@ -10,7 +10,7 @@ running pods the stats sample, and the nodes a request is authorized on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from wlmvk.core.backend import Backend
@@ -23,7 +23,7 @@ from wlmvk.kubelet.api.stats.summary import PodJob
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import environment
 from wlmvk.kubelet.pods.controller import PodController
-from wlmvk.kubelet.pods.records import PodRecord
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 
 _RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
 _NOT_STARTED = (JobStatus.PENDING, JobStatus.CONFIGURING, JobStatus.REQUEUED)
@@ -39,12 +39,12 @@ class PodHandlers:
         backend: Backend,
         directory: NodeDirectory,
         host_ip: str,
-        route: Callable[[PodRecord], Backend] | None = None,
+        tenants: TenantRoutes | None = None,
     ) -> None:
         self._pods = pods
         self._backend = backend
-        self._route = route
-        """The red-box holding a pod's job (a tenant's: its logs are read there); None: ``backend``."""
+        self._tenants = tenants
+        """Which red-box holds a pod's job (a tenant user's: its logs, execs and usage are there)."""
         self._directory = directory
         self._host_ip = host_ip
 
@@ -65,7 +65,7 @@ class PodHandlers:
         waiting = f'container "{facts.container}" in pod "{pod}" is waiting to start'
         if record.job_id is None:
             raise InvalidInput(f"{waiting}: the Slurm job is not submitted yet")
-        backend = self._route(record) if self._route is not None else self._backend
+        backend = self._tenants.backend_of(record) if self._tenants is not None else self._backend
         state = record.state
         if state is None or not state.std_out:
             state = (await backend.states([record.job_id])).get(record.job_id)
@@ -90,6 +90,7 @@ class PodHandlers:
             state=record.state,
             env=context.env,
             working_dir=context.working_dir,
+            backend=self._tenants.backend_of(record) if self._tenants is not None else None,
         )
 
     def running(self) -> list[PodJob]:
@@ -109,6 +110,7 @@ class PodHandlers:
                     container=record.facts(self._host_ip).container,
                     job_id=record.job_id,
                     started=record.state.start_time,
+                    holder=self._tenants.holder_of(record) if self._tenants is not None else "",
                 )
             )
         return running

@@ -311,3 +311,43 @@ async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
             ] == "Succeeded"
     finally:
         sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=-1")
+
+
+SPIN = "while :; do :; done"
+
+
+async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
+    tenancy: dict[str, RedBox], apiserver: RunningApiServer, kube: KubeClient
+) -> None:
+    spinning = {t: unique(f"spin-{t.name}") for t in TENANTS}
+    said = {t: unique(f"say-{t.name}") for t in TENANTS}
+    for tenant in TENANTS:
+        spin = job_pod(spinning[tenant], SPIN)
+        spin["metadata"]["namespace"] = tenant.namespace
+        await kube.create(PODS, spin, namespace=tenant.namespace)
+        await kube.create(PODS, pod_in(tenant.namespace, said[tenant]), namespace=tenant.namespace)
+    try:
+        for tenant in TENANTS:
+            await phase(kube, tenant.namespace, said[tenant], "Succeeded")
+            logs = await apiserver.kubectl("logs", "-n", tenant.namespace, said[tenant])
+            assert (logs.returncode, logs.stdout) == (0, f"{tenant.user}\n"), logs.stderr
+            await phase(kube, tenant.namespace, spinning[tenant], "Running")
+            execd = await apiserver.kubectl(
+                "exec", "-n", tenant.namespace, spinning[tenant], "--", "id", "-un"
+            )
+            assert (execd.returncode, execd.stdout) == (0, f"{tenant.user}\n"), execd.stderr
+
+        for tenant in TENANTS:
+
+            async def busy(tenant: Tenant = tenant) -> bool:
+                top = await apiserver.kubectl(
+                    "top", "pod", "-n", tenant.namespace, spinning[tenant], "--no-headers"
+                )
+                assert top.returncode == 0, top.stderr
+                cpu = top.stdout.split()[1]
+                return (cpu.endswith("m") and int(cpu[:-1]) >= 100) or (cpu.isdigit() and int(cpu) >= 1)
+
+            await eventually(busy, timeout=120, every=2)
+    finally:
+        for tenant in TENANTS:
+            await apiserver.kubectl("delete", "pod", "-n", tenant.namespace, spinning[tenant], "--wait=false")

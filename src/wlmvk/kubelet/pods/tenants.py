@@ -55,13 +55,18 @@ class TenantRoutes:
     def book(self) -> tenancy.Book:
         return self.watch.book if self.watch is not None else tenancy.Book()
 
-    def backend_of(self, record: PodRecord) -> Backend:
-        """The red-box that holds (or would hold) the pod's job."""
+    def holder_of(self, record: PodRecord) -> str:
+        """The tenant user whose red-box holds (or would hold) the pod's job; '' for the default."""
         user = record.user
         if not user and self.book.on:
             tenant = tenancy.tenant_of(self.book, record.namespace)
             user = tenant.user if isinstance(tenant, tenancy.Tenant) else ""
-        return self.red_boxes.get(user, self.default) if user else self.default
+        return user if user in self.red_boxes else ""
+
+    def backend_of(self, record: PodRecord) -> Backend:
+        """The red-box that holds (or would hold) the pod's job."""
+        holder = self.holder_of(record)
+        return self.red_boxes[holder] if holder else self.default
 
     def backends(self) -> list[Backend]:
         """Every red-box jobs may be held by, the default first."""
