@@ -351,3 +351,45 @@ async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
     finally:
         for tenant in TENANTS:
             await apiserver.kubectl("delete", "pod", "-n", tenant.namespace, spinning[tenant], "--wait=false")
+
+
+async def test_a_submit_limit_holds_a_pod_pending_with_slurms_reason_until_it_frees(
+    tenancy: dict[str, RedBox], kube: KubeClient
+) -> None:
+    sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=1")
+    try:
+        first, second, other = unique("sub1"), unique("sub2"), unique("free")
+        for namespace, name, seconds in (
+            (B.namespace, first, 8),
+            (B.namespace, second, 1),
+            (A.namespace, other, 1),
+        ):
+            pod = pod_in(namespace, name)
+            pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
+            await kube.create(PODS, pod, namespace=namespace)
+            if name == first:
+                await phase(kube, B.namespace, first, "Running")
+
+        async def held() -> Body | None:
+            pod = await kube.get(PODS, second, namespace=B.namespace)
+            statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+            waiting = statuses[0].get("state", {}).get("waiting", {})
+            return pod if waiting.get("reason") == "QOSMaxSubmitJobPerUserLimit" else None
+
+        pending = await eventually(held, timeout=60)
+        assert pending["status"]["phase"] == "Pending"
+        assert names.ANNOTATION_JOB_ID not in (pending["metadata"].get("annotations") or {})
+        message = pending["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+        assert message.startswith("Slurm refused the job for now: "), message
+        assert ("QOSMaxSubmitJobPerUserLimit", message) in await warnings(kube, B.namespace, second)
+        assert (await phase(kube, A.namespace, other, "Succeeded", "Failed"))["status"][
+            "phase"
+        ] == "Succeeded"
+        # Once the first job ends, the held pod is submitted and runs: never Failed meanwhile.
+        for name in (first, second):
+            assert (await phase(kube, B.namespace, name, "Succeeded", "Failed"))["status"][
+                "phase"
+            ] == "Succeeded"
+        assert len(sacct("-a", "-S", "now-1hours", "--name", second, "-o", "JobID")) == 1
+    finally:
+        sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=-1")

@@ -277,6 +277,8 @@ class PodController:
     async def _create(self, record: PodRecord, log: Logger) -> None:
         outcome = await self.provider.create(record, log)
         if isinstance(outcome, Later):
+            if outcome.held is not None and outcome.held.message != record.held:
+                await self._hold(record, outcome.held)
             self._retry(record.uid, outcome.delay)
         elif isinstance(outcome, Rejection):
             await self._reject(record, outcome.reason, outcome.message)
@@ -308,6 +310,13 @@ class PodController:
                 # The job exists: keep trying, the id must reach the pod.
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX)
+
+    async def _hold(self, record: PodRecord, why: Rejection) -> None:
+        """Say once per limit why the pod waits: Pending with Slurm's reason, and a Warning Event."""
+        facts = record.facts(self._settings.host_ip)
+        await self._patch_status(record, pod_status.held_status(why.reason, why.message, facts, now=_now()))
+        record.held = why.message
+        self._post(record.pod, type=WARNING, reason=why.reason, message=why.message)
 
     async def _reject(self, record: PodRecord, reason: str, message: str) -> None:
         body = pod_status.rejected_status(reason, message, record.facts(self._settings.host_ip), now=_now())

@@ -16,13 +16,14 @@ which is said once in the log at start.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 
 import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
+from wlmvk.core.errors import LimitReached, NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
@@ -35,6 +36,9 @@ from wlmvk.kubelet.pods.translate import Rejection, Target, job_name, pod_to_job
 _log = structlog.get_logger(__name__)
 
 Logger = structlog.typing.FilteringBoundLogger
+
+_LIMIT_REASON = re.compile(r"\b[A-Z][A-Za-z]*Limit\b")
+"""Slurm's name of the limit in sbatch's answer (``sbatch: error: QOSMaxSubmitJobPerUserLimit``)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,14 @@ class Later:
     """Nothing to do yet: come back after ``delay`` seconds (None: the usual retry delay)."""
 
     delay: float | None = None
+    held: Rejection | None = None
+    """Why the pod waits, for its status (Pending) and a Warning Event: a limit of Slurm's refused
+    its submission for now (``reason`` is Slurm's, e.g. QOSMaxSubmitJobPerUserLimit)."""
+
+
+LIMIT_RETRY = 20.0
+"""Seconds a pod whose submission a limit refused waits before it is tried again: a tenant's many
+held pods ask Slurm a few times a minute each, not in a storm, and start soon after it frees."""
 
 
 Created = Started | Rejection | Later
@@ -182,6 +194,12 @@ class SlurmProvider:
                     job_id = await backend.submit_container(spec)
                 else:
                     job_id = await backend.submit(spec)
+        except LimitReached as exc:
+            # sbatch made nothing: the pod stays NEW, and is tried again later.
+            self.metrics.submissions.inc(result="limited")
+            limit = _LIMIT_REASON.search(exc.message)
+            reason = limit.group(0) if limit else "SubmitLimit"
+            return Later(LIMIT_RETRY, held=Rejection(reason, f"Slurm refused the job for now: {exc.message}"))
         except Unavailable:
             self.metrics.submissions.inc(result="unavailable")
             # The reply may be what was lost (red-box ran sbatch, then the connection dropped):

@@ -152,6 +152,32 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
     return status
 
 
+def held_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
+    """A pod whose job a limit of Slurm's refused for now: Pending, the limit on its container."""
+    at = facts.created or times.rfc3339(now)
+    container: Body = {
+        "name": facts.container,
+        "image": facts.image,
+        "imageID": "",
+        "restartCount": 0,
+        "ready": False,
+        "started": False,
+        "state": {"waiting": {"reason": reason, "message": message}},
+    }
+    return {
+        "phase": PENDING,
+        "conditions": [
+            _condition("PodScheduled", True, at),
+            _condition("Initialized", True, at),
+            _condition("ContainersReady", False, at, reason),
+            _condition("Ready", False, at, reason),
+        ],
+        "containerStatuses": [container],
+        "hostIP": facts.host_ip,
+        "hostIPs": [{"ip": facts.host_ip}],
+    }
+
+
 def rejected_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
     """A pod that could not become a job: Failed, with the reason on the pod and its container."""
     at = times.rfc3339(now)
