@@ -277,29 +277,38 @@ async def test_slurmjobs_run_as_their_tenant_and_an_escape_fails_before_any_pod(
     assert sacct("-a", "-S", "now-1hours", "--name", bad, "-o", "JobID") == []
 
 
+async def start_three(kube: KubeClient, pods: tuple[tuple[str, str, int], ...]) -> None:
+    """(namespace, name, seconds) pods that sleep, the first Running before the others are made."""
+    for index, (namespace, name, seconds) in enumerate(pods):
+        pod = pod_in(namespace, name)
+        pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
+        await kube.create(PODS, pod, namespace=namespace)
+        if index == 0:
+            await phase(kube, namespace, name, "Running")
+
+
+def waiting_for(kube: KubeClient, namespace: str, name: str, reason: str) -> Callable[[], Any]:
+    """A probe: the pod while its container waits with ``reason``, else None."""
+
+    async def held() -> Body | None:
+        pod = await kube.get(PODS, name, namespace=namespace)
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        waiting = statuses[0].get("state", {}).get("waiting", {})
+        return pod if waiting.get("reason") == reason else None
+
+    return held
+
+
 async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
     tenancy: dict[str, RedBox], kube: KubeClient
 ) -> None:
     sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=1")
     try:
         first, second, other = unique("lim1"), unique("lim2"), unique("free")
-        for namespace, name, seconds in (
-            (B.namespace, first, 20),
-            (B.namespace, second, 1),
-            (A.namespace, other, 20),
-        ):
-            pod = pod_in(namespace, name)
-            pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
-            await kube.create(PODS, pod, namespace=namespace)
-            if name == first:
-                await phase(kube, B.namespace, first, "Running")
-
-        async def held() -> Body | None:
-            pod = await kube.get(PODS, second, namespace=B.namespace)
-            statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
-            waiting = statuses[0].get("state", {}).get("waiting", {})
-            return pod if waiting.get("reason") == "QOSMaxJobsPerUserLimit" else None
-
+        await start_three(
+            kube, ((B.namespace, first, 20), (B.namespace, second, 1), (A.namespace, other, 20))
+        )
+        held = waiting_for(kube, B.namespace, second, "QOSMaxJobsPerUserLimit")
         await eventually(held, timeout=60)
         await phase(kube, A.namespace, other, "Running")  # the other tenant's pod runs meanwhile
         still = await held()
@@ -359,23 +368,8 @@ async def test_a_submit_limit_holds_a_pod_pending_with_slurms_reason_until_it_fr
     sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=1")
     try:
         first, second, other = unique("sub1"), unique("sub2"), unique("free")
-        for namespace, name, seconds in (
-            (B.namespace, first, 8),
-            (B.namespace, second, 1),
-            (A.namespace, other, 1),
-        ):
-            pod = pod_in(namespace, name)
-            pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
-            await kube.create(PODS, pod, namespace=namespace)
-            if name == first:
-                await phase(kube, B.namespace, first, "Running")
-
-        async def held() -> Body | None:
-            pod = await kube.get(PODS, second, namespace=B.namespace)
-            statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
-            waiting = statuses[0].get("state", {}).get("waiting", {})
-            return pod if waiting.get("reason") == "QOSMaxSubmitJobPerUserLimit" else None
-
+        await start_three(kube, ((B.namespace, first, 8), (B.namespace, second, 1), (A.namespace, other, 1)))
+        held = waiting_for(kube, B.namespace, second, "QOSMaxSubmitJobPerUserLimit")
         pending = await eventually(held, timeout=60)
         assert pending["status"]["phase"] == "Pending"
         assert names.ANNOTATION_JOB_ID not in (pending["metadata"].get("annotations") or {})

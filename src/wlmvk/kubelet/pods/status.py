@@ -155,15 +155,7 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
 def held_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
     """A pod whose job a limit of Slurm's refused for now: Pending, the limit on its container."""
     at = facts.created or times.rfc3339(now)
-    container: Body = {
-        "name": facts.container,
-        "image": facts.image,
-        "imageID": "",
-        "restartCount": 0,
-        "ready": False,
-        "started": False,
-        "state": {"waiting": {"reason": reason, "message": message}},
-    }
+    container = _not_started(facts, {"waiting": {"reason": reason, "message": message}})
     return {
         "phase": PENDING,
         "conditions": [
@@ -221,16 +213,20 @@ def _never_started(
     terminated: Body = {"exitCode": exit_code, "reason": reason, "startedAt": at, "finishedAt": at}
     if message is not None:
         terminated["message"] = message
-    container: Body = {
+    return [_not_started(facts, {"terminated": terminated})]
+
+
+def _not_started(facts: PodFacts, state: Body) -> Body:
+    """The container of a pod whose job never ran (yet), in ``state``."""
+    return {
         "name": facts.container,
         "image": facts.image,
         "imageID": "",
         "restartCount": 0,
         "ready": False,
         "started": False,
-        "state": {"terminated": terminated},
+        "state": state,
     }
-    return [container]
 
 
 @dataclass(frozen=True)
