@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
 from wlmvk.kube.bodies import EVENTS, PODS
 from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet.app import Kubelet
 from wlmvk.operator.app import serve
 from wlmvk.operator.controller import SLURMJOBS
 from wlmvk.wlm.client import RedBoxClient
@@ -88,6 +90,15 @@ async def warnings(kube: KubeClient, namespace: str, name: str) -> list[tuple[st
     ]
 
 
+@dataclass
+class Rig:
+    boxes: dict[str, RedBox]
+    """The red-box of each tenant user, run as that user."""
+    kubelet: Kubelet
+    start_kubelet: Callable[[], Awaitable[Kubelet]]
+    """Another kubelet as the first was started (after a restart)."""
+
+
 @pytest.fixture
 async def tenancy(
     tenant_slurm: ownslurm.Instance,
@@ -95,7 +106,7 @@ async def tenancy(
     redbox_factory: Callable[..., RedBox],
     kubelet_factory: StartKubelet,
     kube: KubeClient,
-) -> dict[str, RedBox]:
+) -> Rig:
     """The tenants written, one red-box per tenant user with its allow-lists, the kubelet started."""
     applied = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
     assert applied.returncode == 0, applied.stderr
@@ -112,16 +123,19 @@ async def tenancy(
         )
         for t in TENANTS
     }
-    await kubelet_factory(
-        kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"),
-        red_box_socket=boxes[A.user].socket,
-        red_boxes=tuple((user, box.socket) for user, box in boxes.items()),
-    )
-    return boxes
+
+    def start_kubelet() -> Awaitable[Kubelet]:
+        return kubelet_factory(
+            kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"),
+            red_box_socket=boxes[A.user].socket,
+            red_boxes=tuple((user, box.socket) for user, box in boxes.items()),
+        )
+
+    return Rig(boxes, await start_kubelet(), start_kubelet)
 
 
 async def test_each_namespace_runs_as_its_tenant_and_escapes_are_refused(
-    tenancy: dict[str, RedBox], kube: KubeClient
+    tenancy: Rig, kube: KubeClient
 ) -> None:
     ran = {t: unique(t.name) for t in TENANTS}
     for tenant, name in ran.items():
@@ -188,8 +202,8 @@ async def test_each_namespace_runs_as_its_tenant_and_escapes_are_refused(
     assert not named & {name for _, name in escapes}, named
 
 
-async def test_red_box_refuses_what_its_site_does_not_allow(tenancy: dict[str, RedBox]) -> None:
-    client = RedBoxClient(tenancy[B.user].socket, timeout=30)
+async def test_red_box_refuses_what_its_site_does_not_allow(tenancy: Rig) -> None:
+    client = RedBoxClient(tenancy.boxes[B.user].socket, timeout=30)
     try:
         for script, why in (
             ("#!/bin/sh\n#SBATCH -A acct-a\ntrue\n",
@@ -222,7 +236,7 @@ def test_slurm_itself_refuses_an_account_outside_the_users_associations(
 
 
 @pytest.fixture
-async def operator(tenancy: dict[str, RedBox], apiserver: RunningApiServer) -> AsyncIterator[None]:
+async def operator(tenancy: Rig, apiserver: RunningApiServer) -> AsyncIterator[None]:
     """The operator, in the test's event loop, over the tenants' API server."""
     await apply_crds(apiserver)
     stop = asyncio.Event()
@@ -300,7 +314,7 @@ def waiting_for(kube: KubeClient, namespace: str, name: str, reason: str) -> Cal
 
 
 async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
-    tenancy: dict[str, RedBox], kube: KubeClient
+    tenancy: Rig, kube: KubeClient
 ) -> None:
     sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=1")
     try:
@@ -326,7 +340,7 @@ SPIN = "while :; do :; done"
 
 
 async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
-    tenancy: dict[str, RedBox], apiserver: RunningApiServer, kube: KubeClient
+    tenancy: Rig, apiserver: RunningApiServer, kube: KubeClient
 ) -> None:
     spinning = {t: unique(f"spin-{t.name}") for t in TENANTS}
     said = {t: unique(f"say-{t.name}") for t in TENANTS}
@@ -363,7 +377,7 @@ async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
 
 
 async def test_a_submit_limit_holds_a_pod_pending_with_slurms_reason_until_it_frees(
-    tenancy: dict[str, RedBox], kube: KubeClient
+    tenancy: Rig, kube: KubeClient
 ) -> None:
     sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=1")
     try:
@@ -387,3 +401,32 @@ async def test_a_submit_limit_holds_a_pod_pending_with_slurms_reason_until_it_fr
         assert len(sacct("-a", "-S", "now-1hours", "--name", second, "-o", "JobID")) == 1
     finally:
         sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=-1")
+
+
+async def test_a_restarted_kubelet_follows_each_tenants_jobs_and_submits_each_pod_once(
+    tenancy: Rig, kube: KubeClient
+) -> None:
+    running = {t: unique(f"before-{t.name}") for t in TENANTS}
+    for tenant, name in running.items():
+        pod = pod_in(tenant.namespace, name)
+        pod["spec"]["containers"][0]["command"] = ["sleep", "8"]
+        await kube.create(PODS, pod, namespace=tenant.namespace)
+    ids = {}
+    for tenant, name in running.items():
+        pod = await phase(kube, tenant.namespace, name, "Running")
+        ids[name] = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+    await tenancy.kubelet.close()
+    # Made while no kubelet runs: looked up by key in its tenant's red-box, then submitted there.
+    meanwhile = {t: unique(f"during-{t.name}") for t in TENANTS}
+    for tenant, name in meanwhile.items():
+        await kube.create(PODS, pod_in(tenant.namespace, name), namespace=tenant.namespace)
+    await tenancy.start_kubelet()
+
+    for tenant in TENANTS:
+        for name in (running[tenant], meanwhile[tenant]):
+            pod = await phase(kube, tenant.namespace, name, "Succeeded", "Failed")
+            assert pod["status"]["phase"] == "Succeeded", pod["status"]
+            job_id = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+            assert ids.get(name, job_id) == job_id
+            rows = sacct("-a", "-S", "now-1hours", "--name", name, "-o", "JobID,User,Account")
+            assert rows == [[job_id, tenant.user, tenant.account]], name
