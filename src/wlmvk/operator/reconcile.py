@@ -36,6 +36,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.operator import directives, placement, pods
+from wlmvk.operator import tenants as tenants_mod
 from wlmvk.operator.observed import PodView, cancelled, view
 from wlmvk.operator.resources import Job, parse
 from wlmvk.operator.settings import OperatorSettings
@@ -112,7 +113,7 @@ def decide(
         outcome.condition("Valid", False, "InvalidSpec", exc.message)
         outcome.end("Failed", "InvalidSpec", exc.message)
     else:
-        refusal = _refused_by_tenant(job, body, tenants) if not owned else None
+        refusal = tenants_mod.refusal(job, body, tenants) if not owned else None
         if refusal is not None:
             outcome = _Outcome()
             outcome.condition("Valid", False, refusal.reason, refusal.message)
@@ -122,17 +123,6 @@ def decide(
         if _ignores_working_dir(_node(nodes, str(outcome.fields.get("node") or old.get("node") or ""))):
             outcome.fields["workingDir"] = None  # an original red-box ran the job elsewhere
     return _report(old, outcome, now=now, generation=objects.generation(body))
-
-
-def _refused_by_tenant(job: Job, body: Body, tenants: tenancy.Book | None) -> tenancy.Refusal | None:
-    """Why the namespace's SlurmTenant refuses the job (None: allowed, or no tenancy)."""
-    if tenants is None:
-        return None
-    script = job.batch if job.kind == "SlurmJob" else ""
-    decided = tenancy.decide(
-        tenants, namespace=objects.namespace(body), cluster=None, partition="", script=script
-    )
-    return decided if isinstance(decided, tenancy.Refusal) else None
 
 
 def refused(body: Body, pod: str, message: str, *, final: bool, now: str) -> list[Action]:

@@ -60,6 +60,23 @@ def test_an_allowed_job_and_no_tenancy_go_on_as_before() -> None:
         assert [a for a in actions if isinstance(a, reconcile.CreatePod)]
 
 
+def test_staging_is_refused_for_tenants_until_it_reaches_their_red_box() -> None:
+    volume = {"name": "data", "emptyDir": {}}
+    for body in (
+        slurmjob(prepare={"to": "in", "mount": volume}),
+        wlmjob(results={"from": "out", "mount": volume}),
+    ):
+        actions = decide(body)
+        status = next(a.status for a in actions if isinstance(a, reconcile.PatchStatus))
+        assert (status["status"], status["reason"]) == ("Failed", "StagingUnsupported")
+        assert status["message"] == (
+            "SlurmTenant team-a: prepare and results are not supported for tenants yet (docs/tenancy.md);"
+            " stage the data from the job's own script"
+        )
+        assert not [a for a in actions if isinstance(a, reconcile.CreatePod)]
+        assert [a for a in decide(body, tenancy.Book()) if isinstance(a, reconcile.CreatePod)]
+
+
 def test_a_job_under_way_is_not_judged_again() -> None:
     body = slurmjob(batch="#!/bin/sh\n#SBATCH -A chemistry\ntrue\n")
     pods = [a.body for a in decide(body, tenancy.Book()) if isinstance(a, reconcile.CreatePod)]
