@@ -33,6 +33,9 @@
 #                 run of fake devices <base>/dev/gpuN (character devices
 #                 that are not GPUs: slurmd wants a File= for a gpu)
 #                 numbered on across the list, e.g. tesla:2,1g.10gb:4   [2]
+#   enforce       AccountingStorageEnforce (accounting mode only), e.g.
+#                 associations,limits,qos: a user submits only with an
+#                 association sacctmgr made (docs/tenancy.md)           [none]
 #
 # slurmdbd.conf is written only in accounting mode (and removed otherwise),
 # owned by slurm_user and mode 600 when run as root, as slurmdbd demands.
@@ -59,13 +62,13 @@ slurm_conf_write() {
     local base='' mode=accounting host='' cluster=testcluster
     local ctld_port=$SLURM_CONF_DEFAULT_CTLD_PORT slurmd_port=$SLURM_CONF_DEFAULT_SLURMD_PORT
     local dbd_port=$SLURM_CONF_DEFAULT_DBD_PORT db_port=$SLURM_CONF_DEFAULT_DB_PORT
-    local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm first_job_id=1 gpus=2
+    local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm first_job_id=1 gpus=2 enforce=
     local kv key value
     for kv in "$@"; do
         key=${kv%%=*}; value=${kv#*=}
         [ "$key" != "$kv" ] || { echo "slurm_conf_write: expected key=value, got '$kv'" >&2; return 2; }
         case $key in
-            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id|gpus)
+            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id|gpus|enforce)
                 printf -v "$key" '%s' "$value" ;;
             *) echo "slurm_conf_write: unknown key '$key'" >&2; return 2 ;;
         esac
@@ -94,6 +97,8 @@ AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$dbd_port
 AccountingStoragePass=$munge_socket
 AccountingStoreFlags=job_comment"
+        [ -z "$enforce" ] || storage="$storage
+AccountingStorageEnforce=$enforce"
     else
         storage="AccountingStorageType=accounting_storage/none"
     fi

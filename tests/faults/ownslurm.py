@@ -31,6 +31,8 @@ class Instance:
     base: Path
     ctld_port: int
     cluster: str
+    enforce: str = ""
+    """AccountingStorageEnforce (``WLMVK_SLURM_ENFORCE``): none unless given."""
 
     def variables(self) -> dict[str, str]:
         """What ``scripts/slurm-local`` reads to run this instance and no other."""
@@ -42,6 +44,7 @@ class Instance:
             "WLMVK_SLURM_SLURMD_PORT": str(port + 1),
             "WLMVK_SLURM_DBD_PORT": str(port + 2),
             "WLMVK_SLURM_DB_PORT": str(port - 6917 + 3317),
+            "WLMVK_SLURM_ENFORCE": self.enforce,
         }
 
     @property

@@ -38,3 +38,8 @@ class Unavailable(WlmvkError):
 
 class Unsupported(WlmvkError):
     """The peer does not implement this operation (e.g. an original red-box)."""
+
+
+class LimitReached(Unavailable):
+    """A limit of the WLM's refuses the work for now (Slurm's QoS or association ``MaxSubmitJobs``):
+    nothing was made, and the same request may pass once other work ends. Retry later, slowly."""

@@ -33,6 +33,7 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster
 from wlmvk.kube.fencing import FencedClient
 from wlmvk.kube.leader import Elector
+from wlmvk.kube.tenants import TenantWatch
 from wlmvk.kube.version import kubelet_version
 from wlmvk.kubelet import settings as settings_mod
 from wlmvk.kubelet import standby
@@ -48,6 +49,7 @@ from wlmvk.kubelet.node.controller import NodeController, NodeTimings
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.node.health import Reachability
 from wlmvk.kubelet.pods.controller import PodController, PodSettings
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.settings import Settings
 from wlmvk.wlm.client import RedBoxClient
 
@@ -79,6 +81,8 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
         self._backend: MeteredBackend | None = None
+        self._tenant_backends: dict[str, Backend] = {}
+        self.tenants: TenantRoutes | None = None
         self.stats: sampling.StatsSource | None = None
         self.handlers: PodHandlers | None = None
         self.elector: Elector | None = None
@@ -103,6 +107,17 @@ class Kubelet:
                 raw.fence_with(standby.LeaseFence(elector))
         host = s.agent_host or socket.gethostname()
         events = EventPoster(writer, component="wlmvk-kubelet", host=host)
+        self._tenant_backends = {
+            user: red_box_backend(path, timeout=s.wlm_timeout) for user, path in s.red_boxes
+        }
+        red_boxes: dict[str, Backend] = dict(self._tenant_backends)
+        if s.leader_elect:
+            red_boxes = {user: standby.FencedBackend(b, check=elector.check) for user, b in red_boxes.items()}
+        watcher = TenantWatch(client=client)
+        self._tasks.append(guarded(watcher.run(), name="tenants"))
+        self.tenants = TenantRoutes(
+            default=changer, cluster=s.cluster_name, red_boxes=red_boxes, watch=watcher
+        )
         self.pods = PodController(
             client=writer,
             backend=changer,
@@ -117,6 +132,7 @@ class Kubelet:
                 submissions=s.submissions,
                 gpu_names=dict(s.gpu_names),
             ),
+            tenants=self.tenants,
         )
         await self._serve_http()
         context = nodes.NodeContext(
@@ -198,13 +214,18 @@ class Kubelet:
         assert self.pods is not None
         assert self._backend is not None
         self.handlers = pods = PodHandlers(
-            pods=self.pods, backend=self._backend, directory=self.directory, host_ip=s.node_ip
+            pods=self.pods,
+            backend=self._backend,
+            directory=self.directory,
+            host_ip=s.node_ip,
+            tenants=self.pods.provider.tenants,
         )
         self.stats = sampling.StatsSource(
             backend=self._backend,
             pods=pods.running,
             nodes=lambda: sorted(self.directory.owned),
             interval=s.stats_interval,
+            holders=self.tenants.red_boxes if self.tenants is not None else None,
         )
         executor = executing.Executor(lookup=pods.exec_target, backend=self._backend)
         handlers = server.Handlers(
@@ -270,12 +291,13 @@ class Kubelet:
             await runner.cleanup()
         if self._client is not None:
             await self._client.close()
-        close = getattr(self._raw_backend, "close", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                result = close()
-                if asyncio.iscoroutine(result):
-                    await result
+        for backend in [self._raw_backend, *self._tenant_backends.values()]:
+            close = getattr(backend, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    result = close()
+                    if asyncio.iscoroutine(result):
+                        await result
 
 
 def _bound_port(runner: web.AppRunner, wanted: int) -> int:

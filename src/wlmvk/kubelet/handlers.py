@@ -23,6 +23,7 @@ from wlmvk.kubelet.api.stats.summary import PodJob
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import environment
 from wlmvk.kubelet.pods.controller import PodController
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 
 _RUNNING = (JobStatus.RUNNING, JobStatus.COMPLETING)
 _NOT_STARTED = (JobStatus.PENDING, JobStatus.CONFIGURING, JobStatus.REQUEUED)
@@ -32,10 +33,18 @@ class PodHandlers:
     """The API's handlers over one kubelet's pods."""
 
     def __init__(
-        self, *, pods: PodController, backend: Backend, directory: NodeDirectory, host_ip: str
+        self,
+        *,
+        pods: PodController,
+        backend: Backend,
+        directory: NodeDirectory,
+        host_ip: str,
+        tenants: TenantRoutes | None = None,
     ) -> None:
         self._pods = pods
         self._backend = backend
+        self._tenants = tenants
+        """Which red-box holds a pod's job (a tenant user's: its logs, execs and usage are there)."""
         self._directory = directory
         self._host_ip = host_ip
 
@@ -56,9 +65,10 @@ class PodHandlers:
         waiting = f'container "{facts.container}" in pod "{pod}" is waiting to start'
         if record.job_id is None:
             raise InvalidInput(f"{waiting}: the Slurm job is not submitted yet")
+        backend = self._tenants.backend_of(record) if self._tenants is not None else self._backend
         state = record.state
         if state is None or not state.std_out:
-            state = (await self._backend.states([record.job_id])).get(record.job_id)
+            state = (await backend.states([record.job_id])).get(record.job_id)
         if state is None or not state.std_out:
             raise InvalidInput(f"{waiting}: Slurm job {record.job_id} has no output file yet")
         if state.status in _NOT_STARTED:
@@ -66,7 +76,7 @@ class PodHandlers:
                 f"{waiting}: Slurm job {record.job_id} is {state.status.value} ({state.reason})"
             )
         source = LogSource(path=state.std_out, started=state.start_time, wait_ended=record.ended.wait)
-        return stream_logs(self._backend, source, options)
+        return stream_logs(backend, source, options)
 
     def exec_target(self, namespace: str, pod: str) -> executing.Target | None:
         """The job an exec into the pod runs in, and the container's env and directory."""
@@ -80,6 +90,7 @@ class PodHandlers:
             state=record.state,
             env=context.env,
             working_dir=context.working_dir,
+            backend=self._tenants.backend_of(record) if self._tenants is not None else None,
         )
 
     def running(self) -> list[PodJob]:
@@ -99,6 +110,7 @@ class PodHandlers:
                     container=record.facts(self._host_ip).container,
                     job_id=record.job_id,
                     started=record.state.start_time,
+                    holder=self._tenants.holder_of(record) if self._tenants is not None else "",
                 )
             )
         return running

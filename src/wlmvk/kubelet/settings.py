@@ -19,6 +19,8 @@ DEFAULT_METRICS_PORT = 10262
 @dataclass(frozen=True)
 class Settings:
     red_box_socket: str = names.DEFAULT_RED_BOX_SOCKET
+    red_boxes: tuple[tuple[str, str], ...] = ()
+    """(user, socket): the red-box of each SlurmTenant user (docs/tenancy.md)."""
     kubeconfig: str | None = None
     cluster_name: str = ""
     agent_host: str = ""
@@ -60,6 +62,14 @@ def parse(argv: list[str]) -> Settings:
     )
     add = parser.add_argument
     add("--red-box-socket", default=names.DEFAULT_RED_BOX_SOCKET, help="red-box's Unix socket")
+    add(
+        "--red-box",
+        action="append",
+        default=[],
+        metavar="USER=SOCKET",
+        help="the Unix socket of the red-box that runs as Slurm user USER: the jobs of the namespaces a"
+        " SlurmTenant maps to USER go there (repeat per tenant user; docs/tenancy.md)",
+    )
     add("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster, else ~/.kube/config)")
     add(
         "--cluster-name",
@@ -182,8 +192,17 @@ def parse(argv: list[str]) -> Settings:
             " writing 2 s before its last renewal runs out"
         )
     agent = args.agent_host or os.environ.get("NODE_NAME", "") or os.environ.get("HOST_NAME", "")
+    red_boxes: dict[str, str] = {}
+    for entry in args.red_box:
+        user, eq, path = entry.partition("=")
+        if not eq or not user or not path or user == "root":
+            parser.error(f"--red-box {entry!r}: expected USER=SOCKET, USER a Slurm user other than root")
+        if user in red_boxes:
+            parser.error(f"--red-box: user {user} is given twice")
+        red_boxes[user] = path
     return Settings(
         red_box_socket=args.red_box_socket,
+        red_boxes=tuple(red_boxes.items()),
         kubeconfig=args.kubeconfig,
         cluster_name=args.cluster_name or agent or socket.gethostname().split(".")[0],
         agent_host=agent,

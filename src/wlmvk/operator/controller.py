@@ -32,6 +32,7 @@ from wlmvk.kube.bodies import NODES, PODS, Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.events import EventPoster
+from wlmvk.kube.tenants import TenantWatch
 from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
 from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.operator import pods, reconcile
@@ -73,6 +74,7 @@ class Controller:
         self._expected = 4
         # Resources whose pod the API server forbade: no create before ``until``, then the next delay.
         self._refusals: dict[Key, _Refusal] = {}
+        self.tenants = TenantWatch(client=client)
 
     async def run(self) -> None:
         """Watch, and reconcile until cancelled."""
@@ -93,8 +95,10 @@ class Controller:
             tasks.guarded(self._mirror("Node", NODES, WatchOptions(label_selector=virtual)), name="nodes"),
         ]
         resync = tasks.guarded(self._resync(), name="resync")
+        watchers.append(tasks.guarded(self.tenants.run(), name="tenants"))
         try:
             await self._ready.wait()
+            await self.tenants.synced.wait()  # whether tenancy is on: no pod is made on a guess
             _log.info("mirrors synced", jobs=len(self.mirror.jobs), pods=len(self.mirror.pods))
             self._enqueue_all()
             await self._work()
@@ -226,6 +230,7 @@ class Controller:
             nodes=list(self.mirror.nodes.values()),
             settings=self.settings,
             now=times.rfc3339(),
+            tenants=self.tenants.book,
         )
         log = _log.bind(kind=key[0], namespace=key[1], name=key[2])
         refusal = self._refusals.get(key)

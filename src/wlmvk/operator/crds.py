@@ -1,4 +1,4 @@
-"""The SlurmJob and WlmJob CustomResourceDefinitions, from one source.
+"""The SlurmJob, WlmJob and SlurmTenant CustomResourceDefinitions, from one source.
 
 The definitions are built here; ``manifests/crds/*.yaml`` are written from
 them (``python -m wlmvk.operator.crds manifests/crds``) and a test checks
@@ -119,14 +119,25 @@ def _immutable(spec: Schema) -> Schema:
     return {**spec, "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": IMMUTABLE}]}
 
 
-def _crd(kind: str, plural: str, short: str, spec: Schema) -> dict[str, Any]:
+def _crd(
+    kind: str,
+    plural: str,
+    short: str,
+    spec: Schema,
+    *,
+    scope: str = "Namespaced",
+    columns: list[Schema] | None = None,
+    status: Schema | None = None,
+) -> dict[str, Any]:
+    """A CRD of one served version with a status subresource; a job's (the defaults) has its
+    spec frozen after creation, its status and its columns."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
-            "scope": "Namespaced",
+            "scope": scope,
             "names": {
                 "kind": kind,
                 "listKind": f"{kind}List",
@@ -140,7 +151,7 @@ def _crd(kind: str, plural: str, short: str, spec: Schema) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": _columns(),
+                    "additionalPrinterColumns": _columns() if columns is None else columns,
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
@@ -149,8 +160,8 @@ def _crd(kind: str, plural: str, short: str, spec: Schema) -> dict[str, Any]:
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
                                 "metadata": {"type": "object"},
-                                "spec": _immutable(spec),
-                                "status": _status(),
+                                "spec": _immutable(spec) if status is None else spec,
+                                "status": _status() if status is None else status,
                             },
                         }
                     },
@@ -209,9 +220,63 @@ def wlmjob() -> dict[str, Any]:
     return _crd("WlmJob", "wlmjobs", "wj", spec)
 
 
+def slurmtenant() -> dict[str, Any]:
+    """A site's mapping of namespaces to one Slurm user, account, QoS and partitions (docs/tenancy.md).
+
+    Cluster-scoped: only a cluster admin writes it; the kubelet and the operator read it
+    (``manifests/tenants.yaml``). ``core.tenancy`` reads its objects.
+    """
+    names_list = {"type": "array", "items": _string(minLength=1)}
+    spec = {
+        "type": "object",
+        "required": ["namespaces", "user", "account"],
+        "properties": {
+            "namespaces": {**names_list, "minItems": 1, "description": "The namespaces this tenant maps."},
+            "user": _string("The Slurm (and Unix) user their jobs run as; never root.", minLength=1),
+            "account": _string("The Slurm account every job is charged to.", minLength=1),
+            "qos": {
+                "type": "object",
+                "properties": {
+                    "default": _string("The QoS of a job that names none (empty: Slurm's default)."),
+                    "allowed": {**names_list, "description": "Other QoS a job may name."},
+                },
+            },
+            "partitions": {
+                "type": "array",
+                "description": "Per cluster, the partitions allowed; omitted: every partition.",
+                "items": {
+                    "type": "object",
+                    "required": ["cluster", "partitions"],
+                    "properties": {
+                        "cluster": _string(
+                            "The <cluster> of the nodes slurm-<cluster>-<partition>.", minLength=1
+                        ),
+                        "partitions": names_list,
+                    },
+                },
+            },
+        },
+    }
+    status = {
+        "type": "object",
+        "properties": {
+            "conditions": {"type": "array", "items": _status()["properties"]["conditions"]["items"]},
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+    }
+    columns = [
+        {"name": "User", "type": "string", "jsonPath": ".spec.user"},
+        {"name": "Account", "type": "string", "jsonPath": ".spec.account"},
+        {"name": "QoS", "type": "string", "jsonPath": ".spec.qos.default"},
+        {"name": "Namespaces", "type": "string", "jsonPath": ".spec.namespaces"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return _crd("SlurmTenant", "slurmtenants", "st", spec, scope="Cluster", columns=columns, status=status)
+
+
 def definitions() -> dict[str, dict[str, Any]]:
     """File name -> CRD, as written to manifests/crds/."""
-    return {"slurmjobs.yaml": slurmjob(), "wlmjobs.yaml": wlmjob()}
+    return {"slurmjobs.yaml": slurmjob(), "wlmjobs.yaml": wlmjob(), "slurmtenants.yaml": slurmtenant()}
 
 
 def render(crd: dict[str, Any]) -> str:

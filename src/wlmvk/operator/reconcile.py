@@ -18,6 +18,11 @@ at once and Kubernetes' scheduler chooses; while it cannot, the SlurmJob is
 Pending with the scheduler's message, preceded by what of the request no
 partition offers (``placement.unmet``). A job pod the kubelet refused before
 any job existed fails the resource with the kubelet's reason.
+
+With SlurmTenants (``core.tenancy``), a resource whose namespace's tenant refuses its script (another
+account, a QoS outside the list, ``--uid``...), or whose namespace no tenant maps, fails before any
+pod is made (reason TenantRefused). Judged once, before the first pod: a mapping changed later
+does not fail a job already under way (its pods are judged again by the kubelet).
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wlmvk.core import names, scheduling
+from wlmvk.core import names, scheduling, tenancy
 from wlmvk.core.errors import InvalidInput
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.operator import directives, placement, pods
+from wlmvk.operator import tenants as tenants_mod
 from wlmvk.operator.observed import PodView, cancelled, view
 from wlmvk.operator.resources import Job, parse
 from wlmvk.operator.settings import OperatorSettings
@@ -90,6 +96,7 @@ def decide(
     nodes: Sequence[Body],
     settings: OperatorSettings,
     now: str,
+    tenants: tenancy.Book | None = None,
 ) -> list[Action]:
     """The actions that bring the pods and the status of ``body`` in line (see module docstring)."""
     old = dict(objects.status(body))
@@ -106,6 +113,12 @@ def decide(
         outcome.condition("Valid", False, "InvalidSpec", exc.message)
         outcome.end("Failed", "InvalidSpec", exc.message)
     else:
+        refusal = tenants_mod.refusal(job, body, tenants) if not owned else None
+        if refusal is not None:
+            outcome = _Outcome()
+            outcome.condition("Valid", False, refusal.reason, refusal.message)
+            outcome.end("Failed", refusal.reason, refusal.message)
+            return _report(old, outcome, now=now, generation=objects.generation(body))
         outcome = _steps(job, pods.requirements_of(job, request), by_name, nodes, settings)
         if _ignores_working_dir(_node(nodes, str(outcome.fields.get("node") or old.get("node") or ""))):
             outcome.fields["workingDir"] = None  # an original red-box ran the job elsewhere

@@ -33,6 +33,7 @@ STATUS = {
     errors.Unavailable: Status.UNAVAILABLE,
     errors.Conflict: Status.ABORTED,
     errors.Unsupported: Status.UNIMPLEMENTED,
+    errors.LimitReached: Status.RESOURCE_EXHAUSTED,
 }
 
 

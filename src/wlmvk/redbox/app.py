@@ -38,6 +38,7 @@ from wlmvk.core import loop as event_loop
 from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
+from wlmvk.core.tenancy import Allowed
 from wlmvk.redbox import config as cfg
 from wlmvk.redbox.dialects import ORIGINAL, WLMVK
 from wlmvk.redbox.files import Confinement
@@ -168,8 +169,20 @@ def parser() -> argparse.ArgumentParser:
         "meanwhile) and refuses to start without it; auto is rest when slurmrestd is installed and "
         "speaks an OpenAPI version red-box knows, else cli (default %(default)s)",
     )
+    for kind, what in (("accounts", "Slurm accounts"), ("qos", "QoS"), ("partitions", "partitions")):
+        p.add_argument(
+            f"--allowed-{kind}",
+            default="",
+            metavar="A,B",
+            help=f"the {what} this red-box's jobs may name (comma-separated; default: any): a job naming"
+            " another in its script, partition or SBATCH_* environment is refused (docs/tenancy.md)",
+        )
     p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
     return p
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(name for name in (part.strip() for part in value.split(",")) if name)
 
 
 def settings_from(args: argparse.Namespace) -> cfg.Settings:
@@ -216,6 +229,9 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         runtime_path=args.runtime_path,
         image_dir=os.path.realpath(args.image_dir) if args.image_dir else "",
         slurm_api=args.slurm_api,
+        allowed=Allowed(
+            _names(args.allowed_accounts), _names(args.allowed_qos), _names(args.allowed_partitions)
+        ),
     )
 
 
@@ -339,7 +355,13 @@ async def build(settings: cfg.Settings) -> Assembly:
     store = Store(settings.state_dir)
     store.open()
     confinement = Confinement(settings.work_dir, settings.roots)
-    jobs = Jobs(slurm=slurm, store=store, confinement=confinement, max_script_bytes=settings.max_script_bytes)
+    jobs = Jobs(
+        slurm=slurm,
+        store=store,
+        confinement=confinement,
+        max_script_bytes=settings.max_script_bytes,
+        allowed=settings.allowed,
+    )
     service = Service(
         slurm=slurm,
         jobs=jobs,

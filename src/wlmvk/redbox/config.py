@@ -20,6 +20,7 @@ import yaml
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature
+from wlmvk.core.tenancy import Allowed
 from wlmvk.redbox.slurm.partitions import PartitionRecord
 
 DEFAULT_SOCKET = "/var/run/syslurm/red-box.sock"
@@ -54,6 +55,8 @@ class Settings:
     # How jobs are submitted and cancelled: cli (sbatch, scancel), rest (red-box's own
     # slurmrestd, required), auto (slurmrestd when installed with a version red-box speaks).
     slurm_api: str = "auto"
+    # The accounts, QoS and partitions its jobs may name (empty: any): docs/tenancy.md.
+    allowed: Allowed = field(default_factory=Allowed)
 
     @property
     def roots(self) -> tuple[Path, ...]:

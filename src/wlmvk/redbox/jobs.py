@@ -29,7 +29,8 @@ from dataclasses import replace
 
 import structlog
 
-from wlmvk.core.errors import NotFound, Unavailable
+from wlmvk.core import tenancy
+from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
 from wlmvk.redbox.files import Confinement
@@ -71,8 +72,11 @@ class Jobs:
         confinement: Confinement,
         max_script_bytes: int,
         base_env: Mapping[str, str] | None = None,
+        allowed: tenancy.Allowed | None = None,
     ) -> None:
         self.slurm = slurm
+        self.allowed = allowed or tenancy.Allowed()
+        """The site's allow-lists of this red-box (docs/tenancy.md): checked on every submission."""
         self.store = store
         self.confinement = confinement
         self.max_script_bytes = max_script_bytes
@@ -204,6 +208,15 @@ class Jobs:
         texts = {"partition": spec.partition, "job name": spec.name, "working dir": spec.working_dir}
         for what, value in {**texts, "output": spec.std_out, "error": spec.std_err}.items():
             scripts.check_text(what, value)
+        # The options red-box adds besides the partition (name, directory, outputs, key) choose
+        # no identity: the script, the partition and the environment are what is judged.
+        partition = [f"--partition={spec.partition}"] if spec.partition else []
+        refused = tenancy.outside(self.allowed, spec.script, partition, spec.env)
+        if refused:
+            _log.warning(
+                "job refused by the site's allow-lists", why=refused, key=spec.idempotency_key or None
+            )
+            raise InvalidInput(refused)
         working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
         outputs = []
         for path in (spec.std_out, spec.std_err):

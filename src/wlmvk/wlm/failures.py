@@ -31,7 +31,7 @@ _BY_STATUS: dict[Status, type[errors.WlmvkError]] = {
     Status.UNAVAILABLE: errors.Unavailable,
     Status.DEADLINE_EXCEEDED: errors.Unavailable,
     Status.CANCELLED: errors.Unavailable,
-    Status.RESOURCE_EXHAUSTED: errors.Unavailable,
+    Status.RESOURCE_EXHAUSTED: errors.LimitReached,  # an Unavailable: retried by callers that retry those
     Status.NOT_FOUND: errors.NotFound,
     Status.INVALID_ARGUMENT: errors.InvalidInput,
     Status.OUT_OF_RANGE: errors.InvalidInput,

@@ -40,6 +40,7 @@ KUBELET_EVERYWHERE = {
     "pods/status": {"patch"},  # the job's state as the pod's
     "tokenreviews.authentication.k8s.io": {"create"},  # who calls its API (kubelet authn)
     "subjectaccessreviews.authorization.k8s.io": {"create"},  # may they (kubelet authz)
+    "slurmtenants.wlm.sylabs.io": {"get", "list", "watch"},  # whose jobs run as whom (tenants.yaml)
 }
 OPERATOR_EVERYWHERE = {
     **EVERYONE,
@@ -50,6 +51,7 @@ OPERATOR_EVERYWHERE = {
     "wlmjobs.wlm.sylabs.io": {"get", "list", "watch"},
     "slurmjobs.wlm.sylabs.io/status": {"patch"},
     "wlmjobs.wlm.sylabs.io/status": {"patch"},
+    "slurmtenants.wlm.sylabs.io": {"get", "list", "watch"},  # whose jobs run as whom (tenants.yaml)
 }
 NEED = {
     (KUBELET, "default"): KUBELET_EVERYWHERE,

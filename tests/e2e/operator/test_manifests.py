@@ -23,6 +23,8 @@ async def test_kustomization_applies_cleanly(apiserver) -> None:  # type: ignore
         "namespace/wlmvk",
         "customresourcedefinition.apiextensions.k8s.io/slurmjobs.wlm.sylabs.io",
         "customresourcedefinition.apiextensions.k8s.io/wlmjobs.wlm.sylabs.io",
+        "customresourcedefinition.apiextensions.k8s.io/slurmtenants.wlm.sylabs.io",
+        "clusterrolebinding.rbac.authorization.k8s.io/wlmvk-tenants-reader",
         "serviceaccount/wlmvk-operator",
         "clusterrole.rbac.authorization.k8s.io/wlmvk-operator",
         "deployment.apps/wlmvk-operator",
@@ -35,7 +37,14 @@ async def test_kustomization_applies_cleanly(apiserver) -> None:  # type: ignore
 
 
 async def test_each_manifest_applies_on_its_own(apiserver) -> None:  # type: ignore[no-untyped-def]
-    for name in ("namespace.yaml", "crds/slurmjobs.yaml", "crds/wlmjobs.yaml", "rbac.yaml", "operator.yaml"):
+    names = (
+        "namespace.yaml",
+        "crds/slurmjobs.yaml",
+        "crds/wlmjobs.yaml",
+        "crds/slurmtenants.yaml",
+        "rbac.yaml",
+    )
+    for name in (*names, "tenants.yaml", "operator.yaml"):
         applied = await apiserver.kubectl("apply", "-f", str(MANIFESTS / name))
         assert applied.returncode == 0, f"{name}: {applied.stderr}"
 
@@ -155,3 +164,33 @@ async def test_short_names_and_printer_columns(apiserver) -> None:  # type: igno
     empty = await apiserver.kubectl("get", "wj")
     assert empty.returncode == 0, empty.stderr
     assert "No resources found" in empty.stderr
+
+
+async def test_slurmtenants_are_cluster_scoped_with_their_columns(apiserver) -> None:  # type: ignore[no-untyped-def]
+    applied = await apiserver.kubectl("apply", "-f", str(MANIFESTS / "crds" / "slurmtenants.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    doc = {
+        "apiVersion": "wlm.sylabs.io/v1alpha1",
+        "kind": "SlurmTenant",
+        "metadata": {"name": "team-a"},
+        "spec": {
+            "namespaces": ["alpha", "alpha-dev"],
+            "user": "alice",
+            "account": "physics",
+            "qos": {"default": "normal", "allowed": ["long"]},
+            "partitions": [{"cluster": "hpc", "partitions": ["cpu"]}],
+        },
+    }
+    created = await apiserver.kubectl("create", "-f", "-", "-o", "name", input=json.dumps(doc))
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip() == "slurmtenant.wlm.sylabs.io/team-a"
+    listed = await apiserver.kubectl("get", "st", "-n", "elsewhere")  # cluster-scoped: any -n sees it
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "USER", "ACCOUNT", "QOS", "NAMESPACES", "AGE"]
+    assert row.split()[:5] == ["team-a", "alice", "physics", "normal", '["alpha","alpha-dev"]']
+    bad = {**doc, "metadata": {"name": "bad"}, "spec": {"namespaces": [], "user": "bob"}}
+    refused = await apiserver.kubectl("create", "-f", "-", input=json.dumps(bad))
+    assert refused.returncode != 0
+    assert 'The SlurmTenant "bad" is invalid' in refused.stderr, refused.stderr
+    assert "account" in refused.stderr

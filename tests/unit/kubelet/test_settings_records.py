@@ -74,6 +74,22 @@ def test_the_any_gpu_resource_cannot_name_a_type(capsys: pytest.CaptureFixture[s
     )
 
 
+def test_red_box_per_tenant_user() -> None:
+    parsed = settings.parse(["--red-box", "alice=/run/a.sock", "--red-box=bob=/run/b=c.sock"])
+    assert parsed.red_boxes == (("alice", "/run/a.sock"), ("bob", "/run/b=c.sock"))
+    assert settings.parse([]).red_boxes == ()
+
+
+@pytest.mark.parametrize("argv", [["--red-box", "alice"], ["--red-box", "root=/s"], ["--red-box", "=/s"],
+                                  ["--red-box", "a=/s", "--red-box", "a=/t"]])  # fmt: skip
+def test_red_box_flags_that_name_no_user_socket_pair_are_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        settings.parse(argv)
+    assert "--red-box" in capsys.readouterr().err
+
+
 def test_job_id_annotation() -> None:
     assert job_id_of(pod()) is None
     assert job_id_of(pod(metadata={"annotations": {names.ANNOTATION_JOB_ID: "42"}})) == 42

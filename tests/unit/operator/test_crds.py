@@ -54,3 +54,21 @@ def test_wlmjob_schema_follows_the_original() -> None:
         "wallTime",
     }
     assert spec["properties"]["options"]["properties"]["binds"]["items"] == {"type": "string"}
+
+
+def test_slurmtenant_is_cluster_scoped_and_changeable() -> None:
+    crd = crds.slurmtenant()
+    assert crd["metadata"]["name"] == "slurmtenants.wlm.sylabs.io"
+    assert crd["spec"]["scope"] == "Cluster"
+    version = _version(crd)
+    assert version["subresources"] == {"status": {}}
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["namespaces", "user", "account"]
+    assert "x-kubernetes-validations" not in spec  # an admin edits the mapping in place
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "User",
+        "Account",
+        "QoS",
+        "Namespaces",
+        "Age",
+    ]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.redbox.slurm import spawning
 from wlmvk.redbox.slurm.commands import classify, no_accounting
 from wlmvk.redbox.slurm.runner import Completed, Runner
@@ -82,6 +82,8 @@ def _failed(argv0: str, stderr: str) -> Completed:
         ("scontrol", "scontrol_job_unknown.stderr", NotFound),
         # Caught while another process rewrote slurm.conf: the next try works, the job is fine.
         ("sbatch", "sbatch_conf_unreadable.stderr", Unavailable),
+        # A QoS's MaxSubmitJobsPerUser reached (22.05, AccountingStorageEnforce=limits): made nothing.
+        ("sbatch", "sbatch_submit_limit.stderr", LimitReached),
     ],
 )
 def test_classify_captured_failures(argv0: str, fixture: str, error: type[Exception]) -> None:

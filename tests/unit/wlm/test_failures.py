@@ -8,6 +8,7 @@ from grpclib.const import Status
 from grpclib.exceptions import StreamTerminatedError
 
 from wlmvk.core import errors
+from wlmvk.redbox import answering
 from wlmvk.wlm import failures
 
 
@@ -15,6 +16,7 @@ from wlmvk.wlm import failures
     ("status", "message", "error"),
     [
         (Status.UNAVAILABLE, "slurmctld down", errors.Unavailable),
+        (Status.RESOURCE_EXHAUSTED, "QOSMaxSubmitJobPerUserLimit", errors.LimitReached),
         (Status.DEADLINE_EXCEEDED, None, errors.Unavailable),
         (Status.NOT_FOUND, "job 5", errors.NotFound),
         (Status.INVALID_ARGUMENT, "empty", errors.InvalidInput),
@@ -49,3 +51,11 @@ def test_connection_failures_are_unavailable(exc: BaseException, words: str) -> 
     assert isinstance(found, errors.Unavailable)
     assert words in found.message
     assert failures.translate(ValueError(), "Rpc", "/x.sock") is None
+
+
+def test_a_limit_reached_crosses_the_wire_as_itself() -> None:
+    sent = answering.to_grpc(errors.LimitReached("sbatch: error: QOSMaxSubmitJobPerUserLimit"))
+    assert sent.status is Status.RESOURCE_EXHAUSTED
+    found = failures.from_grpc(sent, "SubmitJob")
+    assert type(found) is errors.LimitReached
+    assert isinstance(found, errors.Unavailable)  # callers that retry an unavailable red-box retry it too

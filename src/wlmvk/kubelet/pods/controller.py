@@ -48,6 +48,7 @@ from wlmvk.kubelet.pods.poller import StatusPoller
 from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
 from wlmvk.kubelet.pods.states import Happening, Presence, Stage, initial, urgent
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.pods.translate import Rejection
 
 _log = structlog.get_logger(__name__)
@@ -87,6 +88,7 @@ class PodController:
         directory: NodeDirectory,
         metrics: KubeletMetrics,
         settings: PodSettings,
+        tenants: TenantRoutes | None = None,
     ) -> None:
         self._client = client
         self._events = EventQueue(events)
@@ -108,6 +110,7 @@ class PodController:
             gpu_names=settings.gpu_names,
             submissions=settings.submissions,
             lookup_grace=settings.lookup_grace,
+            tenants=tenants,
         )
         self.poller = StatusPoller(
             backend=backend,
@@ -116,6 +119,7 @@ class PodController:
             notify=self._wake,
             busy=lambda: self._queue.urgent() > 0,
             interval=settings.status_interval,
+            route=self.provider.backend_of,
         )
 
     # -- public views --------------------------------------------------------------------------------------
@@ -296,6 +300,8 @@ class PodController:
     async def _create(self, record: PodRecord, log: Logger) -> None:
         outcome = await self.provider.create(record, log)
         if isinstance(outcome, Later):
+            if outcome.held is not None and outcome.held.message != record.held:
+                await self._hold(record, outcome.held)
             self._retry(record.uid, outcome.delay)
         elif isinstance(outcome, Rejection):
             await self._reject(record, outcome.reason, outcome.message)
@@ -342,6 +348,13 @@ class PodController:
                 # The job exists: keep trying, the id must reach the pod.
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX)
+
+    async def _hold(self, record: PodRecord, why: Rejection) -> None:
+        """Say once per limit why the pod waits: Pending with Slurm's reason, and a Warning Event."""
+        facts = record.facts(self._settings.host_ip)
+        await self._patch_status(record, pod_status.held_status(why.reason, why.message, facts, now=_now()))
+        record.held = why.message
+        self._post(record.pod, type=WARNING, reason=why.reason, message=why.message)
 
     async def _reject(self, record: PodRecord, reason: str, message: str) -> None:
         body = pod_status.rejected_status(reason, message, record.facts(self._settings.host_ip), now=_now())

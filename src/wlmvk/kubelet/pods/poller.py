@@ -1,4 +1,5 @@
-"""The status poller: every ``status_interval``, ONE ``Backend.states`` call for every job followed.
+"""The status poller: every ``status_interval``, ONE ``Backend.states`` call for every job followed
+(one per red-box holding any: with tenants, one per tenant user whose jobs are followed).
 
 Slurm tells nobody when a job changes, so its states are polled; virtual-kubelet does the same
 for providers that cannot notify (its ``syncProviderWrapper``), but one batched query per tick
@@ -11,14 +12,14 @@ pod's job once the job's key is the pod's UID, and makes the pod FOREIGN otherwi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import WlmvkError
-from wlmvk.core.jobs import JobId
+from wlmvk.core.jobs import JobId, JobState
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.kubelet.pods.provider import belongs
@@ -52,6 +53,8 @@ class StatusPoller:
     busy: Callable[[], bool]
     """Whether pods wait to be submitted or cancelled (a tick then waits, at most one interval)."""
     interval: float
+    route: Callable[[PodRecord], Backend] | None = None
+    """The red-box holding a pod's job (None: ``backend`` holds every job)."""
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -89,11 +92,14 @@ class StatusPoller:
                 pass
             return
         self.metrics.status_ticks.inc()
-        try:
-            states = await self.backend.states(list(dict.fromkeys([*live, *(job for job, _ in claims)])))
-        except WlmvkError as exc:
-            _log.warning("job states unavailable", error=exc.message, jobs=len(live))
-            return
+        asked: dict[int, tuple[Backend, list[JobId]]] = {}
+        for job_id, record in [*live.items(), *claims]:
+            backend = self.route(record) if self.route is not None else self.backend
+            asked.setdefault(id(backend), (backend, []))[1].append(job_id)
+        states: dict[JobId, JobState] = {}
+        for backend, job_ids in asked.values():
+            # A red-box that does not answer holds its own pods back, not the others'.
+            states.update(await self._states(backend, job_ids))
         for job_id, record in claims:
             claimed = states.get(job_id)
             if claimed is None or record.stage is not Stage.CLAIMED:
@@ -113,3 +119,10 @@ class StatusPoller:
             if pod_status.over(state.status):
                 record.ended.set()
             self.notify(record)
+
+    async def _states(self, backend: Backend, job_ids: list[JobId]) -> Mapping[JobId, JobState]:
+        try:
+            return await backend.states(list(dict.fromkeys(job_ids)))
+        except WlmvkError as exc:
+            _log.warning("job states unavailable", error=exc.message, jobs=len(job_ids))
+            return {}

@@ -16,6 +16,7 @@ which is said once in the log at start.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
-from wlmvk.core.errors import NotFound, Unavailable, Unsupported, WlmvkError
+from wlmvk.core.errors import LimitReached, NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
@@ -31,11 +32,15 @@ from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Happening, Stage
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.pods.translate import Rejection, job_name, pod_to_job, unused_image
 
 _log = structlog.get_logger(__name__)
 
 Logger = structlog.typing.FilteringBoundLogger
+
+_LIMIT_REASON = re.compile(r"\b[A-Z][A-Za-z]*Limit\b")
+"""Slurm's name of the limit in sbatch's answer (``sbatch: error: QOSMaxSubmitJobPerUserLimit``)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,14 @@ class Later:
     """Nothing to do yet: come back after ``delay`` seconds (None: the usual retry delay)."""
 
     delay: float | None = None
+    held: Rejection | None = None
+    """Why the pod waits, for its status (Pending) and a Warning Event: a limit of Slurm's refused
+    its submission for now (``reason`` is Slurm's, e.g. QOSMaxSubmitJobPerUserLimit)."""
+
+
+LIMIT_RETRY = 20.0
+"""Seconds a pod whose submission a limit refused waits before it is tried again: a tenant's many
+held pods ask Slurm a few times a minute each, not in a storm, and start soon after it frees."""
 
 
 Created = Started | Rejection | Later
@@ -95,6 +108,8 @@ class SlurmProvider:
     """Submissions in flight at once (red-box's concurrency)."""
     lookup_grace: float
     """Seconds after start before pods found without a job id are looked up by key."""
+    tenants: TenantRoutes | None = None
+    """Whose red-box a pod's job goes to, as whom (None: every job to ``backend``, as its user)."""
     lookups: bool = field(default=True, init=False)
     """Whether red-box can find a job by key (an original red-box cannot)."""
     _submitting: asyncio.Semaphore = field(init=False)
@@ -102,6 +117,13 @@ class SlurmProvider:
 
     def __post_init__(self) -> None:
         self._submitting = asyncio.Semaphore(max(1, self.submissions))
+        if self.tenants is None:
+            self.tenants = TenantRoutes(default=self.backend, cluster=self.directory.cluster)
+
+    def backend_of(self, record: PodRecord) -> Backend:
+        """The red-box that holds (or would hold) the pod's job."""
+        assert self.tenants is not None
+        return self.tenants.backend_of(record)
 
     async def probe(self) -> None:
         """Learn whether red-box can look jobs up by key; start the lookup grace."""
@@ -124,6 +146,9 @@ class SlurmProvider:
 
         Raises ``Unavailable`` when red-box cannot be reached (the pod is retried).
         """
+        assert self.tenants is not None
+        if not self.tenants.ready:
+            return Later()  # whether tenancy is on is not known yet: nothing runs on a guess
         if record.stage in (Stage.UNVERIFIED, Stage.FOREIGN):
             # Before anything else: a job found under the pod's key is the pod's, whatever its spec
             # (or its annotation, only a claim) now says.
@@ -158,17 +183,27 @@ class SlurmProvider:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
         target = translate.target(resources, self.jobs_root, self.gpu_names)
-        spec = pod_to_job(record.pod, target)
-        if isinstance(spec, Rejection):
-            return spec
+        translated = pod_to_job(record.pod, target)
+        if isinstance(translated, Rejection):
+            return translated
+        routed = self.tenants.route(record, translated)
+        if isinstance(routed, Rejection):
+            return routed
+        spec, backend, record.user = routed.spec, routed.backend, routed.user
         record.image_unused = unused_image(record.pod, target)
-        log.debug("submitting")
+        log.debug("submitting", user=routed.user or None)
         try:
             async with self._submitting:
                 if isinstance(spec, ContainerJobSpec):
-                    job_id = await self.backend.submit_container(spec)
+                    job_id = await backend.submit_container(spec)
                 else:
-                    job_id = await self.backend.submit(spec)
+                    job_id = await backend.submit(spec)
+        except LimitReached as exc:
+            # sbatch made nothing: the pod stays NEW, and is tried again later.
+            self.metrics.submissions.inc(result="limited")
+            limit = _LIMIT_REASON.search(exc.message)
+            reason = limit.group(0) if limit else "SubmitLimit"
+            return Later(LIMIT_RETRY, held=Rejection(reason, f"Slurm refused the job for now: {exc.message}"))
         except Unavailable:
             self.metrics.submissions.inc(result="unavailable")
             # The reply may be what was lost (red-box ran sbatch, then the connection dropped):
@@ -183,6 +218,8 @@ class SlurmProvider:
         record.advance(Happening.SUBMITTED)
         log.info("submitted", job_id=job_id, partition=spec.partition)
         message = f"Submitted Slurm job {job_id} to partition {spec.partition}"
+        if routed.user:
+            message += f" as user {routed.user}"
         return Started(job_id, "Submitted", message, warning=record.image_unused)
 
     def _note_image(self, record: PodRecord) -> None:
@@ -203,7 +240,7 @@ class SlurmProvider:
         if not self.lookups:
             return None
         try:
-            return await self.backend.find(record.uid)
+            return await self.backend_of(record).find(record.uid)
         except Unsupported:
             self.lookups = False
             return None
@@ -229,7 +266,7 @@ class SlurmProvider:
             return True
         if record.stage is Stage.TRACKING:
             try:
-                await self.backend.cancel(record.job_id)
+                await self.backend_of(record).cancel(record.job_id)
             except NotFound:
                 return True
             except Unavailable:

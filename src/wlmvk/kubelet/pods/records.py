@@ -35,6 +35,10 @@ class PodRecord:
     written_key: int = 0
     gone: bool = False
     """Deleted from the API: the record outlives the pod until its job is over."""
+    held: str = ""
+    """The message of the limit that last held the pod's submission back ("" when none did)."""
+    user: str = ""
+    """The tenant user whose red-box the pod's job was submitted to ("" for the default red-box)."""
     image_unused: str = ""
     """Why the pod's image does not run where its job runs ("" when it does, or before it is known)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)

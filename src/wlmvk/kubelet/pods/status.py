@@ -152,6 +152,24 @@ def pod_status(state: JobState, facts: PodFacts) -> Body | None:
     return status
 
 
+def held_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
+    """A pod whose job a limit of Slurm's refused for now: Pending, the limit on its container."""
+    at = facts.created or times.rfc3339(now)
+    container = _not_started(facts, {"waiting": {"reason": reason, "message": message}})
+    return {
+        "phase": PENDING,
+        "conditions": [
+            _condition("PodScheduled", True, at),
+            _condition("Initialized", True, at),
+            _condition("ContainersReady", False, at, reason),
+            _condition("Ready", False, at, reason),
+        ],
+        "containerStatuses": [container],
+        "hostIP": facts.host_ip,
+        "hostIPs": [{"ip": facts.host_ip}],
+    }
+
+
 def rejected_status(reason: str, message: str, facts: PodFacts, *, now: datetime) -> Body:
     """A pod that could not become a job: Failed, with the reason on the pod and its container."""
     at = times.rfc3339(now)
@@ -195,16 +213,20 @@ def _never_started(
     terminated: Body = {"exitCode": exit_code, "reason": reason, "startedAt": at, "finishedAt": at}
     if message is not None:
         terminated["message"] = message
-    container: Body = {
+    return [_not_started(facts, {"terminated": terminated})]
+
+
+def _not_started(facts: PodFacts, state: Body) -> Body:
+    """The container of a pod whose job never ran (yet), in ``state``."""
+    return {
         "name": facts.container,
         "image": facts.image,
         "imageID": "",
         "restartCount": 0,
         "ready": False,
         "started": False,
-        "state": {"terminated": terminated},
+        "state": state,
     }
-    return [container]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
 from wlmvk.redbox.slurm import (
@@ -58,6 +58,8 @@ _UNREACHABLE = (
 )
 _NO_ACCOUNTING = ("accounting storage is disabled", "not running a supported accounting_storage")
 _UNKNOWN_JOB = "Invalid job id specified"
+# sbatch's ESLURM_ACCOUNTING_POLICY for a QoS's or an association's MaxSubmitJobs: nothing made.
+_SUBMIT_LIMIT = "job submit limit"
 
 PARTITION_TABLE_TTL = 2.0
 """Seconds one ``scontrol show partition`` answers every caller (one discovery's calls)."""
@@ -98,6 +100,8 @@ def classify(done: Completed) -> Exception:
     if _UNKNOWN_JOB in text:
         return NotFound(done.message())
     if done.argv[0] == "sbatch":
+        if _SUBMIT_LIMIT in text:
+            return LimitReached(done.message())
         return InvalidInput(done.message())
     return Unavailable(done.message())
 

@@ -204,3 +204,14 @@ def test_a_lost_job_is_over_and_a_deleted_pod_says_so() -> None:
     terminated = container_state(body)["terminated"]
     assert (body["phase"], terminated["reason"]) == ("Failed", "JobLost")
     assert "left Slurm before red-box saw it end" in terminated["message"]  # type: ignore[operator]
+
+
+def test_a_pod_held_by_a_limit_is_pending_with_slurms_reason() -> None:
+    body = status.held_status(
+        "QOSMaxSubmitJobPerUserLimit", "Slurm refused the job for now: x", FACTS, now=START
+    )
+    assert body["phase"] == "Pending"
+    waiting = body["containerStatuses"][0]["state"]["waiting"]
+    assert waiting == {"reason": "QOSMaxSubmitJobPerUserLimit", "message": "Slurm refused the job for now: x"}
+    ready = next(c for c in body["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "QOSMaxSubmitJobPerUserLimit")

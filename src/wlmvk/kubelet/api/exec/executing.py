@@ -57,6 +57,9 @@ class Target:
     """The container's environment, which the command gets."""
     working_dir: str = ""
     """The container's working directory ("" = the job's), where the command starts."""
+    backend: Backend | None = None
+    """The red-box holding the job (a tenant user's: the command runs as that user); None: the
+    executor's own."""
 
 
 Lookup = Callable[[str, str], Target | None]
@@ -109,7 +112,8 @@ class Executor:
         )
         started = asyncio.Event()
         gone = asyncio.Event()
-        outputs = self._backend.exec(spec, _events(request, channel, started, gone, early))
+        backend = target.backend or self._backend
+        outputs = backend.exec(spec, _events(request, channel, started, gone, early))
         log = _log.bind(pod=f"{request.namespace}/{request.pod}", job_id=job_id)
         try:
             first = await anext(outputs)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
+from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import UsageSample
 from wlmvk.kubelet.api.stats import resource_metrics, samples, summary
 from wlmvk.kubelet.api.stats.ledger import CpuLedger
@@ -52,8 +53,11 @@ class StatsSource:
         nodes: Callable[[], Iterable[str]],
         interval: float,
         keep_for: float | None = None,
+        holders: Mapping[str, Backend] | None = None,
     ) -> None:
         self._backend = backend
+        self._holders = dict(holders or {})
+        """The red-box of each tenant user (``PodJob.holder``); the others' jobs are ``backend``'s."""
         self._pods = pods
         self._nodes = nodes
         self._interval = interval
@@ -125,11 +129,20 @@ class StatsSource:
 
     async def _sample(self, pods: list[PodJob]) -> None:
         self.calls += 1
-        job_ids = [pod.job_id for pod in pods]
-        answer = (
-            await self._backend.usage(job_ids, budget=self._interval * BUDGET_SHARE or None)
-            if job_ids
-            else UsageSample({})
+        held: dict[str, list[JobId]] = {}
+        for pod in pods:
+            held.setdefault(pod.holder, []).append(pod.job_id)
+        budget = self._interval * BUDGET_SHARE or None
+        answers = await asyncio.gather(
+            *(
+                self._holders.get(holder, self._backend).usage(ids, budget=budget)
+                for holder, ids in held.items()
+            )
+        )
+        answer = UsageSample(
+            {job: usage for one in answers for job, usage in one.usages.items()},
+            frozenset(job for one in answers for job in one.unanswered),
+            "; ".join(one.reason for one in answers if one.reason),
         )
         self._sampled_at = time.monotonic()
         self._sampled_wall = datetime.now(UTC)

@@ -44,6 +44,8 @@ class PodJob:
     container: str
     job_id: JobId
     started: datetime | None
+    holder: str = ""
+    """The tenant user whose red-box holds the job ("" for the default red-box): its usage is read there."""
 
 
 def nano_cores(now: JobUsage, before: JobUsage | None, started: datetime | None) -> int | None:

@@ -1,0 +1,460 @@
+"""Two namespaces, two SlurmTenants: each namespace's pods run in Slurm as its own user, account and
+QoS (as ``sacct`` reports them), and every escape is refused before any Slurm job exists.
+
+Real Slurm enforcing associations (``tenant_slurm``), one red-box per tenant user (each run as
+that user, with its site's allow-lists), the kubelet routing each namespace to its tenant's
+red-box from its own ``--red-box USER=SOCKET``, the in-memory API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.kubelet.helpers import eventually, job_pod, unique
+from tests.e2e.operator.stack import operator_settings
+from tests.e2e.operator.support import apply_crds
+from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant, sacctmgr
+from tests.faults import ownslurm
+from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.kubelet import StartKubelet
+from tests.fixtures.redbox import RedBox
+from wlmvk.core import names, tasks
+from wlmvk.core.errors import InvalidInput
+from wlmvk.core.jobs import JobSpec
+from wlmvk.kube.bodies import EVENTS, PODS
+from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet.app import Kubelet
+from wlmvk.operator.app import serve
+from wlmvk.operator.controller import SLURMJOBS
+from wlmvk.wlm.client import RedBoxClient
+
+pytestmark = [pytest.mark.slurm]
+
+ON_BOTH = pytest.mark.kube_any(
+    subject="the SlurmTenant CRD and RBAC as kube-apiserver serves them to the kubelet's ServiceAccount"
+)
+"""The escapes on both planes: on the real one the kubelet reads SlurmTenants as deployed."""
+
+ROOT = Path(__file__).resolve().parents[3]
+Body = dict[str, Any]
+
+
+def slurmtenant(tenant: Tenant, partitions: list[str]) -> Body:
+    return {
+        "apiVersion": "wlm.sylabs.io/v1alpha1",
+        "kind": "SlurmTenant",
+        "metadata": {"name": tenant.name},
+        "spec": {
+            "namespaces": [tenant.namespace],
+            "user": tenant.user,
+            "account": tenant.account,
+            "qos": {"default": tenant.qos},
+            "partitions": [{"cluster": "test", "partitions": partitions}],
+        },
+    }
+
+
+def pod_in(tenant_namespace: str, name: str, *, partition: str = "debug", batch: str = "") -> Body:
+    pod = job_pod(name, "id -un", partition=partition)
+    pod["metadata"]["namespace"] = tenant_namespace
+    if batch:
+        pod["metadata"]["annotations"] = {names.ANNOTATION_BATCH: batch}
+    return pod
+
+
+def sacct(*argv: str) -> list[list[str]]:
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", *argv], capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
+def made(*job_names: str) -> set[str]:
+    """Which of these job names Slurm has a job of: squeue (at once) and accounting (a moment later)."""
+    queued = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-o", "%j"], capture_output=True, text=True, check=True
+    )
+    named = {row[0] for row in sacct("-a", "-S", "now-1hours", "-o", "JobName")}
+    return (set(queued.stdout.split()) | named) & set(job_names)
+
+
+async def accounted(name: str, fields: str) -> list[list[str]]:
+    """Accounting's rows of the jobs named ``name``, once it has any (slurmdbd lags slurmctld)."""
+
+    async def rows() -> list[list[str]]:
+        return sacct("-a", "-S", "now-1hours", "--name", name, "-o", fields)
+
+    found: list[list[str]] = await eventually(rows, timeout=60)
+    return found
+
+
+async def phase(kube: KubeClient, namespace: str, name: str, *phases: str) -> Body:
+    async def reached() -> Body | None:
+        pod = await kube.get(PODS, name, namespace=namespace)
+        return pod if pod.get("status", {}).get("phase") in phases else None
+
+    result: Body = await eventually(reached, timeout=120)
+    return result
+
+
+async def warnings(kube: KubeClient, namespace: str, name: str) -> list[tuple[str, str]]:
+    listed = await kube.list(EVENTS, namespace=namespace)
+    return [
+        (str(event.get("reason")), str(event.get("message")))
+        for event in listed.get("items") or []
+        if event.get("involvedObject", {}).get("name") == name and event.get("type") == "Warning"
+    ]
+
+
+@dataclass
+class Rig:
+    boxes: dict[str, RedBox]
+    """The red-box of each tenant user, run as that user."""
+    kubelet: Kubelet
+    start_kubelet: Callable[[], Awaitable[Kubelet]]
+    """Another kubelet as the first was started (after a restart)."""
+
+
+@pytest.fixture
+async def tenancy(
+    tenant_slurm: ownslurm.Instance,
+    apiserver: RunningApiServer,
+    redbox_factory: Callable[..., RedBox],
+    kubelet_factory: StartKubelet,
+    kube: KubeClient,
+) -> AsyncIterator[Rig]:
+    """The tenants written, one red-box per tenant user with its allow-lists, the kubelet started."""
+    applied = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    docs = [slurmtenant(A, ["debug", "cpu"]), slurmtenant(B, ["debug"])]
+    docs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}} for t in TENANTS]
+    docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-none"}})
+    created = await apiserver.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    )
+    assert created.returncode == 0, created.stderr
+    boxes = {
+        t.user: redbox_factory(
+            f"--allowed-accounts={t.account}", f"--allowed-qos={t.qos}", "--slurm-api=cli", user=t.user
+        )
+        for t in TENANTS
+    }
+
+    def start_kubelet() -> Awaitable[Kubelet]:
+        return kubelet_factory(
+            kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"),
+            red_box_socket=boxes[A.user].socket,
+            red_boxes=tuple((user, box.socket) for user, box in boxes.items()),
+        )
+
+    yield Rig(boxes, await start_kubelet(), start_kubelet)
+    for tenant in (*TENANTS, Tenant("", "tenant-none", "", "", "")):
+        await apiserver.kubectl("delete", "pods", "--all", "-n", tenant.namespace, "--wait=false")
+    await apiserver.kubectl("delete", "slurmtenants", "--all", "--wait=false")
+
+
+@ON_BOTH
+async def test_each_namespace_runs_as_its_tenant_and_escapes_are_refused(
+    tenancy: Rig, kube: KubeClient
+) -> None:
+    ran = {t: unique(t.name) for t in TENANTS}
+    for tenant, name in ran.items():
+        await kube.create(PODS, pod_in(tenant.namespace, name), namespace=tenant.namespace)
+    escapes = {
+        (A.namespace, unique("acct")): (
+            "#!/bin/sh\n#SBATCH --account=acct-b\nid -un\n",
+            "debug",
+            "SlurmTenant team-a: #SBATCH --account=acct-b (line 2) is not account acct-a of this tenant",
+        ),
+        (A.namespace, unique("qos")): (
+            "#!/bin/sh\n#SBATCH -q qos-b\nid -un\n",
+            "debug",
+            "SlurmTenant team-a: #SBATCH --qos=qos-b (line 2) is not an allowed QoS (allowed: qos-a)",
+        ),
+        (A.namespace, unique("uid")): (
+            "#!/bin/sh\n#SBATCH --uid=0\nid -un\n",
+            "debug",
+            f"SlurmTenant team-a: #SBATCH --uid=0 (line 2) is not allowed: jobs of namespaces {A.namespace}"
+            f" run as user {A.user}",
+        ),
+        (B.namespace, unique("part")): (
+            "",
+            "cpu",
+            "SlurmTenant team-b: partition cpu of cluster test is not allowed (allowed: debug)",
+        ),
+        ("tenant-none", unique("none")): (
+            "",
+            "debug",
+            "no SlurmTenant maps namespace tenant-none: tenancy is on, so its jobs may not run",
+        ),
+    }
+    for (namespace, name), (batch, partition, _) in escapes.items():
+        await kube.create(
+            PODS, pod_in(namespace, name, partition=partition, batch=batch), namespace=namespace
+        )
+
+    job_ids = {}
+    for tenant, name in ran.items():
+        pod = await phase(kube, tenant.namespace, name, "Succeeded", "Failed")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        job_ids[tenant] = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+    wanted = sorted([job_ids[t], t.user, t.account, t.qos, "debug"] for t in TENANTS)
+
+    async def accounted() -> list[list[str]] | None:
+        # slurmdbd completes a job's row a moment after slurmctld ends it (QOS, partition).
+        rows = sorted(sacct("-j", ",".join(job_ids.values()), "-o", "JobID,User,Account,QOS,Partition"))
+        return rows if rows == wanted else None
+
+    try:
+        await eventually(accounted, timeout=60)
+    except AssertionError:
+        rows = sacct("-j", ",".join(job_ids.values()), "-o", "JobID,User,Account,QOS,Partition")
+        pytest.fail(f"sacct -o JobID,User,Account,QOS,Partition: {rows}, not {wanted}")
+
+    for (namespace, name), (_, _, message) in escapes.items():
+        pod = await phase(kube, namespace, name, "Failed")
+        assert (pod["status"]["reason"], pod["status"]["message"]) == ("TenantRefused", message)
+        assert names.ANNOTATION_JOB_ID not in (pod["metadata"].get("annotations") or {})
+        posted = await eventually(lambda at=namespace, pod=name: warnings(kube, at, pod))  # type: ignore[misc]
+        assert ("TenantRefused", message) in posted
+    # No Slurm job was made for any refused pod, by any user.
+    assert made(*(name for _, name in escapes)) == set()
+
+
+async def test_red_box_refuses_what_its_site_does_not_allow(tenancy: Rig) -> None:
+    client = RedBoxClient(tenancy.boxes[B.user].socket, timeout=30)
+    try:
+        for script, why in (
+            ("#!/bin/sh\n#SBATCH -A acct-a\ntrue\n",
+             "--account=acct-a (line 2): account acct-a is not allowed by this red-box (allowed: acct-b)"),
+            ("#!/bin/sh\n#SBATCH --uid=0\ntrue\n",
+             "--uid=0 (line 2): a job runs as red-box's own user; --uid and --gid are not accepted"),
+        ):  # fmt: skip
+            name = unique("rbx")
+            with pytest.raises(InvalidInput) as refused:
+                await client.submit(
+                    JobSpec(script=script, partition="debug", name=name, idempotency_key=name)
+                )
+            assert refused.value.message.endswith(why), refused.value.message
+            assert made(name) == set()
+    finally:
+        await client.close()
+
+
+def test_slurm_itself_refuses_an_account_outside_the_users_associations(
+    tenant_slurm: ownslurm.Instance,
+) -> None:
+    # Defence in depth below wlmvk: B's user, submitting by hand to A's account.
+    done = subprocess.run(
+        ["runuser", "-u", B.user, "--", "sbatch", "--parsable", f"--account={A.account}", "-p", "debug",
+         "--wrap=true", f"--chdir={tenant_slurm.jobs_root}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "Invalid account or account/partition combination specified" in done.stderr, done.stderr
+
+
+@pytest.fixture
+async def operator(tenancy: Rig, apiserver: RunningApiServer) -> AsyncIterator[None]:
+    """The operator, in the test's event loop, over the tenants' API server."""
+    await apply_crds(apiserver)
+    stop = asyncio.Event()
+    kubeconfig = str(apiserver.kubeconfig_for("wlmvk-operator"))
+    running = tasks.guarded(serve(operator_settings(), kubeconfig=kubeconfig, stop=stop), name="operator")
+    yield
+    stop.set()
+    await asyncio.wait_for(running, 20)
+
+
+async def slurmjob_status(kube: KubeClient, namespace: str, name: str, *wanted: str) -> Body:
+    async def reached() -> Body | None:
+        status: Body = (await kube.get(SLURMJOBS, name, namespace=namespace)).get("status") or {}
+        return status if status.get("status") in wanted else None
+
+    result: Body = await eventually(reached, timeout=120)
+    return result
+
+
+async def test_slurmjobs_run_as_their_tenant_and_an_escape_fails_before_any_pod(
+    operator: None, kube: KubeClient
+) -> None:
+    def slurmjob(name: str, batch: str) -> Body:
+        return {
+            "apiVersion": "wlm.sylabs.io/v1alpha1",
+            "kind": "SlurmJob",
+            "metadata": {"name": name, "namespace": A.namespace},
+            "spec": {"batch": batch, "nodeSelector": {names.LABEL_PARTITION: "debug"}},
+        }
+
+    good, bad = unique("sj-ok"), unique("sj-escape")
+    await kube.create(SLURMJOBS, slurmjob(good, "#!/bin/sh\nid -un\n"), namespace=A.namespace)
+    escape = "#!/bin/sh\n#SBATCH -A acct-b\nid -un\n"
+    await kube.create(SLURMJOBS, slurmjob(bad, escape), namespace=A.namespace)
+
+    refused = await slurmjob_status(kube, A.namespace, bad, "Failed", "Succeeded")
+    message = "SlurmTenant team-a: #SBATCH --account=acct-b (line 2) is not account acct-a of this tenant"
+    assert (refused["status"], refused["reason"], refused["message"]) == ("Failed", "TenantRefused", message)
+    assert ("TenantRefused", message) in await eventually(lambda: warnings(kube, A.namespace, bad))
+    listed = await kube.list(PODS, namespace=A.namespace)
+    assert not [pod for pod in listed.get("items") or [] if pod["metadata"]["name"].startswith(bad)]
+
+    ran = await slurmjob_status(kube, A.namespace, good, "Succeeded", "Failed")
+    assert ran["status"] == "Succeeded", ran
+    wanted = [[str(ran["jobId"]), A.user, A.account, A.qos, "debug"]]
+
+    async def accounted() -> list[list[str]] | None:
+        rows = sacct("-j", str(ran["jobId"]), "-o", "JobID,User,Account,QOS,Partition")
+        return rows if rows == wanted else None
+
+    await eventually(accounted, timeout=60)
+    assert made(bad) == set()
+
+
+async def start_three(kube: KubeClient, pods: tuple[tuple[str, str, int], ...]) -> None:
+    """(namespace, name, seconds) pods that sleep, the first Running before the others are made."""
+    for index, (namespace, name, seconds) in enumerate(pods):
+        pod = pod_in(namespace, name)
+        pod["spec"]["containers"][0]["command"] = ["sleep", str(seconds)]
+        await kube.create(PODS, pod, namespace=namespace)
+        if index == 0:
+            await phase(kube, namespace, name, "Running")
+
+
+def waiting_for(kube: KubeClient, namespace: str, name: str, reason: str) -> Callable[[], Any]:
+    """A probe: the pod while its container waits with ``reason``, else None."""
+
+    async def held() -> Body | None:
+        pod = await kube.get(PODS, name, namespace=namespace)
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        waiting = statuses[0].get("state", {}).get("waiting", {})
+        return pod if waiting.get("reason") == reason else None
+
+    return held
+
+
+async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
+    tenancy: Rig, kube: KubeClient
+) -> None:
+    sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=1")
+    try:
+        first, second, other = unique("lim1"), unique("lim2"), unique("free")
+        await start_three(
+            kube, ((B.namespace, first, 20), (B.namespace, second, 1), (A.namespace, other, 20))
+        )
+        held = waiting_for(kube, B.namespace, second, "QOSMaxJobsPerUserLimit")
+        await eventually(held, timeout=60)
+        await phase(kube, A.namespace, other, "Running")  # the other tenant's pod runs meanwhile
+        still = await held()
+        assert still is not None, "the held pod started while the limit held"
+        assert still["status"]["phase"] == "Pending"
+        for namespace, name in ((B.namespace, first), (B.namespace, second), (A.namespace, other)):
+            assert (await phase(kube, namespace, name, "Succeeded", "Failed"))["status"][
+                "phase"
+            ] == "Succeeded"
+    finally:
+        sacctmgr("modify", "qos", B.qos, "set", "MaxJobsPerUser=-1")
+
+
+SPIN = "while :; do :; done"
+
+
+async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
+    tenancy: Rig, apiserver: RunningApiServer, kube: KubeClient
+) -> None:
+    spinning = {t: unique(f"spin-{t.name}") for t in TENANTS}
+    said = {t: unique(f"say-{t.name}") for t in TENANTS}
+    for tenant in TENANTS:
+        spin = job_pod(spinning[tenant], SPIN)
+        spin["metadata"]["namespace"] = tenant.namespace
+        await kube.create(PODS, spin, namespace=tenant.namespace)
+        await kube.create(PODS, pod_in(tenant.namespace, said[tenant]), namespace=tenant.namespace)
+    try:
+        for tenant in TENANTS:
+            await phase(kube, tenant.namespace, said[tenant], "Succeeded")
+            logs = await apiserver.kubectl("logs", "-n", tenant.namespace, said[tenant])
+            assert (logs.returncode, logs.stdout) == (0, f"{tenant.user}\n"), logs.stderr
+            await phase(kube, tenant.namespace, spinning[tenant], "Running")
+            execd = await apiserver.kubectl(
+                "exec", "-n", tenant.namespace, spinning[tenant], "--", "id", "-un"
+            )
+            assert (execd.returncode, execd.stdout) == (0, f"{tenant.user}\n"), execd.stderr
+
+        for tenant in TENANTS:
+
+            async def busy(tenant: Tenant = tenant) -> bool:
+                top = await apiserver.kubectl(
+                    "top", "pod", "-n", tenant.namespace, spinning[tenant], "--no-headers"
+                )
+                assert top.returncode == 0, top.stderr
+                cpu = top.stdout.split()[1]
+                return (cpu.endswith("m") and int(cpu[:-1]) >= 100) or (cpu.isdigit() and int(cpu) >= 1)
+
+            await eventually(busy, timeout=120, every=2)
+    finally:
+        for tenant in TENANTS:
+            await apiserver.kubectl("delete", "pod", "-n", tenant.namespace, spinning[tenant], "--wait=false")
+
+
+async def test_a_submit_limit_holds_a_pod_pending_with_slurms_reason_until_it_frees(
+    tenancy: Rig, kube: KubeClient
+) -> None:
+    sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=1")
+    try:
+        first, second, other = unique("sub1"), unique("sub2"), unique("free")
+        await start_three(kube, ((B.namespace, first, 8), (B.namespace, second, 1), (A.namespace, other, 1)))
+        held = waiting_for(kube, B.namespace, second, "QOSMaxSubmitJobPerUserLimit")
+        pending = await eventually(held, timeout=60)
+        assert pending["status"]["phase"] == "Pending"
+        assert names.ANNOTATION_JOB_ID not in (pending["metadata"].get("annotations") or {})
+        message = pending["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+        assert message.startswith("Slurm refused the job for now: "), message
+        assert ("QOSMaxSubmitJobPerUserLimit", message) in await warnings(kube, B.namespace, second)
+        assert (await phase(kube, A.namespace, other, "Succeeded", "Failed"))["status"][
+            "phase"
+        ] == "Succeeded"
+        # Once the first job ends, the held pod is submitted and runs: never Failed meanwhile.
+        for name in (first, second):
+            assert (await phase(kube, B.namespace, name, "Succeeded", "Failed"))["status"][
+                "phase"
+            ] == "Succeeded"
+        assert len(await accounted(second, "JobID")) == 1
+    finally:
+        sacctmgr("modify", "qos", B.qos, "set", "MaxSubmitJobsPerUser=-1")
+
+
+async def test_a_restarted_kubelet_follows_each_tenants_jobs_and_submits_each_pod_once(
+    tenancy: Rig, kube: KubeClient
+) -> None:
+    running = {t: unique(f"before-{t.name}") for t in TENANTS}
+    for tenant, name in running.items():
+        pod = pod_in(tenant.namespace, name)
+        pod["spec"]["containers"][0]["command"] = ["sleep", "8"]
+        await kube.create(PODS, pod, namespace=tenant.namespace)
+    ids = {}
+    for tenant, name in running.items():
+        pod = await phase(kube, tenant.namespace, name, "Running")
+        ids[name] = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+    await tenancy.kubelet.close()
+    # Made while no kubelet runs: looked up by key in its tenant's red-box, then submitted there.
+    meanwhile = {t: unique(f"during-{t.name}") for t in TENANTS}
+    for tenant, name in meanwhile.items():
+        await kube.create(PODS, pod_in(tenant.namespace, name), namespace=tenant.namespace)
+    await tenancy.start_kubelet()
+
+    for tenant in TENANTS:
+        for name in (running[tenant], meanwhile[tenant]):
+            pod = await phase(kube, tenant.namespace, name, "Succeeded", "Failed")
+            assert pod["status"]["phase"] == "Succeeded", pod["status"]
+            job_id = pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+            assert ids.get(name, job_id) == job_id
+            assert await accounted(name, "JobID,User,Account") == [[job_id, tenant.user, tenant.account]], (
+                name
+            )
