@@ -25,6 +25,7 @@ import yaml
 from tests.e2e.deploy.accounts import as_account
 from tests.fixtures.controlplane import RealKube
 from wlmvk.core import tenancy
+from wlmvk.operator import directives, pods, resources
 
 pytestmark = pytest.mark.kube_real
 
@@ -394,14 +395,43 @@ def test_work_within_its_tenant_is_admitted(tenants: RealKube) -> None:
     assert as_user(tenants, "team-a", plain) == ""
     # Tenant chemistry lists no partitions (all allowed) and its own account only.
     assert as_user(tenants, "team-b", slurm_job("#!/bin/sh\n#SBATCH -A acct-b -p anything\ntrue\n")) == ""
-    assert denied(rule(PROBE_SCRIPT_B, "team-b")) in as_user(tenants, "team-b", slurm_job(PROBE_SCRIPT_B))
+    physics = "#!/bin/sh\n#SBATCH -A acct-a\ntrue\n"  # team-a's account, not team-b's
+    assert denied(rule(physics, "team-b")) in as_user(tenants, "team-b", slurm_job(physics))
     # A namespace no tenant maps: a policy sees one SlurmTenant at a time and cannot tell that none
     # maps it, so admission lets it through; the operator and the kubelet refuse it
     # (docs/tenancy-admission.md).
     assert as_user(tenants, "team-none", slurm_job("#!/bin/sh\n#SBATCH -A acct-b\ntrue\n")) == ""
 
 
-PROBE_SCRIPT_B = "#!/bin/sh\n#SBATCH -A acct-a\ntrue\n"
+def test_the_operators_job_pod_of_an_admitted_job_is_admitted(tenants: RealKube) -> None:
+    """The pod the operator makes of a SlurmJob (its script, placement and affinity), created with
+    the operator's own token: the policy admits the pods of work it admitted, and only those."""
+
+    def job_pod(script: str) -> dict[str, object]:
+        body = slurm_job(script)
+        body["metadata"] = {
+            "name": "job",
+            "namespace": "team-a",
+            "uid": "3c1c0c4e-0000-4000-8000-000000000002",
+        }
+        job = resources.parse(body)
+        pinned = {"kubernetes.io/hostname": "slurm-hpc-cpu"}
+        return pods.job_pod(job, directives.requirements(script), working_dir="/w", pinned=pinned)
+
+    within = "#!/bin/sh\n#SBATCH -A acct-a -p cpu,gpu_big\ntrue\n"
+    assert (
+        as_account(
+            tenants, "wlmvk-operator", "create", "-n", "team-a", "--dry-run=server", body=job_pod(within)
+        )
+        == ""
+    )
+    outside = "#!/bin/sh\n#SBATCH -A acct-a -p debug\ntrue\n"
+    refused = as_account(
+        tenants, "wlmvk-operator", "create", "-n", "team-a", "--dry-run=server", body=job_pod(outside)
+    )
+    # Placement is judged first: the affinity the operator derived from the script's -p.
+    affinity = "node affinity wlm.sylabs.io/partition In [debug]"
+    assert denied(f"SlurmTenant physics: {affinity}: partition debug{ANY_CLUSTER}") in refused
 
 
 def test_with_no_slurmtenant_the_original_example_is_admitted_unchanged(policy: RealKube) -> None:
