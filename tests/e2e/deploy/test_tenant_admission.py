@@ -403,6 +403,17 @@ def test_work_within_its_tenant_is_admitted(tenants: RealKube) -> None:
     assert as_user(tenants, "team-none", slurm_job("#!/bin/sh\n#SBATCH -A acct-b\ntrue\n")) == ""
 
 
+def test_a_long_script_is_read_to_its_last_directive_within_the_cost_budget(tenants: RealKube) -> None:
+    # 2,000 directive lines and a 160 KB body: the policy reads them all (an expression that ran out
+    # of budget would refuse every such job, failurePolicy Fail).
+    head = "#!/bin/sh\n" + "".join(f"#SBATCH --comment=c{i} --nodes=1 -A acct-a\n" for i in range(2000))
+    body = "echo x\n" * 20000
+    assert as_user(tenants, "team-a", slurm_job(head + body)) == ""
+    last = head + "#SBATCH -A acct-b\n" + body
+    assert denied(rule(last)) in as_user(tenants, "team-a", slurm_job(last))
+    assert "(line 2002)" in rule(last)
+
+
 def test_the_operators_job_pod_of_an_admitted_job_is_admitted(tenants: RealKube) -> None:
     """The pod the operator makes of a SlurmJob (its script, placement and affinity), created with
     the operator's own token: the policy admits the pods of work it admitted, and only those."""
