@@ -75,4 +75,9 @@ async def test_kubectl_apply_k_installs_everything_and_the_controllers_place_its
         real_kube.run_kubectl(
             "delete", "-n", "wlmvk", "deployment/wlmvk-operator", "daemonset/wlmvk-configurator"
         )
+        # The tenancy policy is not among what the plane's tests share (INSTALLED): the tenancy
+        # tests judge the kubelet's refusals with it absent, and its own test installs it.
+        real_kube.run_kubectl(
+            "delete", "--ignore-not-found", "-f", str(ROOT / "manifests" / "tenancy-admission.yaml")
+        )
         real_kube.run_kubectl("label", "node", real_agent_node, f"{RED_BOX_LABEL}-")
