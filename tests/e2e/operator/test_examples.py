@@ -12,6 +12,7 @@ subordinate ids rootless Podman asks for). The README example
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -38,12 +39,26 @@ def test_every_example_has_its_output_stated() -> None:
     assert tested == set(OUTPUT)
 
 
+def _results_dir_for_the_job_owner(doc: dict[str, object]) -> None:
+    """What the original README asks of a user first: the results directory on the agent host,
+    writable by the staging pods' user (1000). Otherwise the kubelet's ``DirectoryOrCreate`` makes
+    it root's 0755 and the collection is refused: this test passed only after the demo's test had
+    made the directory on the same machine."""
+    spec = doc.get("spec")
+    results = spec.get("results") if isinstance(spec, dict) else None
+    path = ((results or {}).get("mount") or {}).get("hostPath", {}).get("path")
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        os.chown(path, 1000, 1000)
+
+
 @pytest.mark.parametrize(
     "example", sorted(p.name for p in EXAMPLES.glob("*.yaml") if p.name != "prepare-and-results.yaml")
 )
 async def test_example(stack: Stack, example: str) -> None:
     text = (EXAMPLES / example).read_text()
     doc = yaml.safe_load(text)
+    _results_dir_for_the_job_owner(doc)
     expected = "Failed" if "wlmvk-demo-expect: Failed" in text else "Succeeded"
     applied = await stack.kubectl("apply", "-f", str(EXAMPLES / example))
     assert applied.returncode == 0, applied.stderr
