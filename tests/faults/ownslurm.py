@@ -82,6 +82,7 @@ def running(instance: Instance) -> Iterator[Instance]:
     try:
         os.environ.update(SLURM_CONF=str(instance.conf), WLMVK_SLURM_BASE=str(instance.base))
         localslurm.environment.cache_clear()
+        _empty()
         yield instance
     finally:
         for name, value in saved.items():
@@ -91,6 +92,25 @@ def running(instance: Instance) -> Iterator[Instance]:
                 os.environ[name] = value
         localslurm.environment.cache_clear()
         instance.script("down")
+
+
+def _empty() -> None:
+    """No job of an earlier run left in the instance: its state directory outlives a run, and its
+    slurmctld recovers what a killed or failed test left (jobs still running on its CPUs kept a
+    later test's jobs pending until their time limit)."""
+    left = subprocess.run(
+        ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if not left:
+        return
+    subprocess.run(["scancel", *left], capture_output=True, check=False)
+    deadline = time.monotonic() + 60
+    while subprocess.run(
+        ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True
+    ).stdout.split():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"jobs of an earlier run still in {os.environ['SLURM_CONF']} after 60 s")
+        time.sleep(0.5)
 
 
 def _up() -> bool:

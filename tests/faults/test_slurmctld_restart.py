@@ -13,7 +13,7 @@ from tests.faults import churn, ownslurm
 from tests.faults.conftest import Rig
 from wlmvk_dev import localslurm
 
-pytestmark = [pytest.mark.slurm]
+pytestmark = [pytest.mark.xdist_group("own_slurm"), pytest.mark.slurm]
 
 # The shared Slurm's slurmctld pid file, read before any fixture points the process elsewhere.
 SHARED_PID_FILE = localslurm.pid_file("slurmctld")

@@ -30,7 +30,7 @@ from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.wlm.client import RedBoxClient
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("own_slurm"), pytest.mark.slurm, pytest.mark.slow]
 
 JOBS = 60
 IN_FLIGHT = 8
