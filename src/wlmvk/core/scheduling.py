@@ -214,17 +214,6 @@ def affinity_matches(pod_spec: Body, labels: Mapping[str, str], node_name: str) 
     return any(term_matches(t, labels, node_name) for t in required.get("nodeSelectorTerms") or [])
 
 
-def preferred_weight(pod_spec: Body, labels: Mapping[str, str], node_name: str) -> int:
-    """The sum of the weights of the preferred node-affinity terms the node matches."""
-    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
-    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    return sum(
-        int(item.get("weight", 0))
-        for item in preferred
-        if term_matches(item.get("preference") or {}, labels, node_name)
-    )
-
-
 # -- taints and tolerations ----------------------------------------------------------------------
 
 

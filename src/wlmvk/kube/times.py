@@ -48,13 +48,3 @@ def parse(text: str) -> datetime:
     """
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def parse_or_none(text: str | None) -> datetime | None:
-    """``parse``, tolerant: None when absent or unreadable (fields a client may leave out or garble)."""
-    if not text:
-        return None
-    try:
-        return parse(text)
-    except ValueError:
-        return None

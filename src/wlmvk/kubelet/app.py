@@ -47,7 +47,7 @@ from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node import nodes
 from wlmvk.kubelet.node.controller import NodeController, NodeTimings
 from wlmvk.kubelet.node.directory import NodeDirectory
-from wlmvk.kubelet.node.health import Reachability
+from wlmvk.kubelet.node.reachability import Reachability
 from wlmvk.kubelet.pods.controller import PodController, PodSettings
 from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.settings import Settings

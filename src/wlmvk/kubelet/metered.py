@@ -2,7 +2,7 @@
 
 ``MeteredBackend`` wraps the ``Backend`` (red-box's client): each call is
 timed into ``KubeletMetrics``, and its outcome updates ``Reachability``
-(``node.health``): an ``Unavailable`` marks red-box unreachable, the next
+(``node.reachability``): an ``Unavailable`` marks red-box unreachable, the next
 call that succeeds marks it reachable again.
 """
 
@@ -24,7 +24,7 @@ from wlmvk.core.jobs import (
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
 from wlmvk.kubelet.metrics import KubeletMetrics
-from wlmvk.kubelet.node.health import Reachability
+from wlmvk.kubelet.node.reachability import Reachability
 
 T = TypeVar("T")
 

@@ -29,7 +29,7 @@ from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
 from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector
-from wlmvk.operator import health, ownimage
+from wlmvk.operator import ownimage, probes
 from wlmvk.operator.controller import Controller
 from wlmvk.operator.settings import DEFAULT_WORK_ROOT, OperatorSettings, StagingSettings
 
@@ -207,9 +207,9 @@ async def serve(
     log = _log.bind(identity=settings.identity)
     elector: Elector | None = None
     running: list[asyncio.Task[Any]] = []
-    state = health.Health()
-    probes = (
-        await health.serve(state, host="0.0.0.0", port=settings.health_port) if settings.health_port else None
+    state = probes.Health()
+    probe_server = (
+        await probes.serve(state, host="0.0.0.0", port=settings.health_port) if settings.health_port else None
     )
     try:
         stopping = tasks.guarded(stop.wait(), name="signals")
@@ -248,6 +248,6 @@ async def serve(
         await tasks.stop(*running)
         if elector is not None:
             await elector.release()
-        if probes is not None:
-            await probes.cleanup()
+        if probe_server is not None:
+            await probe_server.cleanup()
         await client.close()

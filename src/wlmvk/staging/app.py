@@ -34,7 +34,7 @@ from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
-from wlmvk.staging.archives import Totals, pack, unpack
+from wlmvk.staging.tarstreams import Totals, pack, unpack
 from wlmvk.wlm.client import RedBoxClient
 
 BackendFactory = Callable[[str, float], Backend]

@@ -20,7 +20,6 @@ from wlmvk.core.jobs import (
     Feature,
     GpuKind,
     JobId,
-    JobSpec,
     JobState,
     JobStatus,
     PartitionResources,
@@ -128,32 +127,6 @@ def state_from_job_info(info: api.JobInfo) -> JobState:
         node_list=info.node_list,
         name=info.name,
         idempotency_key=info.idempotency_key,
-    )
-
-
-def spec_to_wire(spec: JobSpec) -> api.SubmitJobRequest:
-    return api.SubmitJobRequest(
-        script=spec.script,
-        partition=spec.partition,
-        idempotency_key=spec.idempotency_key,
-        job_name=spec.name,
-        working_dir=spec.working_dir,
-        std_out=spec.std_out,
-        std_err=spec.std_err,
-        env=dict(spec.env),
-    )
-
-
-def spec_from_wire(wire: api.SubmitJobRequest) -> JobSpec:
-    return JobSpec(
-        script=wire.script,
-        partition=wire.partition,
-        idempotency_key=wire.idempotency_key,
-        name=wire.job_name,
-        working_dir=wire.working_dir,
-        std_out=wire.std_out,
-        std_err=wire.std_err,
-        env=dict(wire.env),
     )
 
 

@@ -47,7 +47,7 @@ _ENV_KEY = bytes([_ENV << 3 | protowire.BYTES])
 
 
 def write_spec(spec: JobSpec) -> bytes:
-    """The bytes of the ``SubmitJobRequest`` for ``spec`` (``bytes(codec.spec_to_wire(spec))``)."""
+    """The bytes of the ``SubmitJobRequest`` for ``spec``, as the generated message writes them."""
     parts = []
     for key, name in _WRITTEN:
         text: str = getattr(spec, name)
@@ -75,7 +75,7 @@ def _text(number: int, kind: int, value: int | bytes) -> str:
 
 
 def read_spec(data: bytes) -> JobSpec:
-    """The job a ``SubmitJobRequest``'s bytes ask for (``codec.spec_from_wire`` of the message)."""
+    """The job a ``SubmitJobRequest``'s bytes ask for, as the generated message reads them."""
     texts = dict.fromkeys(_TEXTS.values(), "")
     env: dict[str, str] = {}
     for number, kind, value in protowire.fields(data):

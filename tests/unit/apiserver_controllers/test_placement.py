@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wlmvk_dev.apiserver.placement import Bind, Unschedulable, decide, fit_error
+from wlmvk_dev.apiserver.placement import Bind, Unschedulable, decide, fit_error, preferred_weight
 from wlmvk_dev.apiserver.podresources import usage_by_node as by_node
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
@@ -144,6 +144,19 @@ def test_mixed_preemption_histogram() -> None:
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
+
+
+def test_preferred_weights_add_up_over_matching_terms() -> None:
+    zone_a = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    any_rack = {"matchExpressions": [{"key": "rack", "operator": "Exists"}]}
+    terms = [
+        {"weight": 10, "preference": zone_a},
+        {"weight": 5, "preference": any_rack},
+        {"weight": 80, "preference": {}},
+    ]
+    spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}}
+    assert preferred_weight(spec, {"zone": "a", "rack": "1"}, "n1") == 15
+    assert preferred_weight(spec, {"zone": "b"}, "n1") == 0
 
 
 def test_prefers_preferred_affinity_then_free_resources_then_name() -> None:

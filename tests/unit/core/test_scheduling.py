@@ -29,10 +29,6 @@ def term_matches(term: dict[str, Any], node: dict[str, Any]) -> bool:
     return scheduling.term_matches(term, node["metadata"]["labels"], node["metadata"]["name"])
 
 
-def preferred_weight(pod: dict[str, Any], node: dict[str, Any]) -> int:
-    return scheduling.preferred_weight(pod["spec"], node["metadata"]["labels"], node["metadata"]["name"])
-
-
 def pod(*terms: dict[str, Any], selector: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if selector is not None:
@@ -173,24 +169,6 @@ def test_selector_and_affinity_must_both_hold() -> None:
     assert pod_matches_node(p, node(zone="a", rack="1"))
     assert not pod_matches_node(p, node(zone="a", rack="2"))
     assert not pod_matches_node(p, node(zone="b", rack="1"))
-
-
-def test_preferred_weights_add_up_over_matching_terms() -> None:
-    p = {
-        "spec": {
-            "affinity": {
-                "nodeAffinity": {
-                    "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 10, "preference": {"matchExpressions": [req("zone", "In", "a")]}},
-                        {"weight": 5, "preference": {"matchExpressions": [req("rack", "Exists")]}},
-                        {"weight": 80, "preference": {}},
-                    ]
-                }
-            }
-        }
-    }
-    assert preferred_weight(p, node(zone="a", rack="1")) == 15
-    assert preferred_weight(p, node(zone="b")) == 0
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import structlog
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.staging import app
-from wlmvk.staging.archives import pack, unpack
+from wlmvk.staging.tarstreams import pack, unpack
 
 
 def make_dir(path: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.wlm.test_submits_wire import SPECS
+from tests.unit.wlm.test_submits_wire import SPECS, generated, generated_reading
 from wlmvk._proto import api
-from wlmvk.wire import batches, codec
+from wlmvk.wire import batches
 from wlmvk.wire.batches import Outcome
 
 OUTCOMES = [
@@ -20,11 +20,11 @@ OUTCOMES = [
 
 def test_a_request_is_written_and_read_as_the_message_classes_do() -> None:
     written = batches.write_specs(SPECS)
-    message = api.SubmitJobsRequest(jobs=[codec.spec_to_wire(spec) for spec in SPECS])
+    message = api.SubmitJobsRequest(jobs=[generated(spec) for spec in SPECS])
     assert written == bytes(message)
     assert batches.read_specs(bytes(message)) == SPECS
     parsed = api.SubmitJobsRequest().parse(written)
-    assert [codec.spec_from_wire(job) for job in parsed.jobs] == SPECS
+    assert [generated_reading(bytes(job)) for job in parsed.jobs] == SPECS
 
 
 def test_an_empty_request_is_no_bytes_and_no_jobs() -> None:

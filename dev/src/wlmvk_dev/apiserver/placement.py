@@ -150,8 +150,19 @@ def _score(
         if free.get(r, 0) > 0
     ]
     least_allocated = sum(shares) / len(shares) if shares else 0.0
-    weight = scheduling.preferred_weight(pod.get("spec") or {}, _labels(node), _name(node))
+    weight = preferred_weight(pod.get("spec") or {}, _labels(node), _name(node))
     return (weight, -intolerable, least_allocated)
+
+
+def preferred_weight(pod_spec: Body, labels: Mapping[str, str], node_name: str) -> int:
+    """The sum of the weights of the preferred node-affinity terms the node matches."""
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return sum(
+        int(item.get("weight", 0))
+        for item in preferred
+        if scheduling.term_matches(item.get("preference") or {}, labels, node_name)
+    )
 
 
 def _name(node: Body) -> str:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from wlmvk.kube import times
-from wlmvk_dev.apiserver import jsonpath
+from wlmvk_dev.apiserver import jsonpath, timestamps
 from wlmvk_dev.apiserver.resources import (
     CONFIGMAPS,
     CRDS,
@@ -110,7 +109,7 @@ def human_duration(seconds: float) -> str:
 
 
 def parse_time(value: Any) -> datetime | None:
-    moment = times.parse_or_none(value) if isinstance(value, str) else None
+    moment = timestamps.parse(value) if isinstance(value, str) else None
     return moment.astimezone(UTC) if moment else None
 
 

@@ -55,13 +55,6 @@ def pieces_of(data: bytes) -> list[bytes]:
     return cutter.feed(data) + cutter.finish()
 
 
-def last_lines(data: bytes, count: int) -> bytes:
-    """The last ``count`` pieces of ``data`` (a trailing partial line counts as one)."""
-    if count == 0:
-        return b""
-    return b"".join(pieces_of(data)[-count:])
-
-
 def stamp_pieces(pieces: Iterable[bytes], moment: datetime) -> bytes:
     """Each piece prefixed with an RFC 3339 nano timestamp, as the kubelet does."""
     prefix = (times.nano_time(times.nanoseconds(moment)) + " ").encode()

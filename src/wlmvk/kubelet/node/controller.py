@@ -36,7 +36,7 @@ from wlmvk.kube.errors import AlreadyExists
 from wlmvk.kube.times import rfc3339
 from wlmvk.kubelet.node import nodes
 from wlmvk.kubelet.node.directory import NodeDirectory
-from wlmvk.kubelet.node.health import Reachability
+from wlmvk.kubelet.node.reachability import Reachability
 
 _log = structlog.get_logger(__name__)
 

@@ -93,11 +93,6 @@ def labels(res: PartitionResources, ctx: NodeContext) -> dict[str, str]:
     return out
 
 
-def is_feature_label(key: str, res: PartitionResources, ctx: NodeContext) -> bool:
-    """A ``wlm.sylabs.io/`` label the kubelet wrote once but that no longer applies (stale feature)."""
-    return key.startswith(f"{names.GROUP}/") and key not in labels(res, ctx)
-
-
 def _memory(res: PartitionResources) -> int:
     """MB per node; no known limit (negative, an original red-box's -1) fits any request."""
     return UNLIMITED_MEMORY_MB if res.mem_per_node < 0 else res.mem_per_node

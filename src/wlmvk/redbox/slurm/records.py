@@ -38,12 +38,6 @@ def scontrol_records(output: str) -> list[dict[str, str]]:
     return [scontrol_record(line) for line in output.splitlines() if line.strip()]
 
 
-def scontrol_blocks(output: str) -> list[dict[str, str]]:
-    """Multi-line ``scontrol show job`` output: records separated by blank lines."""
-    blocks = [" ".join(block.split("\n")) for block in re.split(r"\n\s*\n", output)]
-    return [scontrol_record(block) for block in blocks if block.strip()]
-
-
 JOB_INFO_KEYS = (
     "JobId",
     "UserId",

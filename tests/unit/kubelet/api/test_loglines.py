@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.kubelet.api.loglines import MAX_LINE, LineCutter, last_lines, pieces_of
+from wlmvk.kubelet.api.loglines import MAX_LINE, LineCutter, pieces_of
 
 LONG = b"x" * (2 * MAX_LINE + 5)
 
@@ -33,8 +33,3 @@ def test_any_chunking_gives_the_same_pieces_and_holds_less_than_a_line(size: int
     pieces += cutter.finish()
     assert pieces == pieces_of(data)
     assert b"".join(pieces) == data
-
-
-def test_last_lines_counts_pieces() -> None:
-    assert last_lines(LONG, 1) == b"xxxxx"
-    assert last_lines(LONG + b"\n", 2) == b"x" * MAX_LINE + b"xxxxx\n"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.staging.archives import CHUNK, pack, unpack
+from wlmvk.staging.tarstreams import CHUNK, pack, unpack
 
 
 async def collect(stream: AsyncIterator[bytes]) -> list[bytes]:

@@ -6,7 +6,7 @@ import socket
 
 import aiohttp
 
-from wlmvk.operator import health
+from wlmvk.operator import probes
 
 
 def _free_port() -> int:
@@ -19,10 +19,10 @@ def _free_port() -> int:
 async def test_two_replicas_sharing_a_host_both_serve_the_probe_port() -> None:
     # Pods of one Deployment on a host without pod networks (wlmvk dev node) share its ports.
     port = _free_port()
-    leader, candidate = health.Health("leader"), health.Health("candidate")
-    first = await health.serve(leader, host="127.0.0.1", port=port)
+    leader, candidate = probes.Health("leader"), probes.Health("candidate")
+    first = await probes.serve(leader, host="127.0.0.1", port=port)
     try:
-        second = await health.serve(candidate, host="127.0.0.1", port=port)
+        second = await probes.serve(candidate, host="127.0.0.1", port=port)
     finally:
         await first.cleanup()
     try:
@@ -43,7 +43,7 @@ async def _get(port: int, path: str) -> tuple[int, str]:
 
 async def test_readyz_is_503_until_the_replica_has_a_role() -> None:
     port = _free_port()
-    runner = await health.serve(health.Health(), host="127.0.0.1", port=port)
+    runner = await probes.serve(probes.Health(), host="127.0.0.1", port=port)
     try:
         assert await _get(port, "/readyz") == (503, "starting")
     finally:
