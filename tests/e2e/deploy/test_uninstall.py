@@ -52,12 +52,19 @@ async def test_the_documented_uninstall_leaves_other_providers_virtual_nodes(api
     async with await KubeClient.connect(str(apiserver.kubeconfig)) as admin:
         for node in [*ours, theirs]:
             await admin.create(NODES, node)
+        # The real plane is shared: earlier tests' kubelets left wlmvk nodes of their own clusters,
+        # which the uninstall removes too. Exactly the nodes that carry both labels go.
+        wlmvk_nodes = sorted(
+            item["metadata"]["name"]
+            for item in (await admin.list(NODES))["items"]
+            if (labels := item["metadata"].get("labels") or {}).get("type") == "virtual-kubelet"
+            and "wlm.sylabs.io/cluster" in labels
+        )
+        assert {"slurm-uninst-cpu", "slurm-uninst-gpu"} <= set(wlmvk_nodes)
+        assert "interlink-vk-uninst" not in wlmvk_nodes
         deleted = await apiserver.kubectl("delete", "node", "-l", _documented_selector())
         assert deleted.returncode == 0, deleted.stderr
-        assert sorted(deleted.stdout.splitlines()) == [
-            'node "slurm-uninst-cpu" deleted',
-            'node "slurm-uninst-gpu" deleted',
-        ]
+        assert sorted(deleted.stdout.splitlines()) == [f'node "{name}" deleted' for name in wlmvk_nodes]
         left = {item["metadata"]["name"] for item in (await admin.list(NODES))["items"]}
         assert "interlink-vk-uninst" in left
         assert not {"slurm-uninst-cpu", "slurm-uninst-gpu"} & left

@@ -125,7 +125,7 @@ def install_crds(apiserver: Any) -> None:
     """The project's CRDs on the in-memory plane (the real plane's session installs them)."""
     if apiserver.plane != "memory":
         return
-    for name in ("slurmjobs", "wlmjobs"):
+    for name in ("slurmjobs", "wlmjobs", "slurmtenants"):
         apiserver.store.create(
             CRDS, yaml.safe_load((ROOT / "manifests" / "crds" / f"{name}.yaml").read_text())
         )

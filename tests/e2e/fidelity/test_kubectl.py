@@ -203,6 +203,7 @@ async def test_discovery_of_the_wlm_group(apiserver: Any, kube_api: Any) -> None
     assert [line.split() for line in got.stdout.splitlines()] == [
         ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
         ["slurmjobs", "sj", "wlm.sylabs.io/v1alpha1", "true", "SlurmJob"],
+        ["slurmtenants", "st", "wlm.sylabs.io/v1alpha1", "false", "SlurmTenant"],
         ["wlmjobs", "wj", "wlm.sylabs.io/v1alpha1", "true", "WlmJob"],
     ]
 
