@@ -121,10 +121,12 @@ def ready(parts: Sequence[Condition]) -> Condition:
     return Condition(READY, "True", "Known", "")
 
 
-def unchecked(reason: str, message: str, *, status: str = "Unknown") -> list[Condition]:
-    """Every condition ``status`` for one reason: the check could not be made (red-box down, an
-    original red-box: Unknown), or need not (no red-box for the user here, an invalid spec: False)."""
-    return [Condition(kind, status, reason, message) for kind in TYPES]
+def unchecked(reason: str, message: str, *, ready: str = "Unknown") -> list[Condition]:
+    """The conditions when Slurm could not be asked: the parts Unknown, ``Ready`` as given
+    (Unknown when red-box is down or an original one; False when no job could run anyway: no
+    red-box for the user on this kubelet, an invalid spec)."""
+    parts = [Condition(kind, "Unknown", reason, message) for kind in (USER, ACCOUNT, QOS)]
+    return [*parts, Condition(READY, ready, reason, message)]
 
 
 def entry(

@@ -92,7 +92,7 @@ class TenantStatusWriter:
                 continue  # no partition here: another cluster's to judge
             if tenant is None:
                 why = (book.unreadable or {}).get(name, "unreadable")
-                conditions = tenantstatus.unchecked("InvalidSpec", why, status="False")
+                conditions = tenantstatus.unchecked("InvalidSpec", why, ready="False")
             else:
                 if tenant.user not in answers:
                     answers[tenant.user] = await self._ask(tenant.user)
@@ -100,7 +100,7 @@ class TenantStatusWriter:
                 conditions = (
                     tenantstatus.judge(tenant, known, cluster=self.cluster)
                     if isinstance(known, Associations)
-                    else tenantstatus.unchecked(known.reason, known.message, status=known.status)
+                    else tenantstatus.unchecked(known.reason, known.message, ready=known.status)
                 )
             if await self._write(name, generation, conditions):
                 self._checked[name] = (generation, now)

@@ -112,10 +112,16 @@ def test_an_association_for_some_partitions_only() -> None:
     )["Ready"] == ("True", "Known", "")
 
 
-def test_unchecked_sets_every_condition() -> None:
-    got = by_type(unchecked("NoRedBox", "user alice has no red-box", status="False"))
-    assert set(got) == {"UserKnown", "AccountKnown", "QoSKnown", "Ready"}
-    assert set(got.values()) == {("False", "NoRedBox", "user alice has no red-box")}
+def test_unchecked_leaves_the_parts_unknown() -> None:
+    got = by_type(unchecked("NoRedBox", "user alice has no red-box", ready="False"))
+    unknown = ("Unknown", "NoRedBox", "user alice has no red-box")
+    assert got == {
+        "UserKnown": unknown,
+        "AccountKnown": unknown,
+        "QoSKnown": unknown,
+        "Ready": ("False", "NoRedBox", "user alice has no red-box"),
+    }
+    assert {c.status for c in unchecked("CheckFailed", "red-box down")} == {"Unknown"}
 
 
 def test_an_entry_keeps_the_transition_time_of_an_unchanged_condition() -> None:

@@ -132,12 +132,13 @@ async def test_two_clusters_write_their_own_entries_of_one_tenant(kube: KubeClie
         task.cancel()
 
 
-async def test_a_user_without_red_box_and_a_red_box_down(kube: KubeClient) -> None:
+async def test_a_user_without_red_box_a_red_box_down_and_an_invalid_spec(kube: KubeClient) -> None:
     await kube.create(SLURMTENANTS, tenant("team-b", "physics", user="bob"))
     await kube.create(SLURMTENANTS, tenant("team-a", "physics"))
+    await kube.create(SLURMTENANTS, tenant("team-r", "physics", user="root"))
     watch, task = await watching(kube)
     try:
-        await settled(watch, {"team-a", "team-b"})
+        await settled(watch, {"team-a", "team-b", "team-r"})
         down = Slurm("hpc", down=True)
         await TenantStatusWriter(client=kube, watch=watch, cluster="hpc", red_boxes={"alice": down}).round()
         (b,) = (await kube.get(SLURMTENANTS, "team-b"))["status"]["clusters"]
@@ -149,5 +150,10 @@ async def test_a_user_without_red_box_and_a_red_box_down(kube: KubeClient) -> No
             "CheckFailed",
             "Associations: red-box socket /run/alice.sock does not exist",
         )
+        (r,) = (await kube.get(SLURMTENANTS, "team-r"))["status"]["clusters"]
+        invalid = "SlurmTenant team-r: spec.user must name a Slurm user other than root"
+        assert conditions(r)["Ready"] == ("False", "InvalidSpec", invalid)
+        assert conditions(r)["UserKnown"] == ("Unknown", "InvalidSpec", invalid)
+        assert down.asked == 1, "one question for alice's tenant; none for bob's or root's"
     finally:
         task.cancel()
