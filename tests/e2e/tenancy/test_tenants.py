@@ -468,6 +468,9 @@ async def test_a_restarted_kubelet_follows_each_tenants_jobs_and_submits_each_po
             )
 
 
+@pytest.mark.kube_any(
+    subject="the SlurmTenant CRD's status subresource and printer columns as kube-apiserver serves them"
+)
 async def test_status_says_whether_slurm_knows_each_tenants_user_account_and_qos(
     tenancy: Rig, tenant_slurm: ownslurm.Instance, apiserver: RunningApiServer, kube: KubeClient
 ) -> None:
