@@ -3144,6 +3144,191 @@ func (x *ExecResponse) GetExitCode() int32 {
 	return 0
 }
 
+type AssociationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user asked about: red-box's own (by name); empty means its own.
+	User          string `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssociationsRequest) Reset() {
+	*x = AssociationsRequest{}
+	mi := &file_wlm_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssociationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssociationsRequest) ProtoMessage() {}
+
+func (x *AssociationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssociationsRequest.ProtoReflect.Descriptor instead.
+func (*AssociationsRequest) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *AssociationsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+// One association of the user (sacctmgr show assoc): an account, on one
+// partition or ("") all, with the QoS it may use.
+type Association struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Account       string                 `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	Partition     string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Qos           []string               `protobuf:"bytes,3,rep,name=qos,proto3" json:"qos,omitempty"`
+	DefaultQos    string                 `protobuf:"bytes,4,opt,name=default_qos,json=defaultQos,proto3" json:"default_qos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Association) Reset() {
+	*x = Association{}
+	mi := &file_wlm_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Association) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Association) ProtoMessage() {}
+
+func (x *Association) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Association.ProtoReflect.Descriptor instead.
+func (*Association) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *Association) GetAccount() string {
+	if x != nil {
+		return x.Account
+	}
+	return ""
+}
+
+func (x *Association) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *Association) GetQos() []string {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
+func (x *Association) GetDefaultQos() string {
+	if x != nil {
+		return x.DefaultQos
+	}
+	return ""
+}
+
+type AssociationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user answered about (red-box's own) and its cluster.
+	User         string         `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Cluster      string         `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Associations []*Association `protobuf:"bytes,3,rep,name=associations,proto3" json:"associations,omitempty"`
+	// Every QoS Slurm knows (sacctmgr show qos).
+	Qos           []string `protobuf:"bytes,4,rep,name=qos,proto3" json:"qos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssociationsResponse) Reset() {
+	*x = AssociationsResponse{}
+	mi := &file_wlm_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssociationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssociationsResponse) ProtoMessage() {}
+
+func (x *AssociationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssociationsResponse.ProtoReflect.Descriptor instead.
+func (*AssociationsResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *AssociationsResponse) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *AssociationsResponse) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *AssociationsResponse) GetAssociations() []*Association {
+	if x != nil {
+		return x.Associations
+	}
+	return nil
+}
+
+func (x *AssociationsResponse) GetQos() []string {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
 var File_wlm_proto protoreflect.FileDescriptor
 
 const file_wlm_proto_rawDesc = "" +
@@ -3392,7 +3577,20 @@ const file_wlm_proto_rawDesc = "" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
 	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x16\n" +
 	"\x06exited\x18\x03 \x01(\bR\x06exited\x12\x1b\n" +
-	"\texit_code\x18\x04 \x01(\x05R\bexitCode*.\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\")\n" +
+	"\x13AssociationsRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\"x\n" +
+	"\vAssociation\x12\x18\n" +
+	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
+	"\x03qos\x18\x03 \x03(\tR\x03qos\x12\x1f\n" +
+	"\vdefault_qos\x18\x04 \x01(\tR\n" +
+	"defaultQos\"\x8c\x01\n" +
+	"\x14AssociationsResponse\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x124\n" +
+	"\fassociations\x18\x03 \x03(\v2\x10.api.AssociationR\fassociations\x12\x10\n" +
+	"\x03qos\x18\x04 \x03(\tR\x03qos*.\n" +
 	"\n" +
 	"TailAction\x12\t\n" +
 	"\x05Start\x10\x00\x12\x15\n" +
@@ -3417,7 +3615,7 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\x8f\t\n" +
+	"\tNOT_FOUND\x10\x102\xd4\t\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -3444,7 +3642,8 @@ const file_wlm_proto_rawDesc = "" +
 	"\bJobUsage\x12\x14.api.JobUsageRequest\x1a\x15.api.JobUsageResponse\x12/\n" +
 	"\x04Exec\x12\x10.api.ExecRequest\x1a\x11.api.ExecResponse(\x010\x01\x12=\n" +
 	"\n" +
-	"SubmitJobs\x12\x16.api.SubmitJobsRequest\x1a\x17.api.SubmitJobsResponseb\x06proto3"
+	"SubmitJobs\x12\x16.api.SubmitJobsRequest\x1a\x17.api.SubmitJobsResponse\x12C\n" +
+	"\fAssociations\x12\x18.api.AssociationsRequest\x1a\x19.api.AssociationsResponseb\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -3459,7 +3658,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -3509,88 +3708,94 @@ var file_wlm_proto_goTypes = []any{
 	(*JobUsageResponse)(nil),           // 45: api.JobUsageResponse
 	(*ExecRequest)(nil),                // 46: api.ExecRequest
 	(*ExecResponse)(nil),               // 47: api.ExecResponse
-	nil,                                // 48: api.SubmitJobRequest.EnvEntry
-	nil,                                // 49: api.SubmitJobContainerRequest.EnvEntry
-	nil,                                // 50: api.ExecRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 51: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 52: google.protobuf.Duration
+	(*AssociationsRequest)(nil),        // 48: api.AssociationsRequest
+	(*Association)(nil),                // 49: api.Association
+	(*AssociationsResponse)(nil),       // 50: api.AssociationsResponse
+	nil,                                // 51: api.SubmitJobRequest.EnvEntry
+	nil,                                // 52: api.SubmitJobContainerRequest.EnvEntry
+	nil,                                // 53: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 55: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	48, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	51, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	49, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	52, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	31, // 7: api.ResourcesResponse.gpu_kinds:type_name -> api.GpuKind
 	1,  // 8: api.JobInfo.status:type_name -> api.JobStatus
-	51, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	51, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	52, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	52, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	51, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	54, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	54, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	55, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	55, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	54, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: api.JobStepInfo.status:type_name -> api.JobStatus
-	51, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	51, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	54, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	54, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 17: api.JobState.status:type_name -> api.JobStatus
-	51, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	51, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	51, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	54, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	54, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	54, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	33, // 21: api.JobStatesResponse.states:type_name -> api.JobState
 	2,  // 22: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
 	37, // 23: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
 	33, // 24: api.FindJobResponse.state:type_name -> api.JobState
-	52, // 25: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	52, // 26: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	51, // 27: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	55, // 25: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	55, // 26: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	54, // 27: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
 	44, // 28: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	50, // 29: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
-	2,  // 30: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 31: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 32: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 33: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 34: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 35: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 36: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 37: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 38: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 39: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 40: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 41: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 42: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	32, // 43: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	38, // 44: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	40, // 45: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	42, // 46: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	43, // 47: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	46, // 48: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	35, // 49: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
-	3,  // 50: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 51: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 52: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 53: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 54: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 55: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 56: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 57: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 58: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 59: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 60: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 61: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 62: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	34, // 63: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	39, // 64: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	41, // 65: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 66: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	45, // 67: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	47, // 68: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	36, // 69: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
-	50, // [50:70] is the sub-list for method output_type
-	30, // [30:50] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	53, // 29: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	49, // 30: api.AssociationsResponse.associations:type_name -> api.Association
+	2,  // 31: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 32: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 33: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 34: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 35: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 36: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 37: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 38: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 39: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 40: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 41: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 42: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 43: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	32, // 44: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	38, // 45: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	40, // 46: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	42, // 47: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	43, // 48: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	46, // 49: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	35, // 50: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
+	48, // 51: api.WorkloadManager.Associations:input_type -> api.AssociationsRequest
+	3,  // 52: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 53: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 54: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 55: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 56: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 57: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 58: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 59: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 60: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 61: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 62: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 63: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 64: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	34, // 65: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	39, // 66: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	41, // 67: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 68: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	45, // 69: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	47, // 70: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	36, // 71: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
+	50, // 72: api.WorkloadManager.Associations:output_type -> api.AssociationsResponse
+	52, // [52:73] is the sub-list for method output_type
+	31, // [31:52] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -3604,7 +3809,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   49,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

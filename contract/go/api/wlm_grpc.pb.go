@@ -47,6 +47,7 @@ const (
 	WorkloadManager_JobUsage_FullMethodName           = "/api.WorkloadManager/JobUsage"
 	WorkloadManager_Exec_FullMethodName               = "/api.WorkloadManager/Exec"
 	WorkloadManager_SubmitJobs_FullMethodName         = "/api.WorkloadManager/SubmitJobs"
+	WorkloadManager_Associations_FullMethodName       = "/api.WorkloadManager/Associations"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -87,6 +88,10 @@ type WorkloadManagerClient interface {
 	// checks) and answered on its own, in the order asked: one job refused does
 	// not refuse the others.
 	SubmitJobs(ctx context.Context, in *SubmitJobsRequest, opts ...grpc.CallOption) (*SubmitJobsResponse, error)
+	// The Slurm associations of red-box's own user on its cluster, and the QoS
+	// Slurm knows: what a SlurmTenant's status is judged by. A request naming
+	// another user is refused (INVALID_ARGUMENT).
+	Associations(ctx context.Context, in *AssociationsRequest, opts ...grpc.CallOption) (*AssociationsResponse, error)
 }
 
 type workloadManagerClient struct {
@@ -327,6 +332,16 @@ func (c *workloadManagerClient) SubmitJobs(ctx context.Context, in *SubmitJobsRe
 	return out, nil
 }
 
+func (c *workloadManagerClient) Associations(ctx context.Context, in *AssociationsRequest, opts ...grpc.CallOption) (*AssociationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AssociationsResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_Associations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -365,6 +380,10 @@ type WorkloadManagerServer interface {
 	// checks) and answered on its own, in the order asked: one job refused does
 	// not refuse the others.
 	SubmitJobs(context.Context, *SubmitJobsRequest) (*SubmitJobsResponse, error)
+	// The Slurm associations of red-box's own user on its cluster, and the QoS
+	// Slurm knows: what a SlurmTenant's status is judged by. A request naming
+	// another user is refused (INVALID_ARGUMENT).
+	Associations(context.Context, *AssociationsRequest) (*AssociationsResponse, error)
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -434,6 +453,9 @@ func (UnimplementedWorkloadManagerServer) Exec(grpc.BidiStreamingServer[ExecRequ
 }
 func (UnimplementedWorkloadManagerServer) SubmitJobs(context.Context, *SubmitJobsRequest) (*SubmitJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubmitJobs not implemented")
+}
+func (UnimplementedWorkloadManagerServer) Associations(context.Context, *AssociationsRequest) (*AssociationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Associations not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -758,6 +780,24 @@ func _WorkloadManager_SubmitJobs_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkloadManager_Associations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AssociationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).Associations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_Associations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).Associations(ctx, req.(*AssociationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -820,6 +860,10 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SubmitJobs",
 			Handler:    _WorkloadManager_SubmitJobs_Handler,
+		},
+		{
+			MethodName: "Associations",
+			Handler:    _WorkloadManager_Associations_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

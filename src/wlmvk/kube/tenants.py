@@ -38,6 +38,8 @@ class TenantWatch:
     """Seconds between looks for the CRD while the cluster has none."""
     book: tenancy.Book = field(default_factory=tenancy.Book, init=False)
     synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    """Set at each change of the objects read; whoever waits on it clears it."""
     _bodies: dict[str, Body] = field(default_factory=dict, init=False)
 
     async def run(self) -> None:
@@ -66,7 +68,14 @@ class TenantWatch:
                         bodies[objects.name(event.object)] = event.object
                     self._take(bodies)
 
+    @property
+    def bodies(self) -> dict[str, Body]:
+        """The SlurmTenant objects read, by name."""
+        return dict(self._bodies)
+
     def _take(self, bodies: dict[str, Body]) -> None:
+        if bodies != self._bodies:
+            self.changed.set()
         self._bodies = bodies
         book = tenancy.tenants_from(bodies.values())
         if book != self.book:

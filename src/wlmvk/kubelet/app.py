@@ -51,6 +51,7 @@ from wlmvk.kubelet.node.reachability import Reachability
 from wlmvk.kubelet.pods.controller import PodController, PodSettings
 from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.settings import Settings
+from wlmvk.kubelet.tenantstatus import TenantStatusWriter
 from wlmvk.wlm.client import RedBoxClient
 
 _log = structlog.get_logger(__name__)
@@ -81,7 +82,7 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
         self._backend: MeteredBackend | None = None
-        self._tenant_backends: dict[str, Backend] = {}
+        self._tenant_backends: dict[str, RedBoxClient] = {}
         self.tenants: TenantRoutes | None = None
         self.stats: sampling.StatsSource | None = None
         self.handlers: PodHandlers | None = None
@@ -108,13 +109,18 @@ class Kubelet:
         host = s.agent_host or socket.gethostname()
         events = EventPoster(writer, component="wlmvk-kubelet", host=host)
         self._tenant_backends = {
-            user: red_box_backend(path, timeout=s.wlm_timeout) for user, path in s.red_boxes
+            user: RedBoxClient(path, timeout=s.wlm_timeout) for user, path in s.red_boxes
         }
         red_boxes: dict[str, Backend] = dict(self._tenant_backends)
         if s.leader_elect:
             red_boxes = {user: standby.FencedBackend(b, check=elector.check) for user, b in red_boxes.items()}
         watcher = TenantWatch(client=client)
         self._tasks.append(guarded(watcher.run(), name="tenants"))
+        # Read-only questions to the tenant users' red-boxes (unfenced); the status writes are fenced.
+        status_writer = TenantStatusWriter(
+            client=writer, watch=watcher, cluster=s.cluster_name, red_boxes=self._tenant_backends
+        )
+        self._tasks.append(guarded(status_writer.run(), name="tenant status"))
         self.tenants = TenantRoutes(
             default=changer, cluster=s.cluster_name, red_boxes=red_boxes, watch=watcher
         )

@@ -257,19 +257,38 @@ def slurmtenant() -> dict[str, Any]:
             },
         },
     }
-    status = {
+    condition = _status()["properties"]["conditions"]["items"]
+    conditions = {"type": "array", "items": condition}
+    generation = {"type": "integer", "format": "int64"}
+    cluster = {
         "type": "object",
+        "required": ["cluster"],
         "properties": {
-            "conditions": {"type": "array", "items": _status()["properties"]["conditions"]["items"]},
-            "observedGeneration": {"type": "integer", "format": "int64"},
+            "cluster": _string("The cluster whose kubelet checked the tenant.", minLength=1),
+            "observedGeneration": generation,
+            "lastCheckTime": _string(format="date-time"),
+            "conditions": {**conditions, "description": "UserKnown, AccountKnown, QoSKnown and Ready."},
         },
     }
-    columns = [
+    status = {
+        "type": "object",
+        "description": "Whether Slurm knows the user, account and QoS, per cluster (docs/tenancy.md).",
+        "properties": {
+            "conditions": {**conditions, "description": "Ready: every cluster's checks hold."},
+            "observedGeneration": generation,
+            "clusters": {"type": "array", "items": cluster},
+        },
+    }
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    columns: list[Schema] = [
         {"name": "User", "type": "string", "jsonPath": ".spec.user"},
         {"name": "Account", "type": "string", "jsonPath": ".spec.account"},
         {"name": "QoS", "type": "string", "jsonPath": ".spec.qos.default"},
         {"name": "Namespaces", "type": "string", "jsonPath": ".spec.namespaces"},
+        {"name": "Ready", "type": "string", "jsonPath": f"{ready}.status"},
+        {"name": "Reason", "type": "string", "jsonPath": f"{ready}.reason"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Message", "type": "string", "jsonPath": f"{ready}.message", "priority": 1},
     ]
     return _crd("SlurmTenant", "slurmtenants", "st", spec, scope="Cluster", columns=columns, status=status)
 

@@ -25,6 +25,7 @@ EXTENSIONS = (
     "JobUsage",
     "Exec",
     "SubmitJobs",
+    "Associations",
     "SubmitJob.idempotency_key",
     "SubmitJob.options",
     "JobStatus.all",
@@ -75,6 +76,8 @@ class Dialect:
 WLMVK = Dialect(extensions=EXTENSIONS, unserved=frozenset(), additions=True)
 ORIGINAL = Dialect(
     extensions=(),
-    unserved=frozenset({"JobStates", "FindJob", "StageIn", "StageOut", "JobUsage", "Exec", "SubmitJobs"}),
+    unserved=frozenset(
+        {"JobStates", "FindJob", "StageIn", "StageOut", "JobUsage", "Exec", "SubmitJobs", "Associations"}
+    ),
     additions=False,
 )

@@ -38,9 +38,9 @@ from wlmvk.redbox.dialects import WLMVK, Dialect
 from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
-from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm.commands import Slurm, user_name
 from wlmvk.redbox.slurm.executing import Execution
-from wlmvk.wire import batches, codec, sessions, submits
+from wlmvk.wire import associations, batches, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import EncodedStates, StatesEncoder
 
@@ -239,6 +239,15 @@ class Service(api.WorkloadManagerBase):  # type: ignore[misc]
         job_ids = list(dict.fromkeys(JobId(i) for i in job_usage_request.job_ids))
         sample = await self.slurm.usage(job_ids, budget=budget or None)
         return usage_codec.sample_to_wire(sample)
+
+    @unary("Associations")
+    async def associations(self, associations_request: api.AssociationsRequest) -> api.AssociationsResponse:
+        own = user_name(self.slurm.user)
+        if associations_request.user not in ("", own):
+            raise InvalidInput(
+                f"red-box answers about its own user {own} only, not {associations_request.user}"
+            )
+        return associations.to_wire(await self.slurm.associations(await self._cluster_name()))
 
     # --- exec ---
 

@@ -43,7 +43,7 @@ from collections.abc import (
 )
 from dataclasses import replace
 from datetime import timedelta
-from typing import IO, TypeVar
+from typing import TypeVar
 
 import structlog
 from grpclib import GRPCError
@@ -63,8 +63,9 @@ from wlmvk.core.jobs import (
     WorkloadInfo,
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
+from wlmvk.core.tenantstatus import Associations
 from wlmvk.core.usage import UsageSample
-from wlmvk.wire import batches, codec, sessions, submits
+from wlmvk.wire import associations, batches, codec, sessions, submits, uploads
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
 from wlmvk.wlm import batching, failures, feeding, fencing, zipbridge
@@ -272,6 +273,13 @@ class RedBoxClient:
             raise
         return usage_codec.sample_from_wire(wire)
 
+    async def associations(self, user: str) -> Associations:
+        """``user``'s Slurm associations, asked of its own red-box; Unsupported from an original one."""
+        if not await self._has("Associations"):
+            raise Unsupported("Associations: this red-box does not answer what Slurm knows of its user")
+        wire = await self._call("Associations", lambda s: s.associations(api.AssociationsRequest(user=user)))
+        return associations.from_wire(wire)
+
     async def _states_one_by_one(self, job_ids: Sequence[JobId]) -> dict[JobId, JobState]:
         """The fallback for an original red-box: JobInfo per job, a few at a time."""
         limit = asyncio.Semaphore(FALLBACK_CONCURRENCY)
@@ -407,7 +415,7 @@ class RedBoxClient:
                 raise InvalidInput(f"stage-in: {exc}") from exc
             zip_file.seek(0)
             remote = f"{directory.rstrip('/') or '.'}/.wlmvk-stage-in-{uuid.uuid4().hex}.zip"
-            messages = _file_messages(remote, zip_file)
+            messages = uploads.create_file_messages(remote, zip_file, CHUNK)
             await self._call("CreateFile", lambda s: s.create_file(messages), retry=False)
             await self._call("Unzip", lambda s: s.unzip(api.UnzipRequest(source=remote, path=directory)))
             return counts
@@ -436,9 +444,3 @@ class RedBoxClient:
             tar_file.seek(0)
             while data := tar_file.read(CHUNK):
                 yield data
-
-
-async def _file_messages(remote: str, source: IO[bytes]) -> AsyncIterator[api.CreateFileRequest]:
-    yield api.CreateFileRequest(path=remote)
-    while data := await asyncio.to_thread(source.read, CHUNK):
-        yield api.CreateFileRequest(content=data)

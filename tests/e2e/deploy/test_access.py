@@ -41,6 +41,7 @@ KUBELET_EVERYWHERE = {
     "tokenreviews.authentication.k8s.io": {"create"},  # who calls its API (kubelet authn)
     "subjectaccessreviews.authorization.k8s.io": {"create"},  # may they (kubelet authz)
     "slurmtenants.wlm.sylabs.io": {"get", "list", "watch"},  # whose jobs run as whom (tenants.yaml)
+    "slurmtenants.wlm.sylabs.io/status": {"update"},  # whether Slurm knows them (tenants.yaml)
 }
 OPERATOR_EVERYWHERE = {
     **EVERYONE,

@@ -187,7 +187,7 @@ async def test_slurmtenants_are_cluster_scoped_with_their_columns(apiserver) -> 
     listed = await apiserver.kubectl("get", "st", "-n", "elsewhere")  # cluster-scoped: any -n sees it
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()[:2]
-    assert header.split() == ["NAME", "USER", "ACCOUNT", "QOS", "NAMESPACES", "AGE"]
+    assert header.split() == ["NAME", "USER", "ACCOUNT", "QOS", "NAMESPACES", "READY", "REASON", "AGE"]
     assert row.split()[:5] == ["team-a", "alice", "physics", "normal", '["alpha","alpha-dev"]']
     bad = {**doc, "metadata": {"name": "bad"}, "spec": {"namespaces": [], "user": "bob"}}
     refused = await apiserver.kubectl("create", "-f", "-", input=json.dumps(bad))

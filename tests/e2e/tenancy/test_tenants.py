@@ -31,6 +31,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
 from wlmvk.kube.bodies import EVENTS, PODS
 from wlmvk.kube.client import KubeClient
+from wlmvk.kube.tenants import SLURMTENANTS
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.operator.app import serve
 from wlmvk.operator.controller import SLURMJOBS
@@ -84,6 +85,13 @@ def made(*job_names: str) -> set[str]:
     )
     named = {row[0] for row in sacct("-a", "-S", "now-1hours", "-o", "JobName")}
     return (set(queued.stdout.split()) | named) & set(job_names)
+
+
+def accounts_of(user: str, cluster: str) -> list[str]:
+    """The accounts Slurm associates ``user`` with on ``cluster``, as the admin reads them."""
+    argv = ["sacctmgr", "-n", "-P", "show", "assoc", f"user={user}", f"cluster={cluster}", "format=Account"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return sorted(set(out.split()))
 
 
 async def accounted(name: str, fields: str) -> list[list[str]]:
@@ -458,3 +466,68 @@ async def test_a_restarted_kubelet_follows_each_tenants_jobs_and_submits_each_po
             assert await accounted(name, "JobID,User,Account") == [[job_id, tenant.user, tenant.account]], (
                 name
             )
+
+
+@pytest.mark.kube_any(
+    subject="the SlurmTenant CRD's status subresource and printer columns as kube-apiserver serves them"
+)
+async def test_status_says_whether_slurm_knows_each_tenants_user_account_and_qos(
+    tenancy: Rig, tenant_slurm: ownslurm.Instance, apiserver: RunningApiServer, kube: KubeClient
+) -> None:
+    """The kubelet asks each tenant user's red-box what Slurm knows of it: a misspelt account
+    shows False on ``kubectl get slurmtenants``, naming the account; fixed, it turns True."""
+    typo = Tenant("team-typo", "tenant-typo", A.user, "acct-aa", A.qos)
+    await kube.create(SLURMTENANTS, slurmtenant(typo, ["debug"]))
+
+    async def ready(name: str, status: str, generation: int = 1) -> Body | None:
+        body = await kube.get(SLURMTENANTS, name)
+        conditions = {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
+        seen = (body.get("status") or {}).get("observedGeneration")
+        return body if seen == generation and conditions.get("Ready", {}).get("status") == status else None
+
+    def table(body: Body) -> dict[str, tuple[str, str, str]]:
+        (entry,) = body["status"]["clusters"]
+        assert (entry["cluster"], entry["observedGeneration"]) == ("test", body["metadata"]["generation"])
+        return {c["type"]: (c["status"], c["reason"], c["message"]) for c in entry["conditions"]}
+
+    known = ("True", "Known", "")
+    for tenant in TENANTS:
+        body = await eventually(lambda t=tenant: ready(t.name, "True"), timeout=60)  # type: ignore[misc]
+        assert table(body) == {"UserKnown": known, "AccountKnown": known, "QoSKnown": known, "Ready": known}
+
+    has = ", ".join(accounts_of(A.user, tenant_slurm.cluster))
+    why = f"user {A.user} has no association with account acct-aa (has: {has})"
+    body = await eventually(lambda: ready(typo.name, "False"), timeout=60)
+    assert table(body) == {
+        "UserKnown": known,
+        "AccountKnown": ("False", "AccountUnknown", why),
+        "QoSKnown": known,
+        "Ready": ("False", "AccountUnknown", why),
+    }
+    (summary,) = body["status"]["conditions"]
+    assert (summary["type"], summary["status"], summary["reason"]) == ("Ready", "False", "AccountUnknown")
+    assert summary["message"] == f"test: {why}"
+
+    shown = await apiserver.kubectl("get", "slurmtenants", "-o", "wide")
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines()[1:]}
+    assert rows[typo.name][1:3] == [A.user, "acct-aa"]
+    assert rows[typo.name][5:7] == ["False", "AccountUnknown"]
+    assert f"test: {why}" in shown.stdout
+    for tenant in TENANTS:
+        assert rows[tenant.name][5:7] == ["True", "Known"]
+
+    await kube.patch(SLURMTENANTS, typo.name, {"spec": {"account": A.account}})
+    fixed = await eventually(lambda: ready(typo.name, "True", generation=2), timeout=30)
+    assert table(fixed)["AccountKnown"] == known
+
+    # A red-box answers about its own user only.
+    client = RedBoxClient(tenancy.boxes[B.user].socket, timeout=30)
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            await client.associations(A.user)
+        assert str(refused.value) == (
+            f"Associations: red-box answers about its own user {B.user} only, not {A.user}"
+        )
+    finally:
+        await client.close()

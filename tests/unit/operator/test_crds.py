@@ -70,5 +70,20 @@ def test_slurmtenant_is_cluster_scoped_and_changeable() -> None:
         "Account",
         "QoS",
         "Namespaces",
+        "Ready",
+        "Reason",
         "Age",
+        "Message",
     ]
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert columns["Reason"]["jsonPath"] == f"{ready}.reason"
+    assert columns["Message"] == {
+        "name": "Message",
+        "type": "string",
+        "jsonPath": f"{ready}.message",
+        "priority": 1,
+    }
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert set(status) == {"conditions", "observedGeneration", "clusters"}
+    assert status["clusters"]["items"]["required"] == ["cluster"]

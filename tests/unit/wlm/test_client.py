@@ -149,3 +149,24 @@ async def test_a_call_past_its_deadline_is_unavailable_and_the_server_sees_it_go
     finally:
         await client.close()
         await stop(server)
+
+
+@pytest.mark.parametrize("claimed", [(), ("Associations",)])
+async def test_an_original_red_box_cannot_say_what_slurm_knows_of_its_user(
+    socket_path: str, claimed: tuple[str, ...]
+) -> None:
+    """Not advertised, or advertised and answered UNIMPLEMENTED: Unsupported (the tenant's status
+    reads Unknown), never a guess."""
+    server = await serve(OriginalRedBox(extensions=claimed), socket_path)
+    client = RedBoxClient(socket_path)
+    try:
+        with pytest.raises(Unsupported) as unsupported:
+            await client.associations("alice")
+        assert str(unsupported.value) == (
+            "Associations: UNIMPLEMENTED"
+            if claimed
+            else "Associations: this red-box does not answer what Slurm knows of its user"
+        )
+    finally:
+        await client.close()
+        await stop(server)

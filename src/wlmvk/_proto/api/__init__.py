@@ -527,6 +527,36 @@ class ExecResponse(betterproto.Message):
     exit_code: int = betterproto.int32_field(4)
 
 
+@dataclass(eq=False, repr=False)
+class AssociationsRequest(betterproto.Message):
+    user: str = betterproto.string_field(1)
+    """The user asked about: red-box's own (by name); empty means its own."""
+
+
+@dataclass(eq=False, repr=False)
+class Association(betterproto.Message):
+    """
+    One association of the user (sacctmgr show assoc): an account, on one
+     partition or ("") all, with the QoS it may use.
+    """
+
+    account: str = betterproto.string_field(1)
+    partition: str = betterproto.string_field(2)
+    qos: List[str] = betterproto.string_field(3)
+    default_qos: str = betterproto.string_field(4)
+
+
+@dataclass(eq=False, repr=False)
+class AssociationsResponse(betterproto.Message):
+    user: str = betterproto.string_field(1)
+    """The user answered about (red-box's own) and its cluster."""
+
+    cluster: str = betterproto.string_field(2)
+    associations: List["Association"] = betterproto.message_field(3)
+    qos: List[str] = betterproto.string_field(4)
+    """Every QoS Slurm knows (sacctmgr show qos)."""
+
+
 class WorkloadManagerStub(betterproto.ServiceStub):
     async def submit_job(
         self,
@@ -882,6 +912,23 @@ class WorkloadManagerStub(betterproto.ServiceStub):
             metadata=metadata,
         )
 
+    async def associations(
+        self,
+        associations_request: "AssociationsRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "AssociationsResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/Associations",
+            associations_request,
+            AssociationsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -979,6 +1026,11 @@ class WorkloadManagerBase(ServiceBase):
     async def submit_jobs(
         self, submit_jobs_request: "SubmitJobsRequest"
     ) -> "SubmitJobsResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def associations(
+        self, associations_request: "AssociationsRequest"
+    ) -> "AssociationsResponse":
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_submit_job(
@@ -1134,6 +1186,13 @@ class WorkloadManagerBase(ServiceBase):
         response = await self.submit_jobs(request)
         await stream.send_message(response)
 
+    async def __rpc_associations(
+        self, stream: "grpclib.server.Stream[AssociationsRequest, AssociationsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.associations(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -1255,5 +1314,11 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SubmitJobsRequest,
                 SubmitJobsResponse,
+            ),
+            "/api.WorkloadManager/Associations": grpclib.const.Handler(
+                self.__rpc_associations,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                AssociationsRequest,
+                AssociationsResponse,
             ),
         }

@@ -28,8 +28,10 @@ import structlog
 
 from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
+from wlmvk.core.tenantstatus import Associations
 from wlmvk.core.usage import UsageSample
 from wlmvk.redbox.slurm import (
+    associations,
     overlap,
     partitions,
     records,
@@ -368,6 +370,18 @@ class Slurm:
             self._message_timeout = verdicts.message_timeout(done.stdout)
             _log.info("slurm message timeout read", seconds=self._message_timeout)
         return self._message_timeout
+
+    async def associations(self, cluster: str) -> Associations:
+        """Red-box's own user's associations on ``cluster`` and the QoS Slurm knows (two sacctmgr)."""
+        user = user_name(self.user)
+        argv = ["sacctmgr", "-n", "-P", "show", "assoc", f"user={user}", f"cluster={cluster}"]
+        rows = await self.runner.run([*argv, f"format={associations.FORMAT}"])
+        names = await self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name"])
+        for done in (rows, names):
+            if not done.ok:
+                raise classify(done)
+        found = associations.association_rows(rows.stdout)
+        return Associations(user, cluster, found, associations.qos_names(names.stdout))
 
     async def cluster_name(self) -> str:
         done = await self.runner.run(["scontrol", "show", "config"])
