@@ -19,7 +19,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +82,7 @@ def running(instance: Instance) -> Iterator[Instance]:
     try:
         os.environ.update(SLURM_CONF=str(instance.conf), WLMVK_SLURM_BASE=str(instance.base))
         localslurm.environment.cache_clear()
-        _empty()
+        empty()
         yield instance
     finally:
         for name, value in saved.items():
@@ -94,22 +94,27 @@ def running(instance: Instance) -> Iterator[Instance]:
         instance.script("down")
 
 
-def _empty() -> None:
-    """No job of an earlier run left in the instance: its state directory outlives a run, and its
-    slurmctld recovers what a killed or failed test left (jobs still running on its CPUs kept a
-    later test's jobs pending until their time limit)."""
-    left = subprocess.run(
-        ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True
-    ).stdout.split()
+def empty(env: Mapping[str, str] | None = None) -> None:
+    """No job of an earlier run left in the Slurm that ``env`` (else this process) points at: an
+    instance's state directory outlives a run, and its slurmctld recovers what a killed or failed
+    test left (jobs still running on its CPUs or GPUs kept a later test's jobs pending until their
+    time limit)."""
+
+    def queued() -> list[str]:
+        done = subprocess.run(
+            ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    left = queued()
     if not left:
         return
-    subprocess.run(["scancel", *left], capture_output=True, check=False)
+    subprocess.run(["scancel", *left], env=env, capture_output=True, check=False)
     deadline = time.monotonic() + 60
-    while subprocess.run(
-        ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True
-    ).stdout.split():
+    while queued():
         if time.monotonic() > deadline:
-            raise RuntimeError(f"jobs of an earlier run still in {os.environ['SLURM_CONF']} after 60 s")
+            conf = (env if env is not None else os.environ).get("SLURM_CONF")
+            raise RuntimeError(f"jobs of an earlier run still in {conf} after 60 s")
         time.sleep(0.5)
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
+from tests.faults import ownslurm
 from tests.fixtures import prerequisites, slurm_release
 from tests.fixtures.apiserver import RealApiServer, RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
@@ -85,8 +86,13 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
     if os.geteuid() != 0:
         prerequisites.missing("root, to start a Slurm of the test's own (scripts/slurm-local)")
     _slurm_local("up", "--no-accounting")
+    env = {"SLURM_CONF": str(BASE / "etc" / "slurm.conf")}
     try:
-        yield {"SLURM_CONF": str(BASE / "etc" / "slurm.conf")}
+        # Its state outlives a run: jobs an earlier run left (a plane's test ended, the Slurm
+        # stopped under them) would come back and hold slices (CI's run of 4443e3a: a 3-slice
+        # pod never started, and allocatable never came back to 6).
+        ownslurm.empty({**os.environ, **env})
+        yield env
     finally:
         _slurm_local("down")
 
@@ -200,6 +206,9 @@ async def test_four_one_slice_pods_run_at_once_beside_a_plain_job_and_allocatabl
         *("--wrap", f"{SHOW}; sleep 120"),
         user=JOB_OWNER,
     ).strip()
+    pods = [unique("slice") for _ in range(4)]
+    fifth = unique("slice")
+    created: list[str] = []
     try:
 
         async def plain_counted() -> bool:
@@ -215,10 +224,10 @@ async def test_four_one_slice_pods_run_at_once_beside_a_plain_job_and_allocatabl
         assert len(held) == 2
         assert held <= SLICES
 
-        pods = [unique("slice") for _ in range(4)]
         for name in pods:
             body = gpu_pod(name, {"nvidia.com/mig-1g.10gb": "1"}, f"{SHOW}; sleep 20")
             await gpu_stack.kube.create(PODS, body, namespace="default")
+            created.append(name)
 
         async def all_running() -> bool:
             got = [await gpu_stack.kube.get(PODS, n, namespace="default") for n in pods]
@@ -252,15 +261,19 @@ async def test_four_one_slice_pods_run_at_once_beside_a_plain_job_and_allocatabl
         assert slices == SLICES - held
 
         # A fifth slice fits nowhere: the scheduler keeps it Pending, unbound.
-        fifth = unique("slice")
         await gpu_stack.kube.create(
             PODS, gpu_pod(fifth, {"nvidia.com/mig-1g.10gb": "1"}), namespace="default"
         )
+        created.append(fifth)
         await asyncio.sleep(3)
         waiting = await gpu_stack.kube.get(PODS, fifth, namespace="default")
         assert (waiting["status"].get("phase"), waiting["spec"].get("nodeName")) == ("Pending", None)
     finally:
         run_slurm(typed_slurm, "scancel", plain)
+        # Deleted while this kubelet runs, which cancels their jobs: the fifth, still Pending, must
+        # not be bound to the node later, when another test's kubelet serves it.
+        for name in created:
+            await gpu_stack.kube.delete(PODS, name, namespace="default")
 
     await eventually(all_free, timeout=90)
 
