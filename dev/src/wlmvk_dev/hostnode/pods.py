@@ -9,8 +9,9 @@ A :class:`PodWorker` is the kubelet's pod worker for one pod uid:
    ``restartPolicy`` with the kubelet's doubling back-off (``CrashLoopBackOff``);
 3. writes the pod status through ``pods/{name}/status`` on every change
    (phase, conditions, containerStatuses with exit codes, startTime,
-   hostIP/podIP = the node's address) and the kubelet's Events (Created,
-   Started, Killing, BackOff...);
+   hostIP/podIP = the node's address), again every few seconds until a
+   write succeeds, and the kubelet's Events (Created, Started, Killing,
+   BackOff...);
 4. when the pod is deleted: SIGTERM to every container, SIGKILL after the
    grace period, the final status, then the delete with grace 0 that lets the
    API server remove the object; the pod's directory goes with it.
@@ -52,6 +53,9 @@ _log = structlog.get_logger(__name__)
 
 MOUNT_RETRY = 2.0
 CONFIG_RETRY = 2.0
+STATUS_RESYNC = 5.0
+"""Seconds between a live pod's status checks: a write that failed (a control plane just started
+answers 503 for a while) is made again, as the kubelet's status manager resyncs."""
 
 Obj = Body
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
@@ -252,7 +256,9 @@ class PodWorker:
         life = asyncio.ensure_future(self._live())
         deadline = self._deadline_timer()
         try:
-            await self._until(lambda: self.stopping)
+            while not self.stopping:
+                await self._wait_change(STATUS_RESYNC)
+                await self.report()
             if not self.deleting:
                 # activeDeadlineSeconds passed: the pod fails, its containers are stopped.
                 await self._stop_all(float(self.pod["spec"].get("terminationGracePeriodSeconds") or 0))
