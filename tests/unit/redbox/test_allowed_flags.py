@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from wlmvk.core.tenancy import Allowed
-from wlmvk.redbox import app
+from wlmvk.redbox import flags
 
 
 def test_allow_lists_from_the_command_line(tmp_path: Path) -> None:
     argv = ["--work-dir", str(tmp_path), "--allowed-accounts", "physics, chem", "--allowed-qos=normal"]
-    settings = app.settings_from(app.parser().parse_args(argv))
+    settings = flags.settings_from(flags.parser().parse_args(argv))
     assert settings.allowed == Allowed(accounts=("physics", "chem"), qos=("normal",), partitions=())
 
 
 def test_no_allow_list_allows_anything(tmp_path: Path) -> None:
-    settings = app.settings_from(app.parser().parse_args(["--work-dir", str(tmp_path)]))
+    settings = flags.settings_from(flags.parser().parse_args(["--work-dir", str(tmp_path)]))
     assert settings.allowed == Allowed()
