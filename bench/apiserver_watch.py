@@ -23,8 +23,8 @@ from pathlib import Path
 
 import aiohttp
 
-from wlmvk_dev.apiserver.resources import PODS
-from wlmvk_dev.apiserver.store import Store, Watch
+from wlmvk_dev.apiserver.objects.resources import PODS
+from wlmvk_dev.apiserver.storage.store import Store, Watch
 
 
 def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:

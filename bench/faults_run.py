@@ -56,8 +56,9 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
 from wlmvk.kube.client import KubeClient  # noqa: E402
-from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler  # noqa: E402
-from wlmvk_dev.apiserver.resources import PODS as PODS_GVR  # noqa: E402
+from wlmvk_dev.apiserver.controllers import default_controllers  # noqa: E402
+from wlmvk_dev.apiserver.kubelets import default_log_handler  # noqa: E402
+from wlmvk_dev.apiserver.objects.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
 FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")

@@ -28,7 +28,7 @@ from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.kubelet.settings import Settings
-from wlmvk_dev.apiserver import kubeletclient
+from wlmvk_dev.apiserver.kubelets import kubeletclient
 
 
 async def main() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.faults import churn
 from tests.faults.conftest import Rig
-from wlmvk_dev.apiserver.resources import PODS as PODS_GVR
+from wlmvk_dev.apiserver.objects.resources import PODS as PODS_GVR
 
 pytestmark = [pytest.mark.slurm]
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS, SECRETS
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, PODS, SECRETS
 
 pytestmark = pytest.mark.kubectl
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
-from wlmvk_dev.apiserver.resources import GVR
+from wlmvk_dev.apiserver.objects.resources import GVR
 
 pytestmark = pytest.mark.kubectl
 

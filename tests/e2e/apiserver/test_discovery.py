@@ -8,7 +8,7 @@ import pytest
 
 from tests.fixtures.apiserver import RunningApiServer, requires_kubectl
 from wlmvk.kube.version import KUBERNETES_VERSION
-from wlmvk_dev.apiserver.resources import CRDS
+from wlmvk_dev.apiserver.objects.resources import CRDS
 
 pytestmark = pytest.mark.kubectl
 

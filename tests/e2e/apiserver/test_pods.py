@@ -9,8 +9,8 @@ import pytest
 from aiohttp import web
 
 from tests.fixtures.apiserver import RunningApiServer, deleted_line, requires_kubectl
-from wlmvk_dev.apiserver.resources import EVENTS, NODES, PODS
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.objects.resources import EVENTS, NODES, PODS
+from wlmvk_dev.apiserver.storage.store import Store
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.apiserver(controllers=False)]
 

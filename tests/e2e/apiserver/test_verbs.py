@@ -11,7 +11,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, DEPLOYMENTS, PODS
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, DEPLOYMENTS, PODS
 
 pytestmark = pytest.mark.apiserver(controllers=False)
 

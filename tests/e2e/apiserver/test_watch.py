@@ -10,7 +10,7 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, PODS
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, PODS
 
 pytestmark = pytest.mark.apiserver(controllers=False, bookmark_interval=0.2, history=5)
 

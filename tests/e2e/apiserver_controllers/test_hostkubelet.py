@@ -20,8 +20,8 @@ from tests.e2e.apiserver_controllers.conftest import (
     pid_written,
 )
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk_dev.apiserver import hostkubelet
 from wlmvk_dev.apiserver.controllers import default_controllers
+from wlmvk_dev.apiserver.kubelets import hostkubelet
 
 HOST = "agent-host"
 

@@ -16,11 +16,10 @@ import pytest
 
 from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk_dev.apiserver import hostkubelet
-from wlmvk_dev.apiserver.controllers import default_log_handler
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, EVENTS, NODES, PODS
+from wlmvk_dev.apiserver.kubelets import default_log_handler, hostkubelet
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, EVENTS, NODES, PODS
 from wlmvk_dev.apiserver.server import ApiServer
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.storage.store import Store
 
 NODE = "store-host"
 

@@ -16,7 +16,7 @@ import trustme
 from aiohttp import web
 
 from tests.fixtures.apiserver import KUBECTL, RunningApiServer
-from wlmvk_dev.apiserver.resources import NODES, PODS
+from wlmvk_dev.apiserver.objects.resources import NODES, PODS
 
 pytestmark = pytest.mark.kubectl
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk_dev.apiserver import gc, nodelifecycle, scheduler
-from wlmvk_dev.apiserver.resources import LEASES, NODES
+from wlmvk_dev.apiserver.controllers import gc, nodelifecycle, scheduler
+from wlmvk_dev.apiserver.objects.resources import LEASES, NODES
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.fixtures.apiserver import RunningApiServer
-from wlmvk_dev.apiserver.resources import PODS
+from wlmvk_dev.apiserver.objects.resources import PODS
 
 pytestmark = pytest.mark.kubectl
 

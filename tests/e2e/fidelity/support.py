@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from wlmvk_dev.apiserver.resources import CRDS
+from wlmvk_dev.apiserver.objects.resources import CRDS
 
 ROOT = Path(__file__).resolve().parents[3]
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

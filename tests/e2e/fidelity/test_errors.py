@@ -28,7 +28,7 @@ from tests.e2e.fidelity.support import (
     status,
     unique,
 )
-from wlmvk_dev.apiserver.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
+from wlmvk_dev.apiserver.rules.validation import DNS_LABEL_MSG, SUBDOMAIN_MSG
 
 pytestmark = pytest.mark.kube_any(subject="the Status of each failing request")
 

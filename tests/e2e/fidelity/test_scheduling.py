@@ -22,7 +22,7 @@ from tests.e2e.fidelity.support import PODS, call, pod
 from wlmvk.kube.bodies import NODES
 from wlmvk.kube.bodies import PODS as POD_RESOURCE
 from wlmvk.kube.client import KubeClient
-from wlmvk_dev.apiserver.validation import LABEL_VALUE_MSG
+from wlmvk_dev.apiserver.rules.validation import LABEL_VALUE_MSG
 
 pytestmark = pytest.mark.kube_any(subject="kube-scheduler's placement against the in-memory scheduler's")
 

@@ -20,8 +20,8 @@ from tests.e2e.operator.support import apply_crds
 from wlmvk.core import tasks
 from wlmvk.operator.app import serve
 from wlmvk.operator.settings import OperatorSettings, StagingSettings
-from wlmvk_dev.apiserver import hostkubelet
 from wlmvk_dev.apiserver.controllers import default_controllers
+from wlmvk_dev.apiserver.kubelets import hostkubelet
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT_HOST = "agent-host"  # the kubelet fixture's --agent-host

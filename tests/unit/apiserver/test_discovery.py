@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from wlmvk_dev.apiserver.discovery import (
+from wlmvk_dev.apiserver.handlers.discovery import (
     aggregated,
     aggregated_version,
     api_group,
     resource_list,
     version_priority,
 )
-from wlmvk_dev.apiserver.resources import BUILTINS, GVR, ResourceInfo
+from wlmvk_dev.apiserver.objects.resources import BUILTINS, GVR, ResourceInfo
 
 
 def test_discovery_prefers_the_most_stable_version() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wlmvk_dev.apiserver.eventsbridge import to_core, to_events_v1
-from wlmvk_dev.apiserver.resources import EVENTS, EVENTS_V1
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.objects.resources import EVENTS, EVENTS_V1
+from wlmvk_dev.apiserver.storage.eventsbridge import to_core, to_events_v1
+from wlmvk_dev.apiserver.storage.store import Store
 
 REF = {"kind": "Pod", "namespace": "default", "name": "p1", "uid": "u1"}
 

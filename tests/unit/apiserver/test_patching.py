@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.patching import apply_patch, json_patch, merge_patch, strategic_merge
-from wlmvk_dev.apiserver.resources import BUILTINS, GVR, PODS, ResourceInfo
+from wlmvk_dev.apiserver.objects.errors import ApiError
+from wlmvk_dev.apiserver.objects.resources import BUILTINS, GVR, PODS, ResourceInfo
+from wlmvk_dev.apiserver.rules.patching import apply_patch, json_patch, merge_patch, strategic_merge
 
 POD_INFO = next(i for i in BUILTINS if i.gvr == PODS)
 CR_INFO = ResourceInfo(GVR("wlm.sylabs.io", "v1alpha1", "slurmjobs"), "SlurmJob", True, "slurmjob")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.protobuf import decode
+from wlmvk_dev.apiserver.handlers.protobuf import decode
+from wlmvk_dev.apiserver.objects.errors import ApiError
 
 CAPTURED = {
     path: binascii.unhexlify(hexed)

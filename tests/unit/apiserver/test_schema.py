@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wlmvk_dev.apiserver.jsonpath import find
-from wlmvk_dev.apiserver.schema import prune, validate
+from wlmvk_dev.apiserver.handlers.jsonpath import find
+from wlmvk_dev.apiserver.rules.schema import prune, validate
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

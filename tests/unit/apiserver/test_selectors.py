@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.selectors import (
+from wlmvk_dev.apiserver.objects.errors import ApiError
+from wlmvk_dev.apiserver.objects.selectors import (
     parse_field_selector,
     parse_label_selector,
     selector_from_match_labels,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, CRDS, GVR, NAMESPACES, NODES, PODS
-from wlmvk_dev.apiserver.store import Store, WatchEvent
+from wlmvk_dev.apiserver.objects.errors import ApiError
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, CRDS, GVR, NAMESPACES, NODES, PODS
+from wlmvk_dev.apiserver.storage.store import Store, WatchEvent
 
 
 @pytest.fixture
@@ -378,8 +378,8 @@ def test_dry_runs_store_nothing(store: Store) -> None:
 
 
 def test_scale_subresource_view_and_write(store: Store) -> None:
-    from wlmvk_dev.apiserver import scale
-    from wlmvk_dev.apiserver.resources import DEPLOYMENTS
+    from wlmvk_dev.apiserver.handlers import scale
+    from wlmvk_dev.apiserver.objects.resources import DEPLOYMENTS
 
     store.create(
         DEPLOYMENTS, {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"b": "2", "a": "1"}}}}
@@ -402,7 +402,7 @@ def test_scale_subresource_view_and_write(store: Store) -> None:
 
 
 def test_namespace_termination_waits_for_bound_pods_and_finalizers(store: Store) -> None:
-    from wlmvk_dev.apiserver.resources import EVENTS
+    from wlmvk_dev.apiserver.objects.resources import EVENTS
 
     store.create(NAMESPACES, {"metadata": {"name": "team"}})
     store.create(PODS, pod("running", node="n1"), "team")

@@ -7,8 +7,15 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.resources import BUILTINS, GVR, NODES, PODS, ResourceInfo
-from wlmvk_dev.apiserver.tables import human_duration, node_roles, node_status, parse_time, pod_status, table
+from wlmvk_dev.apiserver.handlers.tables import (
+    human_duration,
+    node_roles,
+    node_status,
+    parse_time,
+    pod_status,
+    table,
+)
+from wlmvk_dev.apiserver.objects.resources import BUILTINS, GVR, NODES, PODS, ResourceInfo
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -211,7 +218,7 @@ def test_custom_printer_columns() -> None:
 
 
 def test_workloads_show_replica_counts_even_though_nothing_runs_them() -> None:
-    from wlmvk_dev.apiserver.resources import DAEMONSETS, DEPLOYMENTS
+    from wlmvk_dev.apiserver.objects.resources import DAEMONSETS, DEPLOYMENTS
 
     deploy = {
         "metadata": {"name": "op", "creationTimestamp": "2026-12-02T11:00:00Z"},

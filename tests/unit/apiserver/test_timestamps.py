@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from wlmvk_dev.apiserver import timestamps
+from wlmvk_dev.apiserver.objects import timestamps
 
 
 def test_parse_tolerates_what_is_absent_or_garbled() -> None:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.resources import BUILTINS, CLUSTERROLES, CONFIGMAPS, GVR, NAMESPACES, PODS
-from wlmvk_dev.apiserver.store import Store
-from wlmvk_dev.apiserver.validation import validate
+from wlmvk_dev.apiserver.objects.errors import ApiError
+from wlmvk_dev.apiserver.objects.resources import BUILTINS, CLUSTERROLES, CONFIGMAPS, GVR, NAMESPACES, PODS
+from wlmvk_dev.apiserver.rules.validation import validate
+from wlmvk_dev.apiserver.storage.store import Store
 
 
 def info(gvr: GVR) -> Any:

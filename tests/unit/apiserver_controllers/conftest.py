@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures import polling
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.storage.store import Store
 
 Condition = Callable[[], Any]
 

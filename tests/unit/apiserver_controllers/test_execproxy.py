@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.execproxy import _response_head, kubelet_query
+from wlmvk_dev.apiserver.kubelets.execproxy import _response_head, kubelet_query
+from wlmvk_dev.apiserver.objects.errors import ApiError
 
 
 def test_the_query_is_renamed_as_kube_apiserver_does() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk_dev.apiserver import gc
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.resources import CONFIGMAPS, GVR, NODES, PODS, SECRETS, Obj, ResourceInfo
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.controllers import gc
+from wlmvk_dev.apiserver.objects.errors import ApiError
+from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, GVR, NODES, PODS, SECRETS, Obj, ResourceInfo
+from wlmvk_dev.apiserver.storage.store import Store
 
 WIDGETS = GVR("example.com", "v1", "widgets")
 

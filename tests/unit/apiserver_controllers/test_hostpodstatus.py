@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.qos import qos_class
+from wlmvk_dev.apiserver.rules.qos import qos_class
 from wlmvk_dev.hostnode.podstatus import ContainerState, phase, pod_status
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from wlmvk_dev.apiserver.errors import ApiError
-from wlmvk_dev.apiserver.logproxy import choose_container, kubelet_url
+from wlmvk_dev.apiserver.kubelets.logproxy import choose_container, kubelet_url
+from wlmvk_dev.apiserver.objects.errors import ApiError
 from wlmvk_dev.hostnode.logs import LogOptions
 
 

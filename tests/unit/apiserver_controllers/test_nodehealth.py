@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wlmvk_dev.apiserver.nodehealth import (
+from wlmvk_dev.apiserver.controllers.nodehealth import (
     desired_taints,
     eviction_due,
     is_stale,

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk_dev.apiserver import nodelifecycle
-from wlmvk_dev.apiserver.resources import EVENTS, LEASES, NODES, PODS
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.controllers import nodelifecycle
+from wlmvk_dev.apiserver.objects.resources import EVENTS, LEASES, NODES, PODS
+from wlmvk_dev.apiserver.storage.store import Store
 
 GRACE = 0.6
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wlmvk_dev.apiserver.ownership import (
+from wlmvk_dev.apiserver.controllers.ownership import (
     Delete,
     DropOwnerRefs,
     Keep,

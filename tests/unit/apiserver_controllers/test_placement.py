@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wlmvk_dev.apiserver.placement import Bind, Unschedulable, decide, fit_error, preferred_weight
-from wlmvk_dev.apiserver.podresources import usage_by_node as by_node
+from wlmvk_dev.apiserver.controllers.placement import Bind, Unschedulable, decide, fit_error, preferred_weight
+from wlmvk_dev.apiserver.controllers.podresources import usage_by_node as by_node
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
 

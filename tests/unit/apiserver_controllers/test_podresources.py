@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk_dev.apiserver.podresources import (
+from wlmvk_dev.apiserver.controllers.podresources import (
     allocatable,
     insufficient,
     pod_requests,

@@ -6,9 +6,9 @@ import functools
 from typing import Any
 
 from tests.unit.apiserver_controllers.conftest import eventually
-from wlmvk_dev.apiserver import scheduler
-from wlmvk_dev.apiserver.resources import EVENTS, NODES, PODS
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.controllers import scheduler
+from wlmvk_dev.apiserver.objects.resources import EVENTS, NODES, PODS
+from wlmvk_dev.apiserver.storage.store import Store
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wlmvk_dev.apiserver.taints import describe, with_taint, without_taint
+from wlmvk_dev.apiserver.controllers.taints import describe, with_taint, without_taint
 
 PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "wlm", "effect": "NoSchedule"}
 

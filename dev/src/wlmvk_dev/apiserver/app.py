@@ -12,8 +12,15 @@ import structlog
 
 from wlmvk.core import loop as event_loop
 from wlmvk.core.logging import configure
-from wlmvk_dev.apiserver import execproxy, hostkubelet, kubeletclient, metrics, nodeproxy
-from wlmvk_dev.apiserver.controllers import default_controllers, default_log_handler
+from wlmvk_dev.apiserver.controllers import default_controllers
+from wlmvk_dev.apiserver.kubelets import (
+    default_log_handler,
+    execproxy,
+    hostkubelet,
+    kubeletclient,
+    metrics,
+    nodeproxy,
+)
 from wlmvk_dev.apiserver.server import ApiServer, Config
 
 _log = structlog.get_logger(__name__)

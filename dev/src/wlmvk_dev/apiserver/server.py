@@ -24,11 +24,12 @@ import yaml
 from aiohttp import web
 
 from wlmvk.core.tasks import guarded, stop
-from wlmvk_dev.apiserver.controllers import ClientController, Controller, ExecHandler, LogHandler
-from wlmvk_dev.apiserver.handlers import Settings, build_app
-from wlmvk_dev.apiserver.metrics import MetricsHandler
-from wlmvk_dev.apiserver.nodeproxy import NodeProxyHandler
-from wlmvk_dev.apiserver.store import Store
+from wlmvk_dev.apiserver.controllers import ClientController, Controller
+from wlmvk_dev.apiserver.handlers.rest import Settings, build_app
+from wlmvk_dev.apiserver.kubelets import ExecHandler, LogHandler
+from wlmvk_dev.apiserver.kubelets.metrics import MetricsHandler
+from wlmvk_dev.apiserver.kubelets.nodeproxy import NodeProxyHandler
+from wlmvk_dev.apiserver.storage.store import Store
 
 _log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.kube.times import nano_time
-from wlmvk_dev.apiserver import timestamps
+from wlmvk_dev.apiserver.objects import timestamps
 
 MAX_RECORD = 16 * 1024
 FOLLOW_POLL = 0.1

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from wlmvk.kube.bodies import Body
-from wlmvk_dev.apiserver import timestamps
+from wlmvk_dev.apiserver.objects import timestamps
 
 COMPLETED = "Completed"
 ERROR = "Error"
