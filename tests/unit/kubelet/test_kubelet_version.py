@@ -10,7 +10,7 @@ from tests.unit.kubelet.fakebackend import FakeBackend
 from wlmvk import __version__
 from wlmvk.kube.bodies import NODES
 from wlmvk.kube.client import KubeClient
-from wlmvk_dev.apiserver.handlers import rest as handlers
+from wlmvk_dev.apiserver.handlers import routes as handlers
 
 
 async def test_nodes_on_a_1_33_server_report_1_33(

@@ -25,7 +25,8 @@ from aiohttp import web
 
 from wlmvk.core.tasks import guarded, stop
 from wlmvk_dev.apiserver.controllers import ClientController, Controller
-from wlmvk_dev.apiserver.handlers.rest import Settings, build_app
+from wlmvk_dev.apiserver.handlers.requests import Settings
+from wlmvk_dev.apiserver.handlers.routes import build_app
 from wlmvk_dev.apiserver.kubelets import ExecHandler, LogHandler
 from wlmvk_dev.apiserver.kubelets.metrics import MetricsHandler
 from wlmvk_dev.apiserver.kubelets.nodeproxy import NodeProxyHandler
