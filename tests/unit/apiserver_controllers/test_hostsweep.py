@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wlmvk_dev.hostnode.pods import holds_a_mount
+from wlmvk_dev.hostnode.context import holds_a_mount
 
 
 def test_a_point_mounted_under_its_own_name_is_held(tmp_path: Path) -> None:

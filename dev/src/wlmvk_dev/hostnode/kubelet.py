@@ -32,7 +32,8 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.events import EventPoster, EventQueue
 from wlmvk_dev.hostnode import nodes, podstatus, server
 from wlmvk_dev.hostnode.config import NodeConfig
-from wlmvk_dev.hostnode.pods import HostContext, PodWorker
+from wlmvk_dev.hostnode.context import HostContext
+from wlmvk_dev.hostnode.pods import PodWorker
 
 _log = structlog.get_logger(__name__)
 

@@ -17,21 +17,18 @@ A :class:`PodWorker` is the kubelet's pod worker for one pod uid:
    API server remove the object; the pod's directory goes with it.
 
 ConfigMaps and Secrets the pod refers to are read from the API server before
-its volumes are set up and before each container start.
+its volumes are set up and before each container start (``inputs``); what the
+workers share is a :class:`~wlmvk_dev.hostnode.context.HostContext` (``context``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import pwd
 import shutil
 import signal
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +36,13 @@ import structlog
 
 from wlmvk.core.errors import InvalidInput, NotFound, WlmvkError
 from wlmvk.core.names import EventType
-from wlmvk.kube.bodies import PODS, Body, Resource
-from wlmvk.kube.client import KubeClient
-from wlmvk.kube.events import EventQueue
+from wlmvk.kube.bodies import PODS, Body
 from wlmvk_dev.hostnode import containers as hostcontainers
-from wlmvk_dev.hostnode import env as podenv
+from wlmvk_dev.hostnode import inputs
 from wlmvk_dev.hostnode import logs as hostlogs
 from wlmvk_dev.hostnode import podstatus as hostpodstatus
 from wlmvk_dev.hostnode import volumes as hostvolumes
+from wlmvk_dev.hostnode.context import HostContext, now
 from wlmvk_dev.hostnode.podstatus import ContainerState
 
 _log = structlog.get_logger(__name__)
@@ -58,108 +54,6 @@ STATUS_RESYNC = 5.0
 answers 503 for a while) is made again, as the kubelet's status manager resyncs."""
 
 Obj = Body
-CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
-SECRETS = Resource("", "v1", "secrets", kind="Secret")
-SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass
-class HostContext:
-    """What every pod worker of one host kubelet shares."""
-
-    client: KubeClient
-    node_name: str
-    host_ip: str
-    root: Path
-    path: str
-    isolation: str
-    restart_backoff: float
-    max_restart_backoff: float
-    events: EventQueue
-    allocatable: Mapping[str, str]
-    images: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    image_paths: tuple[str, ...] = ()
-    service_env: Mapping[str, str] = field(default_factory=dict)
-    in_use: Counter[str] = field(default_factory=Counter)
-    """Mount targets of running containers, and the mount points (host paths) their launchers made."""
-    created: set[str] = field(default_factory=set)
-    launching: int = 0
-    """Launchers at work: the mount points they make are not known (nor in use) until they end."""
-
-    def event(self, pod: Obj, type: str, reason: str, message: str) -> None:
-        """Record a kubelet Event about ``pod`` (sent in the background)."""
-        self.events.record(
-            {**pod, "apiVersion": "v1", "kind": "Pod"}, type=type, reason=reason, message=message
-        )
-
-    def sweep(self) -> None:
-        """Remove the mount points launchers created that no running container uses any more.
-
-        A path still mounted in some mount namespace (a container of another host
-        kubelet, maybe in another process) is kept: removing it would detach that mount.
-        """
-        if self.launching:
-            # A launcher may have just made a mount point (say, under a pod's emptyDir) and be
-            # about to bind on it: removing it now would detach that bind. The last one sweeps.
-            return
-        mounted: set[str] | None = None
-        for path in sorted(self.created, key=len, reverse=True):
-            if any(
-                t == path or t.startswith(path.rstrip("/") + "/") for t, n in self.in_use.items() if n > 0
-            ):
-                continue
-            mounted = mount_points() if mounted is None else mounted
-            if holds_a_mount(path, mounted):
-                continue
-            self.created.discard(path)
-            with contextlib.suppress(OSError):
-                if os.path.islink(path) or (os.path.isfile(path) and os.path.getsize(path) == 0):
-                    os.unlink(path)
-                elif os.path.isdir(path):
-                    os.rmdir(path)
-
-
-def holds_a_mount(path: str, mounted: set[str]) -> bool:
-    """Whether ``path`` is, or has below it, one of the ``mounted`` points.
-
-    The kernel names a mount point by its real path: a point made at
-    ``/var/run/x`` shows as ``/run/x`` where ``/var/run`` links to ``/run``, so
-    ``path``'s directory is resolved first (not ``path`` itself: a symbolic link
-    a launcher made there is the point, not where it leads).
-    """
-    parent, name = os.path.split(path.rstrip("/") or "/")
-    real = os.path.join(os.path.realpath(parent), name) if name else "/"
-    for candidate in {path.rstrip("/") or "/", real}:
-        inside = candidate.rstrip("/") + "/"
-        if any(m == candidate or m.startswith(inside) for m in mounted):
-            return True
-    return False
-
-
-def mount_points() -> set[str]:
-    """Every mount point of every mount namespace on this machine (as seen from its root)."""
-    seen_namespaces: set[str] = set()
-    points: set[str] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            namespace = os.readlink(f"/proc/{entry.name}/ns/mnt")
-            if namespace in seen_namespaces:
-                continue
-            seen_namespaces.add(namespace)
-            with open(f"/proc/{entry.name}/mountinfo") as f:
-                for line in f:
-                    fields = line.split(" ")
-                    if len(fields) > 4:
-                        points.add(fields[4].replace("\\040", " "))
-        except OSError:
-            continue
-    return points
 
 
 class PodWorker:
@@ -293,8 +187,8 @@ class PodWorker:
         self.dir.chmod(0o755)
         while not self.stopping:
             try:
-                await self._fetch_refs()
-                tokens = await self._fetch_tokens()
+                self.refs = await inputs.fetch_refs(self.ctx.client, self.pod)
+                tokens = await inputs.fetch_tokens(self.ctx.client, self.pod)
                 self.volumes = hostvolumes.prepare(self.pod, self.dir, self._lookup, tokens=tokens)
             except hostvolumes.MountFailed as exc:
                 self.ctx.event(self.pod, EventType.WARNING, "FailedMount", exc.message)
@@ -330,7 +224,7 @@ class PodWorker:
         backoff = self.ctx.restart_backoff
         while not self.stopping:
             try:
-                await self._fetch_refs()
+                self.refs = await inputs.fetch_refs(self.ctx.client, self.pod)
                 launch: hostcontainers.LaunchSpec | hostcontainers.StartFailed = self._launch_spec(spec)
             except hostcontainers.StartFailed as exc:
                 launch = exc
@@ -523,92 +417,9 @@ class PodWorker:
     def _lookup(self, kind: str, name: str) -> Obj | None:
         return self.refs.get((kind, name))
 
-    async def _fetch_tokens(self) -> dict[tuple[str, int], str]:
-        """A TokenRequest bound to the pod for each projected ServiceAccount token it mounts."""
-        account = self.pod["spec"].get("serviceAccountName") or "default"
-        path = SERVICEACCOUNTS.path(namespace=self.namespace, name=account, subresource="token")
-        tokens: dict[tuple[str, int], str] = {}
-        for audience, seconds in sorted(hostvolumes.token_requests(self.pod)):
-            spec: Body = {
-                "expirationSeconds": seconds,
-                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid},
-            }
-            if audience:
-                spec["audiences"] = [audience]
-            body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-            try:
-                answer = await self.ctx.client.request("POST", path, body=body)
-            except WlmvkError as exc:
-                raise hostvolumes.MountFailed(
-                    f"MountVolume.SetUp failed: failed to fetch token: {exc.message}"
-                ) from exc
-            tokens[audience, seconds] = str((answer.get("status") or {}).get("token", ""))
-        return tokens
-
-    async def _fetch_refs(self) -> None:
-        """Read the ConfigMaps and Secrets the pod refers to (missing ones are None)."""
-        refs: dict[tuple[str, str], Obj | None] = {}
-        for kind, name in sorted(podenv.references(self.pod)):
-            resource = CONFIGMAPS if kind == "configmaps" else SECRETS
-            try:
-                refs[kind, name] = await self.ctx.client.get(resource, name, namespace=self.namespace)
-            except NotFound:
-                refs[kind, name] = None
-        self.refs = refs
-
     def _launch_spec(self, spec: Mapping[str, Any]) -> hostcontainers.LaunchSpec:
-        pod_security = self.pod["spec"].get("securityContext") or {}
-        security = {**pod_security, **(spec.get("securityContext") or {})}
-        uid = security.get("runAsUser")
-        account = _account(uid)
-        if security.get("runAsNonRoot") and not uid:
-            where = f'(pod: "{self.label}", container: {spec["name"]})'
-            raise InvalidInput(f"container has runAsNonRoot and image will run as root {where}")
-        gid = security.get("runAsGroup")
-        if gid is None and uid is not None:
-            gid = account.pw_gid if account is not None else 0
-        groups: list[int] = []
-        if uid is not None:
-            groups = [int(gid or 0)]
-            if account is not None:
-                groups += os.getgrouplist(account.pw_name, account.pw_gid)
-            groups += [int(g) for g in pod_security.get("supplementalGroups") or []]
-            if pod_security.get("fsGroup") is not None:
-                groups.append(int(pod_security["fsGroup"]))
-            groups = list(dict.fromkeys(groups))
-        home = account.pw_dir if account is not None else ("/root" if uid in (None, 0) else "/")
-        base = {
-            **self.ctx.service_env,
-            "PATH": self.ctx.path,
-            "HOSTNAME": self.pod["spec"].get("hostname") or self.name,
-            "HOME": home,
-        }
         # fieldRefs see the status this worker has written (podIP, hostIP).
         pod = {**self.pod, "status": self.written or self.pod.get("status") or {}}
-        node = self.ctx.allocatable
-        env = podenv.container_env(pod, spec, self._lookup, base=base, node_allocatable=node)
-        try:
-            argv = podenv.command_line(spec, env, self.ctx.images)
-        except InvalidInput as exc:
-            raise hostcontainers.StartFailed(exc.message, []) from exc
-        mounts = hostvolumes.container_mounts(spec, self.volumes, env)
-        return hostcontainers.LaunchSpec(
-            argv=argv,
-            env=env,
-            cwd=spec.get("workingDir") or None,
-            uid=None if uid is None else int(uid),
-            gid=None if gid is None else int(gid),
-            groups=groups,
-            mounts=mounts,
-            isolation=self.ctx.isolation,
-            keep=list(self.ctx.image_paths) if podenv.runs_image(spec, self.ctx.images) else [],
+        return inputs.launch_spec(
+            self.ctx, pod, spec, label=self.label, volumes=self.volumes, lookup=self._lookup
         )
-
-
-def _account(uid: Any) -> pwd.struct_passwd | None:
-    if uid is None:
-        uid = os.getuid()
-    try:
-        return pwd.getpwuid(int(uid))
-    except (KeyError, ValueError):
-        return None
