@@ -27,46 +27,16 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from wlmvk.core import names
 from wlmvk_dev import localslurm
+from wlmvk_dev.demo import examples, runas
+from wlmvk_dev.demo.clusters import CLUSTERS, IMAGE, JOB_UID, RED_BOX_LABEL, ROOT, SOCKET_DIR
 from wlmvk_dev.demo.processes import Processes
 from wlmvk_dev.demo.progress import Progress, StepFailed
-
-ROOT = Path(__file__).resolve().parents[4]
-JOB_UID = 1000
-SOCKET_DIR = Path("/var/run/syslurm")
-IMAGE = "wlmvk:latest"
-"""The manifests' image; on the real plane the host node runs this checkout's wlmvk for it."""
-RED_BOX_LABEL = "wlm.sylabs.io/red-box"
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """One red-box + kubelet pair: a Slurm "cluster" as Kubernetes sees it."""
-
-    name: str
-    socket: Path
-    # 0: any free port (the node's daemonEndpoints say which).
-    kubelet_port: int
-    metrics_port: int
-    config: str
-
-
-CLUSTERS = (
-    Cluster("minikube", SOCKET_DIR / "red-box.sock", 0, 0, ""),
-    Cluster(
-        "second",
-        SOCKET_DIR / "red-box-second.sock",
-        0,
-        0,
-        "cpu:\n  wall_time: 30m\n  additional_features:\n    - name: singularity\n      version: 3.2.0\n",
-    ),
-)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -119,32 +89,8 @@ class Demo:
         return str(self.bin / "wlmvk")
 
     def wlmvk_for(self, user: str) -> str:
-        """A ``wlmvk`` that ``user`` can run.
-
-        The virtualenv's interpreter may live where only root can reach it
-        (pyenv under /root): then a small wrapper runs the same checkout and
-        packages with the system's Python of the same minor version.
-        """
-        if _runs_as(user, self.wlmvk()) == "":
-            return self.wlmvk()
-        python = _system_python()
-        paths = _checkout_paths()
-        wrapper = self.state / "bin" / "wlmvk"
-        wrapper.parent.mkdir(parents=True, exist_ok=True)
-        wrapper.write_text(
-            "#!/bin/sh\n# Written by wlmvk dev up: the checkout's wlmvk for users who cannot reach .venv.\n"
-            f"PYTHONPATH={':'.join(paths)} exec {python} -c "
-            "'import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))' \"$@\"\n"
-        )
-        wrapper.chmod(0o755)
-        for directory in (self.state, wrapper.parent):
-            directory.chmod(0o755)
-        problem = _runs_as(user, str(wrapper))
-        if problem:
-            raise RuntimeError(
-                f"{user} cannot run {wrapper} (is --state-dir reachable by {user}?): {problem}"
-            )
-        return str(wrapper)
+        """A ``wlmvk`` that ``user`` can run (``runas.py``)."""
+        return runas.wlmvk_for(user, self.wlmvk(), self.state)
 
     def kubectl(self, *args: str, show: bool = False, check: bool = True) -> str:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -263,7 +209,7 @@ class Demo:
             argv += ["--labels", f"node-role.kubernetes.io/control-plane=,{RED_BOX_LABEL}=true"]
             argv += ["--image", f"{IMAGE}={self.wlmvk_for(user)}"]
             # What that program runs from stays visible under the pods' volumes (an emptyDir on /tmp).
-            for path in _checkout_paths():
+            for path in runas.checkout_paths():
                 argv += ["--image-path", path]
             self.procs.start("node", argv)
             condition = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
@@ -373,19 +319,19 @@ class Demo:
         for path in sorted(Path(self.args.examples).glob("*.yaml")):
             doc = path.read_text()
             expect = "Failed" if "wlmvk-demo-expect: Failed" in doc else "Succeeded"
-            found = _metadata_name(doc)
+            found = examples.metadata_name(doc)
             if found is None:
                 continue
             kind, name = found
             with self.progress.step(f"example {path.name}"):
-                _prepare_inputs(doc)
+                examples.prepare_inputs(doc)
                 self.kubectl("apply", "-f", str(path), show=True)
                 status = self._wait_status(name, self.args.timeout)
                 self.kubectl("get", "slurmjob", show=True, check=False)
                 self.kubectl("get", "pod", show=True, check=False)
                 pod = f"{name}-job" if kind == "SlurmJob" else f"{name}-wlm-job"
                 self.kubectl("logs", pod, show=True, check=False)
-                _show_results(self.progress, doc)
+                examples.show_results(self.progress, doc)
                 if status != expect:
                     failures.append(f"{path.name}: ended {status!r}, expected {expect!r}")
         return failures
@@ -397,7 +343,7 @@ class Demo:
             name = f"hello-{cluster.name}"
             node = names.node_name(cluster.name, "cpu")
             with self.progress.step(f"multi-cluster: {name} on {node}"):
-                manifest = _HELLO.format(name=name, node=node)
+                manifest = examples.HELLO.format(name=name, node=node)
                 path = self.state / f"{name}.yaml"
                 path.write_text(manifest)
                 self.kubectl("apply", "-f", str(path), show=True)
@@ -482,79 +428,6 @@ class Demo:
             self.down()
         self.progress.line("all examples ended as expected" if not failures else f"{len(failures)} failed")
         return 1 if failures else 0
-
-
-_HELLO = """apiVersion: wlm.sylabs.io/v1alpha1
-kind: SlurmJob
-metadata:
-  name: {name}
-spec:
-  batch: |
-    #!/bin/sh
-    echo "Hello from Slurm job $SLURM_JOB_ID on partition $SLURM_JOB_PARTITION"
-  nodeSelector:
-    kubernetes.io/hostname: {node}
-"""
-
-
-def _checkout_paths() -> list[str]:
-    """Where this checkout's wlmvk runs from: its sources and the packages it imports."""
-    return [str(ROOT / "src"), *(p for p in sys.path if p.endswith("site-packages"))]
-
-
-def _runs_as(user: str, program: str) -> str:
-    """Empty when ``user`` can run ``program --version``, else what went wrong."""
-    argv = ["runuser", "-u", user, "--", program, "--version"]
-    probe = subprocess.run(argv, capture_output=True, text=True, check=False)
-    return "" if probe.returncode == 0 else (probe.stderr.strip() or f"exit {probe.returncode}")
-
-
-def _system_python() -> str:
-    want = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (f"/usr/bin/{want}", f"/usr/local/bin/{want}"):
-        if Path(candidate).exists():
-            return candidate
-    raise RuntimeError(f"the job owner cannot run {sys.executable} and there is no /usr/bin/{want}")
-
-
-def _metadata_name(doc: str) -> tuple[str, str] | None:
-    """(kind, name) of the SlurmJob or WlmJob in an example."""
-    for obj in yaml.safe_load_all(doc):
-        if isinstance(obj, dict) and obj.get("kind") in {"SlurmJob", "WlmJob"}:
-            name = obj.get("metadata", {}).get("name")
-            return (str(obj["kind"]), str(name)) if name else None
-    return None
-
-
-def _volumes(doc: str) -> list[tuple[str, Path]]:
-    found = []
-    for obj in yaml.safe_load_all(doc):
-        if not isinstance(obj, dict):
-            continue
-        spec = obj.get("spec", {})
-        for key in ("prepare", "results"):
-            mount = (spec.get(key) or {}).get("mount") or {}
-            path = (mount.get("hostPath") or {}).get("path")
-            if path:
-                found.append((key, Path(path)))
-    return found
-
-
-def _prepare_inputs(doc: str) -> None:
-    """What the README asks the user to do first: inputs on the node, an output dir writable by 1000."""
-    for key, path in _volumes(doc):
-        path.mkdir(parents=True, exist_ok=True)
-        if key == "prepare" and not any(path.iterdir()):
-            (path / "foo.txt").write_text("foo\n")
-        os.chown(path, JOB_UID, JOB_UID)
-
-
-def _show_results(progress: Progress, doc: str) -> None:
-    for key, path in _volumes(doc):
-        if key != "results":
-            continue
-        listing = subprocess.run(["ls", "-lR", str(path)], capture_output=True, text=True, check=False)
-        progress.command(["ls", "-lR", str(path)], listing.stdout + listing.stderr)
 
 
 def main(argv: list[str]) -> int:
