@@ -1,6 +1,6 @@
 """SlurmJob and WlmJob objects as typed values.
 
-The API server has already checked the schema (crds.py); what is read here
+The API server has already checked the schema (manifests/crds); what is read here
 is what the schema cannot say: that ``prepare.to`` and ``results.from`` stay
 inside the job's working directory. ``parse`` raises ``InvalidInput`` with a
 message meant for the user.

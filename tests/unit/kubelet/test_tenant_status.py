@@ -20,7 +20,7 @@ from wlmvk.kube.bodies import Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
 from wlmvk.kubelet.tenantstatus import TenantStatusWriter
-from wlmvk.operator import crds
+from wlmvk_dev import crdmanifests as crds
 
 pytestmark = pytest.mark.apiserver(controllers=False)
 

@@ -32,10 +32,10 @@ from wlmvk.core import names, tasks
 from wlmvk.core.errors import InvalidInput
 from wlmvk.kube.bodies import EVENTS, PODS, Body, Resource
 from wlmvk.kube.client import KubeClient
-from wlmvk.operator import crds
 from wlmvk.operator.app import serve
 from wlmvk.operator.controller import SLURMJOBS
 from wlmvk.operator.settings import OperatorSettings
+from wlmvk_dev import crdmanifests as crds
 
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
 SCRIPT = "#!/bin/sh\necho hi\n"

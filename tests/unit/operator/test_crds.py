@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from wlmvk.operator import crds
+from wlmvk_dev import crdmanifests as crds
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
@@ -14,7 +14,7 @@ MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 def test_manifests_are_generated_from_the_source() -> None:
     for name, crd in crds.definitions().items():
         on_disk = (MANIFESTS / name).read_text()
-        assert on_disk == crds.render(crd), f"run: python -m wlmvk.operator.crds manifests/crds ({name})"
+        assert on_disk == crds.render(crd), f"run: python -m wlmvk_dev.crdmanifests manifests/crds ({name})"
         assert yaml.safe_load(on_disk) == crd
 
 
