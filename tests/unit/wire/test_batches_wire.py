@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.wlm.test_submits_wire import SPECS, generated, generated_reading
+from tests.unit.wire.test_submits_wire import SPECS, generated, generated_reading
 from wlmvk._proto import api
 from wlmvk.wire import batches
 from wlmvk.wire.batches import Outcome
