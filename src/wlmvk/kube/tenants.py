@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from wlmvk.core import tenancy
 from wlmvk.core.errors import NotFound, WlmvkError
 from wlmvk.core.names import GROUP, VERSION
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Changed, Listed, WatchOptions, watch
+from wlmvk.slurm import tenancy
 
 _log = structlog.get_logger(__name__)
 

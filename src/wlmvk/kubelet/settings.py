@@ -7,9 +7,10 @@ import os
 import socket
 from dataclasses import dataclass
 
-from wlmvk.core import gpus, names
+from wlmvk.core import names
 from wlmvk.kubelet.api.auth import gate
 from wlmvk.kubelet.node import addresses
+from wlmvk.slurm import gpus
 
 # Not 10255: that is the real kubelet's legacy read-only port, which another
 # kubelet on the host may still hold.

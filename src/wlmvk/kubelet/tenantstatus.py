@@ -25,12 +25,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from wlmvk.core import tenancy, tenantstatus
 from wlmvk.core.errors import Conflict, NotFound, Unsupported, WlmvkError
-from wlmvk.core.tenantstatus import Associations, Condition
 from wlmvk.kube import objects, times
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
+from wlmvk.slurm import tenancy, tenantstatus
+from wlmvk.slurm.tenantstatus import Associations, Condition
 
 _log = structlog.get_logger(__name__)
 

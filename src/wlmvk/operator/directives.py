@@ -15,9 +15,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from wlmvk.core import durations, gres, memory
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.sbatch import Directive, effective
+from wlmvk.slurm import durations, gres, memory
+from wlmvk.slurm.sbatch import Directive, effective
 
 
 @dataclass(frozen=True)

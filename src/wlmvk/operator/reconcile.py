@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wlmvk.core import names, scheduling, tenancy
+from wlmvk.core import names, scheduling
 from wlmvk.core.errors import InvalidInput
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
@@ -40,6 +40,7 @@ from wlmvk.operator import tenants as tenants_mod
 from wlmvk.operator.observed import PodView, cancelled, view
 from wlmvk.operator.resources import Job, parse
 from wlmvk.operator.settings import OperatorSettings
+from wlmvk.slurm import tenancy
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Cancelled"})
 ADMITTED = "Admitted"

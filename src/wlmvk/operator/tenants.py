@@ -7,10 +7,10 @@ left to the kubelet, which knows the cluster. A tenant's job that stages data (`
 
 from __future__ import annotations
 
-from wlmvk.core import tenancy
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.operator.resources import Job
+from wlmvk.slurm import tenancy
 
 
 def refusal(job: Job, body: Body, tenants: tenancy.Book | None) -> tenancy.Refusal | None:

@@ -20,8 +20,8 @@ import yaml
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature
-from wlmvk.core.tenancy import Allowed
 from wlmvk.redbox.slurm.partitions import PartitionRecord
+from wlmvk.slurm.tenancy import Allowed
 
 DEFAULT_SOCKET = "/var/run/syslurm/red-box.sock"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.tenancy import Allowed
 from wlmvk.redbox import config as cfg
+from wlmvk.slurm.tenancy import Allowed
 
 
 def parser() -> argparse.ArgumentParser:

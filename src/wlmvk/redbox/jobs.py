@@ -29,7 +29,6 @@ from dataclasses import replace
 
 import structlog
 
-from wlmvk.core import tenancy
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
@@ -37,6 +36,7 @@ from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.slurm import arrays, verdicts
 from wlmvk.redbox.slurm.commands import Slurm
 from wlmvk.redbox.store import Store
+from wlmvk.slurm import tenancy
 
 _log = structlog.get_logger(__name__)
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from wlmvk.core import durations, runtimes, sbatch
+from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec
+from wlmvk.slurm import durations, sbatch
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

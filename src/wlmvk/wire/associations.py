@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wlmvk._proto import api
-from wlmvk.core.tenantstatus import Association, Associations
+from wlmvk.slurm.tenantstatus import Association, Associations
 
 
 def to_wire(known: Associations) -> api.AssociationsResponse:

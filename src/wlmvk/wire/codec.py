@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from wlmvk._proto import api
-from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     ContainerOptions,
@@ -25,6 +24,7 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
+from wlmvk.slurm.durations import UNLIMITED_WALL_TIME
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -63,8 +63,8 @@ from wlmvk.core.jobs import (
     WorkloadInfo,
 )
 from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
-from wlmvk.core.tenantstatus import Associations
 from wlmvk.core.usage import UsageSample
+from wlmvk.slurm.tenantstatus import Associations
 from wlmvk.wire import associations, batches, codec, sessions, submits, uploads
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder

@@ -5,7 +5,7 @@ are refused), and what the policy ``wlmvk-tenancy`` refuses before anything is s
 a pod author could run a tenant's work as another account, QoS, partition or user, tried as a
 non-admin user (``alice``, allowed to create pods, SlurmJobs and WlmJobs in the tenants'
 namespaces), refused with the message naming the SlurmTenant and the value. Where the policy can
-say what ``wlmvk.core.tenancy`` says, the test asks the pure rule for the expected message: both
+say what ``wlmvk.slurm.tenancy`` says, the test asks the pure rule for the expected message: both
 sides answer with the same words. Writes are server-side dry runs (admission runs, nothing is
 stored) except the pod whose script is changed after it was created.
 
@@ -24,8 +24,8 @@ import yaml
 
 from tests.e2e.deploy.accounts import as_account
 from tests.fixtures.controlplane import RealKube
-from wlmvk.core import tenancy
 from wlmvk.operator import directives, pods, resources
+from wlmvk.slurm import tenancy
 
 pytestmark = pytest.mark.kube_real
 

@@ -11,10 +11,10 @@ import pytest
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from wlmvk.core import names
-from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.bodies import NODES, PODS, Body
 from wlmvk.operator import placement
 from wlmvk.operator.directives import Requirements
+from wlmvk.slurm.memory import UNLIMITED_MEMORY_MB
 
 # The subject is red-box and Slurm (what the kubelet finds there), not the API server: one plane.
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.redbox_original]

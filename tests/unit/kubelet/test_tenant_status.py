@@ -15,11 +15,11 @@ import pytest
 
 from tests.fixtures.apiserver import RunningApiServer
 from wlmvk.core.errors import Unavailable
-from wlmvk.core.tenantstatus import Association, Associations
 from wlmvk.kube.bodies import Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
 from wlmvk.kubelet.tenantstatus import TenantStatusWriter
+from wlmvk.slurm.tenantstatus import Association, Associations
 from wlmvk_dev import crdmanifests as crds
 
 pytestmark = pytest.mark.apiserver(controllers=False)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.core.durations import seconds as parse_duration
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.sbatch import Directive, directives
 from wlmvk.operator.directives import Requirements, requirements
+from wlmvk.slurm.durations import seconds as parse_duration
+from wlmvk.slurm.sbatch import Directive, directives
 
 
 def script(*lines: str) -> str:

@@ -7,10 +7,10 @@ import posixpath
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wlmvk.core.durations import seconds as parse_duration
 from wlmvk.core.errors import InvalidInput
 from wlmvk.operator.directives import requirements
 from wlmvk.operator.resources import confined
+from wlmvk.slurm.durations import seconds as parse_duration
 
 segment = st.sampled_from(["a", "b", "..", ".", "", "c d", "x..y"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.operator.builders import NOW, SETTINGS, slurmjob, virtual_node, wlmjob
-from wlmvk.core import tenancy
 from wlmvk.operator import reconcile
+from wlmvk.slurm import tenancy
 
 Body = dict[str, Any]
 

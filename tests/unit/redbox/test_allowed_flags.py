@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wlmvk.core.tenancy import Allowed
 from wlmvk.redbox import flags
+from wlmvk.slurm.tenancy import Allowed
 
 
 def test_allow_lists_from_the_command_line(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wlmvk.core.tenantstatus import Association
 from wlmvk.redbox.slurm import associations
+from wlmvk.slurm.tenantstatus import Association
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from wlmvk.core import sbatch
 from wlmvk.redbox import scripts
 from wlmvk.redbox.slurm import restfields
 from wlmvk.redbox.slurm.restfields import CliOnly, job_request
+from wlmvk.slurm import sbatch
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u"}
 

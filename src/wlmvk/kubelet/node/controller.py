@@ -24,10 +24,8 @@ import structlog
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
-from wlmvk.core.durations import UNLIMITED_WALL_TIME
 from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import PartitionResources
-from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import leases
 from wlmvk.kube.bodies import NODES, Body, labels_of, name_of, owner_reference
@@ -37,6 +35,8 @@ from wlmvk.kube.times import rfc3339
 from wlmvk.kubelet.node import nodes
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.node.reachability import Reachability
+from wlmvk.slurm.durations import UNLIMITED_WALL_TIME
+from wlmvk.slurm.memory import UNLIMITED_MEMORY_MB
 
 _log = structlog.get_logger(__name__)
 

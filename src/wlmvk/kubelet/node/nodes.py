@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wlmvk import __version__
-from wlmvk.core import gpus, names
-from wlmvk.core.durations import UNLIMITED_WALL_TIME
+from wlmvk.core import names
 from wlmvk.core.jobs import PartitionResources
-from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.bodies import Body
 from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.api.stats import resource_metrics
+from wlmvk.slurm import gpus
+from wlmvk.slurm.durations import UNLIMITED_WALL_TIME
+from wlmvk.slurm.memory import UNLIMITED_MEMORY_MB
 
 KUBELET_VERSION = f"{KUBERNETES_VERSION}+wlmvk-{__version__}"
 """The version reported when the API server's is not known: the release wlmvk implements, wlmvk's own

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from wlmvk.core import names, sbatch, tenancy
+from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
@@ -24,6 +24,7 @@ from wlmvk.kube import objects
 from wlmvk.kube.tenants import TenantWatch
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.translate import Rejection
+from wlmvk.slurm import sbatch, tenancy
 
 TENANT_REFUSED = "TenantRefused"
 

@@ -31,12 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wlmvk.core import containerjob, gpus, names, quantities, runtimes, sbatch
+from wlmvk.core import containerjob, names, quantities, runtimes
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec, PartitionResources
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.kubelet.pods import environment
+from wlmvk.slurm import gpus, sbatch
 
 # Volumes a job pod may carry: the API server adds the service-account token volume
 # (projected) to every pod; emptyDir and downwardAPI are harmless to ignore.

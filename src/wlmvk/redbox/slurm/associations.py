@@ -8,7 +8,7 @@ associations). Rows are ``sacctmgr -n -P``'s: ``|``-separated, one per line, no 
 
 from __future__ import annotations
 
-from wlmvk.core.tenantstatus import Association
+from wlmvk.slurm.tenantstatus import Association
 
 FIELDS = ("Account", "Partition", "QOS", "DefaultQOS")
 FORMAT = ",".join(FIELDS)

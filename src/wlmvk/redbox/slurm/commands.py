@@ -28,7 +28,6 @@ import structlog
 
 from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.core.tenantstatus import Associations
 from wlmvk.core.usage import UsageSample
 from wlmvk.redbox.slurm import (
     associations,
@@ -44,6 +43,7 @@ from wlmvk.redbox.slurm import (
     verdicts,
 )
 from wlmvk.redbox.slurm.runner import Completed, NoAnswer, Runner
+from wlmvk.slurm.tenantstatus import Associations
 
 _log = structlog.get_logger(__name__)
 

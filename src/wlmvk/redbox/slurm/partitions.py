@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from wlmvk.core import gres, memory
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature, GpuKind
 from wlmvk.redbox.slurm import records, values
+from wlmvk.slurm import gres, memory
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from wlmvk.core import durations, memory, sbatch
 from wlmvk.core.errors import InvalidInput
+from wlmvk.slurm import durations, memory, sbatch
 
 VERSIONS = ("v0.0.42", "v0.0.38")
 """The OpenAPI versions this module writes fields for, preferred first."""

@@ -12,8 +12,8 @@ import functools
 import re
 from datetime import UTC, datetime, timedelta
 
-from wlmvk.core import durations, sbatch
 from wlmvk.core.jobs import JobStatus
+from wlmvk.slurm import durations, sbatch
 
 _STATE_ALIASES = {
     "REQUEUE_FED": JobStatus.REQUEUED,

@@ -5,10 +5,10 @@ from dataclasses import replace
 from wlmvk import __version__
 from wlmvk.core import names
 from wlmvk.core.jobs import Feature, GpuKind, PartitionResources
-from wlmvk.core.memory import UNLIMITED_MEMORY_MB
 from wlmvk.kube.version import KUBERNETES_VERSION
 from wlmvk.kubelet.node import nodes
 from wlmvk.kubelet.node.controller import resources_from_labels
+from wlmvk.slurm.memory import UNLIMITED_MEMORY_MB
 
 # As red-box reports the local Slurm's partitions (slurm-local.md: vm, 2 CPUs, 20000 MB, gpu:2, avx2).
 DEBUG = PartitionResources(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from tests.unit.kubelet.fakebackend import FakeBackend
 from tests.unit.kubelet.podbodies import batch_pod, pod
-from wlmvk.core import tenancy
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
 from wlmvk.kube.tenants import TenantWatch
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Stage
 from wlmvk.kubelet.pods.tenants import Routed, TenantRoutes
 from wlmvk.kubelet.pods.translate import Rejection
+from wlmvk.slurm import tenancy
 
 TENANTS = [
     {

@@ -5,10 +5,11 @@ import shlex
 import pytest
 
 from tests.unit.kubelet.podbodies import batch_pod, pod
-from wlmvk.core import names, sbatch
+from wlmvk.core import names
 from wlmvk.core.jobs import GpuKind, JobSpec, PartitionResources
 from wlmvk.kubelet.pods.environment import ExecContext, exec_context
 from wlmvk.kubelet.pods.translate import Rejection, Target, pod_to_job, target
+from wlmvk.slurm import sbatch
 
 DEBUG = Target("debug")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.core import durations, gres, memory
 from wlmvk.core.errors import InvalidInput
 from wlmvk.redbox.slurm import partitions
+from wlmvk.slurm import durations, gres, memory
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wlmvk.core.tenancy import Tenant
+from wlmvk.slurm.tenancy import Tenant
 
 USER, ACCOUNT, QOS, READY = "UserKnown", "AccountKnown", "QoSKnown", "Ready"
 TYPES = (USER, ACCOUNT, QOS, READY)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wlmvk.core.tenancy import Tenant
-from wlmvk.core.tenantstatus import (
+from wlmvk.slurm.tenancy import Tenant
+from wlmvk.slurm.tenantstatus import (
     Association,
     Associations,
     Condition,

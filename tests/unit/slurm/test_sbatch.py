@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.core import sbatch
 from wlmvk.core.errors import InvalidInput
+from wlmvk.slurm import sbatch
 
 
 @pytest.mark.parametrize(

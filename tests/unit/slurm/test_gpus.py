@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.core import gpus, gres
 from wlmvk.core.errors import InvalidInput
+from wlmvk.slurm import gpus, gres
 
 SITE = {"nvidia.com/a100": "a100", "example.com/h100-80gb": "h100"}
 

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wlmvk.core import sbatch
 from wlmvk.core.errors import InvalidInput
+from wlmvk.slurm import sbatch
 
 KIND = "SlurmTenant"
 PLURAL = "slurmtenants"

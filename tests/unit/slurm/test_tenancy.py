@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from wlmvk.core import sbatch
-from wlmvk.core.tenancy import Allowed, Book, Identity, Refusal, decide, outside, tenant_from, tenants_from
+from wlmvk.slurm import sbatch
+from wlmvk.slurm.tenancy import Allowed, Book, Identity, Refusal, decide, outside, tenant_from, tenants_from
 
 
 def tenant(name: str = "team-a", **spec: Any) -> dict[str, Any]:
