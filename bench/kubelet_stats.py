@@ -48,7 +48,7 @@ from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage, UsageSample
 from wlmvk.kubelet.api.stats import resource_metrics, sampling, summary
 from wlmvk.kubelet.api.stats.ledger import CpuLedger
-from wlmvk.redbox.slurm.runner import Completed, Runner
+from wlmvk.redbox.slurm.processes.runner import Completed, Runner
 
 NODES = [f"slurm-c-n{i}" for i in range(5)]
 INTERVAL = 10.0  # the kubelet's default --stats-interval

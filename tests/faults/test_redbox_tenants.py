@@ -22,7 +22,7 @@ from tests.e2e.redbox.helpers import scancel, script, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
-from wlmvk.redbox.slurm.rows import UNREADABLE_REASON
+from wlmvk.redbox.slurm.cli.rows import UNREADABLE_REASON
 from wlmvk.wlm.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]

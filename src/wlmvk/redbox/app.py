@@ -44,11 +44,11 @@ from wlmvk.redbox.flags import parser, settings_from, tcp_address
 from wlmvk.redbox.health import Health
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.service import Service
-from wlmvk.redbox.slurm import restfields
-from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.redbox.slurm.restapi import RestSlurm
-from wlmvk.redbox.slurm.restd import LIVENESS_SLACK, Restd
-from wlmvk.redbox.slurm.runner import Runner
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.processes.runner import Runner
+from wlmvk.redbox.slurm.rest import fields as restfields
+from wlmvk.redbox.slurm.rest.backend import RestSlurm
+from wlmvk.redbox.slurm.rest.daemon import LIVENESS_SLACK, Restd
 from wlmvk.redbox.store import Store
 
 _log = structlog.get_logger("wlmvk.redbox")

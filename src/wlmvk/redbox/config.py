@@ -20,7 +20,7 @@ import yaml
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature
-from wlmvk.redbox.slurm.partitions import PartitionRecord
+from wlmvk.redbox.slurm.cli.nodeinfo import PartitionRecord
 from wlmvk.slurm.tenancy import Allowed
 
 DEFAULT_SOCKET = "/var/run/syslurm/red-box.sock"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobSpec
-from wlmvk.redbox.slurm.partitions import PartitionRecord
+from wlmvk.redbox.slurm.cli.nodeinfo import PartitionRecord
 from wlmvk.wire import codec
 
 EXTENSIONS = (

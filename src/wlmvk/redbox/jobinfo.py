@@ -14,8 +14,8 @@ from datetime import timedelta
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobState
 from wlmvk.redbox.dialects import Dialect
-from wlmvk.redbox.slurm.records import job_info_fields
-from wlmvk.redbox.slurm.values import duration, idempotency_key, job_status, timestamp
+from wlmvk.redbox.slurm.cli.scontrol import job_info_fields
+from wlmvk.redbox.slurm.cli.values import duration, idempotency_key, job_status, timestamp
 from wlmvk.wire import codec
 
 

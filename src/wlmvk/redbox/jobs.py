@@ -33,8 +33,9 @@ from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts
 from wlmvk.redbox.files import Confinement
-from wlmvk.redbox.slurm import arrays, verdicts
-from wlmvk.redbox.slurm.commands import Slurm
+from wlmvk.redbox.slurm import verdicts
+from wlmvk.redbox.slurm.cli import arrays
+from wlmvk.redbox.slurm.cli.commands import Slurm
 from wlmvk.redbox.store import Store
 from wlmvk.slurm import tenancy
 

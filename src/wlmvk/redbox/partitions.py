@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.core.jobs import PartitionResources
 from wlmvk.redbox.config import PartitionOverride
-from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.redbox.slurm.partitions import PartitionRecord
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.cli.nodeinfo import PartitionRecord
 
 PARTITIONS_TTL = 2.0
 """Seconds one look at Slurm's partitions answers Resources calls."""

@@ -38,8 +38,8 @@ from wlmvk.redbox.dialects import WLMVK, Dialect
 from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
-from wlmvk.redbox.slurm.commands import Slurm, user_name
-from wlmvk.redbox.slurm.executing import Execution
+from wlmvk.redbox.slurm.cli.commands import Slurm, user_name
+from wlmvk.redbox.slurm.processes.executing import Execution
 from wlmvk.wire import associations, batches, codec, sessions, submits
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import EncodedStates, StatesEncoder

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.redbox.slurm import arrays, sacct, squeue
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import arrays, sacct, squeue
+from wlmvk.redbox.slurm.cli.releases import Release
 
 SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wlmvk.redbox.slurm import associations
+from wlmvk.redbox.slurm.cli import sacctmgr as associations
 from wlmvk.slurm.tenantstatus import Association
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"

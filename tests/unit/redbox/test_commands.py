@@ -15,9 +15,9 @@ import pytest
 
 from tests.unit.redbox.test_parsing import captured
 from wlmvk.core.errors import Unavailable
-from wlmvk.redbox.slurm import commands
-from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.redbox.slurm.runner import Completed
+from wlmvk.redbox.slurm.cli import commands
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.processes.runner import Completed
 
 
 class CountingRunner:

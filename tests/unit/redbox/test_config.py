@@ -7,7 +7,7 @@ import pytest
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature
 from wlmvk.redbox.config import PartitionOverride, check_partitions, go_duration, parse_overrides
-from wlmvk.redbox.slurm.partitions import PartitionRecord
+from wlmvk.redbox.slurm.cli.nodeinfo import PartitionRecord
 
 README_EXAMPLE = """\
 partition1:

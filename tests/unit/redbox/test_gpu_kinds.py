@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.redbox.test_parsing import captured
 from wlmvk.core.jobs import GpuKind
-from wlmvk.redbox.slurm import partitions
+from wlmvk.redbox.slurm.cli import nodeinfo as partitions
 
 
 @pytest.mark.parametrize("release", ["22.05", "24.11", "26.05"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.redbox.slurm import outputs, squeue
-from wlmvk.redbox.slurm.outputs import Job
+from wlmvk.redbox.slurm.cli import outputs, squeue
+from wlmvk.redbox.slurm.cli.outputs import Job
 
 JOB = Job(job_id=42, working_dir="/w", user="ann", name="train", batch_host="n01")
 TASK = Job(job_id=40, working_dir="/w/", user="ann", name="sweep", array_job_id=40, array_task_id=3)

@@ -6,7 +6,7 @@ import pytest
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.sessions import ExecSpec, Resize
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv, step_named
+from wlmvk.redbox.slurm.processes.overlap import ExitLineFilter, srun_argv, step_named
 
 # What srun 22.05 printed for `sh -c 'echo err >&2; exit 3'` in job 162127 (node vm).
 CAPTURED = b"err\nsrun: error: vm: task 0: Exited with exit code 3\n"

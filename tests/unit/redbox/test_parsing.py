@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import Feature, JobStatus
-from wlmvk.redbox.slurm import exits, partitions, records, sacct, squeue, values
-from wlmvk.redbox.slurm import rows as listing
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import exits, sacct, squeue, values
+from wlmvk.redbox.slurm.cli import nodeinfo as partitions
+from wlmvk.redbox.slurm.cli import rows as listing
+from wlmvk.redbox.slurm.cli import scontrol as records
+from wlmvk.redbox.slurm.cli.releases import Release
 
 SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"

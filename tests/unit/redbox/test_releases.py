@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.redbox.slurm import exits, partitions, records, releases, sacct, squeue, stats
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import exits, releases, sacct, squeue
+from wlmvk.redbox.slurm.cli import nodeinfo as partitions
+from wlmvk.redbox.slurm.cli import scontrol as records
+from wlmvk.redbox.slurm.cli import sstat as stats
+from wlmvk.redbox.slurm.cli.releases import Release
 
 RELEASES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured" / "releases"
 CAPTURED = sorted(path.name for path in RELEASES.iterdir())

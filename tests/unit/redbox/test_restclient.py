@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.redbox.slurm.restapi import _first_error, _submitted, unchanged
-from wlmvk.redbox.slurm.restd import stopped
-from wlmvk.redbox.slurm.resthttp import Client, Lost, NotSent, Response
+from wlmvk.redbox.slurm.rest.backend import _first_error, _submitted, unchanged
+from wlmvk.redbox.slurm.rest.connection import Client, Lost, NotSent, Response
+from wlmvk.redbox.slurm.rest.daemon import stopped
 
 META = (
     '"meta": {"plugin": {"type": "openapi\\/v0.0.38", "name": "Slurm OpenAPI v0.0.38"}, '

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.redbox.slurm import restd as restd_module
-from wlmvk.redbox.slurm.restd import Restd
+from wlmvk.redbox.slurm.rest import daemon as restd_module
+from wlmvk.redbox.slurm.rest.daemon import Restd
 
 STANDIN = """
 import asyncio, os, sys

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from wlmvk.redbox import scripts
-from wlmvk.redbox.slurm import restfields
-from wlmvk.redbox.slurm.restfields import CliOnly, job_request
+from wlmvk.redbox.slurm.rest import fields as restfields
+from wlmvk.redbox.slurm.rest.fields import CliOnly, job_request
 from wlmvk.slurm import sbatch
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u"}

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.redbox.slurm import restjobs, squeue
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import squeue
+from wlmvk.redbox.slurm.cli.releases import Release
+from wlmvk.redbox.slurm.rest import dump as restjobs
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 USER = "cloudsdk"

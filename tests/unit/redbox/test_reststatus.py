@@ -18,11 +18,11 @@ import pytest
 from tests.unit.redbox.test_restclient import Answer, Server, Start, http, serve  # noqa: F401
 from tests.unit.redbox.test_restjobs import CAPTURED, UID, USER
 from wlmvk.core.jobs import JobId, JobStatus
-from wlmvk.redbox.slurm import restapi
-from wlmvk.redbox.slurm.restapi import RestSlurm
-from wlmvk.redbox.slurm.restd import Restd
-from wlmvk.redbox.slurm.resthttp import Client
-from wlmvk.redbox.slurm.runner import Completed
+from wlmvk.redbox.slurm.processes.runner import Completed
+from wlmvk.redbox.slurm.rest import backend as restapi
+from wlmvk.redbox.slurm.rest.backend import RestSlurm
+from wlmvk.redbox.slurm.rest.connection import Client
+from wlmvk.redbox.slurm.rest.daemon import Restd
 
 DUMP = (CAPTURED / "restd_jobs_v0.0.38.json").read_text()
 LISTING = (CAPTURED / "squeue_restd_v0.0.38.txt").read_text()

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
-from wlmvk.redbox.slurm import spawning
-from wlmvk.redbox.slurm.commands import classify, no_accounting
-from wlmvk.redbox.slurm.runner import Completed, Runner
+from wlmvk.redbox.slurm.cli.commands import classify, no_accounting
+from wlmvk.redbox.slurm.processes import spawning
+from wlmvk.redbox.slurm.processes.runner import Completed, Runner
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
 

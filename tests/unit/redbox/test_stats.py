@@ -10,8 +10,8 @@ import pytest
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.redbox.slurm import stats
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import sstat as stats
+from wlmvk.redbox.slurm.cli.releases import Release
 
 SLURM_22_05 = Release(22, 5, 8)
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"

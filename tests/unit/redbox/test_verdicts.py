@@ -22,11 +22,11 @@ from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm import verdicts
-from wlmvk.redbox.slurm.commands import Slurm
-from wlmvk.redbox.slurm.restapi import RestSlurm
-from wlmvk.redbox.slurm.restd import Restd
-from wlmvk.redbox.slurm.resthttp import Client
-from wlmvk.redbox.slurm.runner import Completed, NoAnswer
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.processes.runner import Completed, NoAnswer
+from wlmvk.redbox.slurm.rest.backend import RestSlurm
+from wlmvk.redbox.slurm.rest.connection import Client
+from wlmvk.redbox.slurm.rest.daemon import Restd
 from wlmvk.redbox.slurm.verdicts import Unsettled, Verdict
 from wlmvk.redbox.store import Store
 

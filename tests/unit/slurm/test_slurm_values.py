@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk.redbox.slurm import partitions
+from wlmvk.redbox.slurm.cli import nodeinfo as partitions
 from wlmvk.slurm import durations, gres, memory
 
 

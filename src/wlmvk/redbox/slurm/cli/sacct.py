@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wlmvk.core.jobs import JobId, JobStatus
-from wlmvk.redbox.slurm import arrays, exits, rows, values
+from wlmvk.redbox.slurm.cli import arrays, exits, rows, values
 
 FIELDS = (
     "JobID",

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 
 from wlmvk.core.jobs import JobId
-from wlmvk.redbox.slurm import arrays, outputs, rows, values
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli import arrays, outputs, rows, values
+from wlmvk.redbox.slurm.cli.releases import Release
 
 FIELDS = (
     "JobArrayID",

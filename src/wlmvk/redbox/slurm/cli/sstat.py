@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.redbox.slurm.releases import Release
+from wlmvk.redbox.slurm.cli.releases import Release
 
 FIELDS = "JobID,TRESUsageInTot"
 

@@ -32,7 +32,7 @@ from datetime import datetime
 
 from wlmvk.core.jobs import JobId
 from wlmvk.core.usage import JobUsage
-from wlmvk.redbox.slurm.stats import StepUsage, job_usage
+from wlmvk.redbox.slurm.cli.sstat import StepUsage, job_usage
 
 # squeue -s prints a step as <job>.<step>; an array task's as <array job>_<task>.<step>, named by
 # the array's id (the id sbatch gave, which the pod holds) rather than the task's own.

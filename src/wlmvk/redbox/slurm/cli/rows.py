@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.redbox.slurm import values
+from wlmvk.redbox.slurm.cli import values
 
 SEP = "\x1f"
 """Field separator of the squeue -O and sacct formats (ASCII unit separator)."""

@@ -39,11 +39,13 @@ import structlog
 
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.redbox.slurm import restfields, restjobs, verdicts
-from wlmvk.redbox.slurm.commands import Slurm, user_id
-from wlmvk.redbox.slurm.restd import Restd
-from wlmvk.redbox.slurm.resthttp import Lost, NotSent, Response
-from wlmvk.redbox.slurm.runner import Runner
+from wlmvk.redbox.slurm import verdicts
+from wlmvk.redbox.slurm.cli.commands import Slurm, user_id
+from wlmvk.redbox.slurm.processes.runner import Runner
+from wlmvk.redbox.slurm.rest import dump as restjobs
+from wlmvk.redbox.slurm.rest import fields as restfields
+from wlmvk.redbox.slurm.rest.connection import Lost, NotSent, Response
+from wlmvk.redbox.slurm.rest.daemon import Restd
 
 _log = structlog.get_logger(__name__)
 

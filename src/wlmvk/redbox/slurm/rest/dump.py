@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wlmvk.core.jobs import JobId, JobState
-from wlmvk.redbox.slurm import arrays, exits, outputs, squeue, values
+from wlmvk.redbox.slurm.cli import arrays, exits, outputs, squeue, values
 
 
 class Inexact(ValueError):

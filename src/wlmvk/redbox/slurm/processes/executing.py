@@ -47,8 +47,8 @@ from wlmvk.core.sessions import (
     StdinData,
     StdoutData,
 )
-from wlmvk.redbox.slurm import spawning
-from wlmvk.redbox.slurm.overlap import ExitLineFilter, srun_argv
+from wlmvk.redbox.slurm.processes import spawning
+from wlmvk.redbox.slurm.processes.overlap import ExitLineFilter, srun_argv
 
 _log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import structlog
 
 from wlmvk.core.errors import Unavailable
-from wlmvk.redbox.slurm import spawning
+from wlmvk.redbox.slurm.processes import spawning
 
 _log = structlog.get_logger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from wlmvk.redbox.slurm import outputs, values
+from wlmvk.redbox.slurm.cli import outputs, values
 
 # A key of a ``scontrol -o`` record: a word (with / : _ .) right before '='.
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:.]*)=")

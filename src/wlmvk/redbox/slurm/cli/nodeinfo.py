@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import Feature, GpuKind
-from wlmvk.redbox.slurm import records, values
+from wlmvk.redbox.slurm.cli import scontrol as records
+from wlmvk.redbox.slurm.cli import values
 from wlmvk.slurm import gres, memory
 
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wlmvk.redbox.slurm import exits
+from wlmvk.redbox.slurm.cli import exits
 
 
 @dataclass(frozen=True, order=True)

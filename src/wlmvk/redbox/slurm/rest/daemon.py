@@ -28,8 +28,8 @@ from pathlib import Path
 
 import structlog
 
-from wlmvk.redbox.slurm import restfields
-from wlmvk.redbox.slurm.resthttp import Client
+from wlmvk.redbox.slurm.rest import fields as restfields
+from wlmvk.redbox.slurm.rest.connection import Client
 
 _log = structlog.get_logger(__name__)
 

@@ -29,20 +29,14 @@ import structlog
 from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
-from wlmvk.redbox.slurm import (
-    associations,
-    overlap,
-    partitions,
-    records,
-    releases,
-    rows,
-    sacct,
-    slices,
-    squeue,
-    stats,
-    verdicts,
-)
-from wlmvk.redbox.slurm.runner import Completed, NoAnswer, Runner
+from wlmvk.redbox.slurm import verdicts
+from wlmvk.redbox.slurm.cli import nodeinfo as partitions
+from wlmvk.redbox.slurm.cli import releases, rows, sacct, slices, squeue
+from wlmvk.redbox.slurm.cli import sacctmgr as associations
+from wlmvk.redbox.slurm.cli import scontrol as records
+from wlmvk.redbox.slurm.cli import sstat as stats
+from wlmvk.redbox.slurm.processes import overlap
+from wlmvk.redbox.slurm.processes.runner import Completed, NoAnswer, Runner
 from wlmvk.slurm.tenantstatus import Associations
 
 _log = structlog.get_logger(__name__)

@@ -1,0 +1,1 @@
+"""Child processes: spawning, the command runner, and commands run inside running jobs (exec)."""
