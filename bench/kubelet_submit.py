@@ -38,7 +38,7 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
 from wlmvk.kubelet.pods.translate import Target, pod_to_job
 from wlmvk.kubelet.settings import Settings as KubeletSettings
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 SCRIPT = "#!/bin/sh\n#SBATCH --hold\ntrue\n"
 

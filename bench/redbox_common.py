@@ -23,7 +23,7 @@ from grpclib.server import Server
 from wlmvk.core.errors import Unavailable
 from wlmvk.redbox import config as cfg
 from wlmvk.redbox.app import Assembly, build
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk_dev import localslurm
 
 localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here

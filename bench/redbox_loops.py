@@ -32,7 +32,7 @@ from redbox_submit import through
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 LOOPS = ("uvloop", "asyncio")
 

@@ -57,7 +57,7 @@ from redbox_common import red_box_process, scancel, wait_serving
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
 from wlmvk.core.jobs import JobId, JobSpec
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 COUNT = 300
 PARTITION = "debug"

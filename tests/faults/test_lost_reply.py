@@ -20,7 +20,7 @@ from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk._proto import api
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

@@ -26,7 +26,7 @@ import pytest
 from tests.fixtures import prerequisites
 from tests.fixtures.redbox import JOB_OWNER, RedBox, _python_for
 from wlmvk.core.jobs import JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from tests.fixtures.redbox import RedBox
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

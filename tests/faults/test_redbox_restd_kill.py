@@ -24,7 +24,7 @@ import pytest
 from tests.fixtures.processes import children, descendants
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobId, JobSpec
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.slurm_releases]
 

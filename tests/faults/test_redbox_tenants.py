@@ -23,7 +23,7 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
 from wlmvk.redbox.slurm.cli.rows import UNREADABLE_REASON
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

@@ -28,7 +28,7 @@ from tests.faults import ownslurm
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobSpec
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.xdist_group("own_slurm"), pytest.mark.slurm, pytest.mark.slow]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Protocol
 
+from wlmvk.core.execs import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     JobId,
@@ -21,7 +22,6 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
-from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
 
 

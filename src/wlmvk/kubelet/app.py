@@ -52,7 +52,7 @@ from wlmvk.kubelet.pods.controller import PodController, PodSettings
 from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.settings import Settings
 from wlmvk.kubelet.tenantstatus import TenantStatusWriter
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 _log = structlog.get_logger(__name__)
 

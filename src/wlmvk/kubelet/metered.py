@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable
+from wlmvk.core.execs import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     JobId,
@@ -21,7 +22,6 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
-from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.reachability import Reachability

@@ -29,9 +29,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Seq
 
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
+from wlmvk.core.execs import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.fences import Token
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobSpec, JobState, PartitionResources, WorkloadInfo
-from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec
 from wlmvk.core.usage import UsageSample
 from wlmvk.kube.leader import ElectionConfig, Elector
 

@@ -28,8 +28,8 @@ from grpclib.const import Handler, Status
 from wlmvk._proto import api
 from wlmvk.core import runtimes
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkError
+from wlmvk.core.execs import Started
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
-from wlmvk.core.sessions import Started
 from wlmvk.redbox import archives, files, jobinfo, scripts
 from wlmvk.redbox.answering import Inflight, answering, streaming, unary
 from wlmvk.redbox.checking import checked
@@ -40,7 +40,8 @@ from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.cli.commands import Slurm, user_name
 from wlmvk.redbox.slurm.processes.executing import Execution
-from wlmvk.wire import associations, batches, codec, sessions, submits
+from wlmvk.wire import associations, batches, codec, submits
+from wlmvk.wire import execs as sessions
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import EncodedStates, StatesEncoder
 

@@ -34,8 +34,8 @@ from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
+from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk.staging.tarstreams import Totals, pack, unpack
-from wlmvk.wlm.client import RedBoxClient
 
 BackendFactory = Callable[[str, float], Backend]
 TERMINATION_LOG = Path("/dev/termination-log")

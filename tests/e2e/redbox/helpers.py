@@ -14,7 +14,7 @@ from pathlib import Path
 import trustme
 
 from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 WAIT = 90.0
 

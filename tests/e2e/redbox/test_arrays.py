@@ -14,7 +14,7 @@ import pytest
 from tests.e2e.redbox.helpers import script, terminal, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobSpec, JobState, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 

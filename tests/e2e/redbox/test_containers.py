@@ -20,7 +20,7 @@ from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.shared_dirs import SharedDir
 from wlmvk._proto import api
 from wlmvk.core.jobs import ContainerJobSpec, ContainerOptions, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk_dev.images import busybox_rootfs, oci_archive
 
 pytestmark = pytest.mark.slurm

@@ -25,7 +25,7 @@ from tests.fixtures.redbox import RedBox
 from wlmvk._proto import api
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import Feature, JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm
 

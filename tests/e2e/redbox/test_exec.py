@@ -24,8 +24,7 @@ import pytest
 from tests.e2e.redbox.helpers import scancel, script, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, Unsupported
-from wlmvk.core.jobs import JobId, JobSpec, JobStatus
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecEvent,
     ExecOutput,
     Exited,
@@ -37,7 +36,8 @@ from wlmvk.core.sessions import (
     StdoutData,
     exec_spec,
 )
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.core.jobs import JobId, JobSpec, JobStatus
+from wlmvk.redboxclient.client import RedBoxClient
 
 SLEEP = "sleep 300"
 

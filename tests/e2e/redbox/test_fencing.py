@@ -27,7 +27,7 @@ from wlmvk.kube.bodies import LEASES
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Elector, Fenced
 from wlmvk.kubelet.standby import FencedBackend, LeaseFence
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.apiserver(controllers=False)]
 

@@ -20,7 +20,7 @@ from tests.fixtures.redbox import RedBox
 from tests.fixtures.slurm import JOBS_ROOT
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm
 

@@ -21,7 +21,7 @@ from tests.e2e.redbox.helpers import script, wait_for, wait_gone_from_squeue
 from tests.fixtures.redbox import RedBox
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm_releases
 

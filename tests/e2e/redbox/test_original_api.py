@@ -25,7 +25,7 @@ from wlmvk._proto import api
 from wlmvk._proto.grpc.health.v1 import HealthCheckRequest, HealthCheckResponseServingStatus, HealthStub
 from wlmvk.core.errors import Unsupported
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm
 

@@ -23,7 +23,7 @@ import pytest
 from tests.e2e.redbox.helpers import slurm_cmd, wait_for
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 

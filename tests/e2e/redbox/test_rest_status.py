@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.redbox.helpers import slurm_cmd
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobSpec
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 

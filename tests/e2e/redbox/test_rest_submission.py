@@ -28,7 +28,7 @@ from tests.fixtures.slurm import JOBS_ROOT
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.redbox.slurm.cli.scontrol import scontrol_records
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases]
 

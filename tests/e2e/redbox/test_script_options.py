@@ -16,7 +16,7 @@ import pytest
 from tests.e2e.redbox.helpers import script, slurm_cmd, wait_for
 from tests.fixtures.redbox import RedBox
 from wlmvk.core.jobs import JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm
 

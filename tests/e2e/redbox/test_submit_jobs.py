@@ -21,8 +21,8 @@ from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
 from wlmvk.redbox.service import MAX_BATCH
+from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk.wire import batches, submits
-from wlmvk.wlm.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

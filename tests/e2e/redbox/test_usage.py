@@ -32,7 +32,7 @@ from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, Unsupported
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
 from wlmvk.core.usage import JobUsage, UsageSample
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = pytest.mark.slurm_releases
 

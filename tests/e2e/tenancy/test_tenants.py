@@ -35,7 +35,7 @@ from wlmvk.kube.tenants import SLURMTENANTS
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.operator.app import serve
 from wlmvk.operator.controller import SLURMJOBS
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from wlmvk.core.execs import ExecSpec, Resize
 from wlmvk.core.jobs import JobId
-from wlmvk.core.sessions import ExecSpec, Resize
 from wlmvk.redbox.slurm.processes.overlap import ExitLineFilter, srun_argv, step_named
 
 # What srun 22.05 printed for `sh -c 'echo err >&2; exit 3'` in job 162127 (node vm).

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.unit.wlm.test_client import serve, socket_path, stop  # noqa: F401 (fixture)
+from tests.unit.redboxclient.test_client import serve, socket_path, stop  # noqa: F401 (fixture)
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobState, JobStatus
+from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk.wire import codec
 from wlmvk.wire import states as wire_states
 from wlmvk.wire.states import EncodedStates, StatesDecoder, StatesEncoder, frame, split
-from wlmvk.wlm.client import RedBoxClient
 
 STATES = [
     JobState(job_id=JobId(7), status=JobStatus.PENDING, reason="JobHeldUser", idempotency_key="uid-7"),

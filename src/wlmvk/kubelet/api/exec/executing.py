@@ -25,8 +25,7 @@ import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import FailedPrecondition, NotFound, Unsupported
-from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecEvent,
     ExecOutput,
     Exited,
@@ -38,6 +37,7 @@ from wlmvk.core.sessions import (
     StdoutData,
     exec_spec,
 )
+from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.kubelet.api.exec.requests import ExecChannel, ExecRequest, exit_status
 
 _log = structlog.get_logger(__name__)

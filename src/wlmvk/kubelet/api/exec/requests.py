@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.sessions import ExecEvent, Resize, StdinClosed, StdinData
+from wlmvk.core.execs import ExecEvent, Resize, StdinClosed, StdinData
 
 # Kubelet's remotecommand constants (k8s.io/apimachinery/pkg/util/remotecommand).
 NON_ZERO_EXIT_CODE_REASON = "NonZeroExitCode"

@@ -36,7 +36,7 @@ from typing import Literal
 import structlog
 
 from wlmvk.core.errors import Unavailable
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecEvent,
     ExecOutput,
     ExecSpec,

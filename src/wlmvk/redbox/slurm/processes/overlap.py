@@ -25,7 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from wlmvk.core.sessions import ExecSpec
+from wlmvk.core.execs import ExecSpec
 
 _EXIT_LINE = re.compile(rb"srun: error: [^\s:]+: tasks? [0-9,\-]+: Exited with exit code [0-9]+\n")
 _PREFIX = b"srun: error: "

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import FailedPrecondition, NotFound
-from wlmvk.core.jobs import JobId, JobState, JobStatus
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecEvent,
     ExecOutput,
     ExecSpec,
@@ -23,6 +22,7 @@ from wlmvk.core.sessions import (
     StdinData,
     StdoutData,
 )
+from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.kubelet.api.exec.executing import Executor, Target
 from wlmvk.kubelet.api.exec.requests import ExecRequest, exit_status
 

@@ -9,7 +9,7 @@ from grpclib.exceptions import StreamTerminatedError
 
 from wlmvk.core import errors
 from wlmvk.redbox import answering
-from wlmvk.wlm import failures
+from wlmvk.redboxclient import failures
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from grpclib.server import Server
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable, Unsupported
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 
 class OriginalRedBox(api.WorkloadManagerBase):  # type: ignore[misc]

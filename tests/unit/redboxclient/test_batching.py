@@ -8,8 +8,8 @@ import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import JobId
+from wlmvk.redboxclient import batching
 from wlmvk.wire.batches import Outcome
-from wlmvk.wlm import batching
 
 
 class Sends:

@@ -6,8 +6,7 @@ import pytest
 
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput
-from wlmvk.core.jobs import JobId
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecSpec,
     Exited,
     Resize,
@@ -18,7 +17,8 @@ from wlmvk.core.sessions import (
     StdoutData,
     exec_spec,
 )
-from wlmvk.wire import sessions
+from wlmvk.core.jobs import JobId
+from wlmvk.wire import execs as sessions
 
 
 def test_the_spec_travels_in_the_first_message() -> None:

@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from wlmvk.core.sessions import ExecEvent
-from wlmvk.wire import sessions
+from wlmvk.core.execs import ExecEvent
+from wlmvk.wire import execs as sessions
 
 
 async def stop(task: asyncio.Task[None]) -> None:

@@ -53,6 +53,7 @@ from h2.exceptions import StreamClosedError
 
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput, NotFound, Unsupported, WlmvkError
+from wlmvk.core.execs import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.jobs import (
     ContainerJobSpec,
     JobId,
@@ -62,13 +63,13 @@ from wlmvk.core.jobs import (
     PartitionResources,
     WorkloadInfo,
 )
-from wlmvk.core.sessions import ExecEvent, ExecOutput, ExecSpec, Exited
 from wlmvk.core.usage import UsageSample
+from wlmvk.redboxclient import batching, failures, feeding, fencing, zipbridge
 from wlmvk.slurm.tenantstatus import Associations
-from wlmvk.wire import associations, batches, codec, sessions, submits, uploads
+from wlmvk.wire import associations, batches, codec, submits, uploads
+from wlmvk.wire import execs as sessions
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
-from wlmvk.wlm import batching, failures, feeding, fencing, zipbridge
 
 _log = structlog.get_logger(__name__)
 

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from wlmvk.wlm import zipbridge
+from wlmvk.redboxclient import zipbridge
 
 
 def test_round_trip_keeps_files_dirs_and_modes() -> None:

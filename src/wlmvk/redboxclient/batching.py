@@ -28,8 +28,8 @@ from grpclib.const import Status
 
 from wlmvk.core.errors import Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import JobId, JobSpec
+from wlmvk.redboxclient import failures
 from wlmvk.wire.batches import Outcome, SubmitJobsReply, SubmitJobsRequest
-from wlmvk.wlm import failures
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741

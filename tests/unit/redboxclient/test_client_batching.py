@@ -25,7 +25,7 @@ from wlmvk.core.fences import HEADER, Token
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.kube.leader import Fenced
 from wlmvk.kubelet.standby import FencedBackend
-from wlmvk.wlm.client import RedBoxClient
+from wlmvk.redboxclient.client import RedBoxClient
 
 TOKEN = Token("kube-node-lease/slurm-c.kubelet", 4)
 _token: contextvars.ContextVar[str | None] = contextvars.ContextVar("token", default=None)

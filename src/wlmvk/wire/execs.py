@@ -1,4 +1,4 @@
-"""core.sessions values <-> the Exec wire messages, both directions, pure.
+"""core.execs values <-> the Exec wire messages, both directions, pure.
 
 The first ExecRequest carries the spec; each later one carries one event, read
 in this order: a size (a resize), stdin bytes, the end of stdin. Each
@@ -8,7 +8,7 @@ ExecResponse carries the start (the first), output, or the exit code (the last).
 from __future__ import annotations
 
 from wlmvk._proto import api
-from wlmvk.core.sessions import (
+from wlmvk.core.execs import (
     ExecEvent,
     ExecOutput,
     ExecSpec,
