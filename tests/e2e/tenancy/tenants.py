@@ -29,5 +29,10 @@ TENANTS = (A, B)
 
 def sacctmgr(*argv: str) -> None:
     done = subprocess.run(["sacctmgr", "-i", *argv], capture_output=True, text=True, check=False)
-    if done.returncode != 0 and "Nothing new added" not in done.stdout + done.stderr:
+    said = done.stdout + done.stderr
+    # What is there already: 22.05 says "Nothing new added", 24.11 and later "Already existing"
+    # (an account) and "Nothing added" (an association).
+    if done.returncode != 0 and not any(
+        s in said for s in ("Nothing new added", "Nothing added", "Already existing")
+    ):
         raise RuntimeError(f"sacctmgr {' '.join(argv)}: {done.stdout}{done.stderr}")
