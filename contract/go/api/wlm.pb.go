@@ -342,8 +342,13 @@ type SubmitJobContainerRequest struct {
 	StdOut         string            `protobuf:"bytes,12,opt,name=std_out,json=stdOut,proto3" json:"std_out,omitempty"`
 	StdErr         string            `protobuf:"bytes,13,opt,name=std_err,json=stdErr,proto3" json:"std_err,omitempty"`
 	Env            map[string]string `protobuf:"bytes,14,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// wlmvk: the Slurm account and QoS the job is charged to (” for the
+	// user's default), which red-box writes into the script it makes: the
+	// kubelet sets them from the namespace's SlurmTenant (docs/tenancy.md).
+	Account       string `protobuf:"bytes,15,opt,name=account,proto3" json:"account,omitempty"`
+	Qos           string `protobuf:"bytes,16,opt,name=qos,proto3" json:"qos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitJobContainerRequest) Reset() {
@@ -472,6 +477,20 @@ func (x *SubmitJobContainerRequest) GetEnv() map[string]string {
 		return x.Env
 	}
 	return nil
+}
+
+func (x *SubmitJobContainerRequest) GetAccount() string {
+	if x != nil {
+		return x.Account
+	}
+	return ""
+}
+
+func (x *SubmitJobContainerRequest) GetQos() string {
+	if x != nil {
+		return x.Qos
+	}
+	return ""
 }
 
 type SingularityOptions struct {
@@ -3349,7 +3368,7 @@ const file_wlm_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"*\n" +
 	"\x11SubmitJobResponse\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\"\xa3\x04\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\"\xcf\x04\n" +
 	"\x19SubmitJobContainerRequest\x12\x1c\n" +
 	"\timageName\x18\x01 \x01(\tR\timageName\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x03R\x05nodes\x12\x1e\n" +
@@ -3370,7 +3389,9 @@ const file_wlm_proto_rawDesc = "" +
 	"workingDir\x12\x17\n" +
 	"\astd_out\x18\f \x01(\tR\x06stdOut\x12\x17\n" +
 	"\astd_err\x18\r \x01(\tR\x06stdErr\x129\n" +
-	"\x03env\x18\x0e \x03(\v2'.api.SubmitJobContainerRequest.EnvEntryR\x03env\x1a6\n" +
+	"\x03env\x18\x0e \x03(\v2'.api.SubmitJobContainerRequest.EnvEntryR\x03env\x12\x18\n" +
+	"\aaccount\x18\x0f \x01(\tR\aaccount\x12\x10\n" +
+	"\x03qos\x18\x10 \x01(\tR\x03qos\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x90\x02\n" +

@@ -109,6 +109,10 @@ class ContainerJobSpec:
     std_out: str = ""
     std_err: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
+    account: str = ""
+    """The Slurm account charged ('' for the user's default): set by the kubelet from the tenant."""
+    qos: str = ""
+    """The QoS ('' for the association's default): set by the kubelet from the tenant."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ ANNOTATION_CONTAINER_JOB = f"{GROUP}/container-job"
 # staging pods mount the socket of the cluster their job runs on (several
 # clusters can share one agent host).
 ANNOTATION_RED_BOX_SOCKET = f"{GROUP}/red-box-socket"
+# On a virtual node: the socket of each tenant user's red-box (the kubelet's --red-box USER=SOCKET),
+# a JSON object; a tenant's staging pods mount its user's (docs/tenancy.md).
+ANNOTATION_RED_BOX_SOCKETS = f"{GROUP}/red-box-sockets"
 # On a virtual node whose red-box serves only the original API, which ignores a job's working dir.
 ANNOTATION_WORKING_DIR_IGNORED = f"{GROUP}/working-dir-ignored"
 DEFAULT_RED_BOX_SOCKET = "/var/run/syslurm/red-box.sock"

@@ -149,6 +149,7 @@ class Kubelet:
             port=self.port,
             max_pods=s.max_pods,
             red_box_socket=s.red_box_socket,
+            red_boxes=s.red_boxes,
             gpu_names=dict(s.gpu_names),
         )
         self.nodes = NodeController(

@@ -88,6 +88,19 @@ def agent_host(node: Body) -> str:
     return _labels(node).get(names.LABEL_AGENT_HOST, "")
 
 
+def named(nodes: Iterable[Body], name: str) -> Body | None:
+    return next((node for node in nodes if objects.name(node) == name), None)
+
+
+def ignores_working_dir(node: Body | None) -> bool:
+    """Whether the node's red-box serves only the original API, which runs jobs where it stands."""
+    return objects.annotations(node or {}).get(names.ANNOTATION_WORKING_DIR_IGNORED) == "true"
+
+
+def partition_of(node: Body | None) -> str:
+    return objects.labels(node).get(names.LABEL_PARTITION, "") if node is not None else ""
+
+
 def socket_path(node: Body, default: str) -> str:
     """Host path of the red-box socket on the agent host."""
     return str(objects.annotations(node).get(names.ANNOTATION_RED_BOX_SOCKET) or default)

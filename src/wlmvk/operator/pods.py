@@ -112,37 +112,42 @@ def job_pod(
 
 
 def prepare_pod(
-    job: Job, staging: Staging, *, working_dir: str, node: Body, settings: StagingSettings
+    job: Job, staging: Staging, *, working_dir: str, node: Body, socket: str, settings: StagingSettings
 ) -> Body:
     """``wlmvk stage in``: the volume's contents into ``<working_dir>/<to>/<volume name>/``."""
     mount = f"/mnt/{staging.volume_name}"
     target = posixpath.normpath(posixpath.join(working_dir, staging.path))
-    argv = ["stage", "in", "--socket", _socket(node, settings), "--from", mount, "--to", target]
+    argv = ["stage", "in", "--socket", _mounted(socket), "--from", mount, "--to", target]
     annotations = {
         ANNOTATION_TARGET_NODE: str(node["metadata"]["name"]),
         names.ANNOTATION_WORKING_DIR: working_dir,
     }
     return _staging_pod(
-        job, job.prepare_pod_name, "prepare", "pr1", argv, staging, mount, node, settings, annotations
+        job, job.prepare_pod_name, "prepare", "pr1", argv, staging, mount, node, socket, settings, annotations
     )
 
 
 def collect_pod(
-    job: Job, staging: Staging, *, working_dir: str, node: Body, settings: StagingSettings
+    job: Job, staging: Staging, *, working_dir: str, node: Body, socket: str, settings: StagingSettings
 ) -> Body:
     """``wlmvk stage out``: ``<working_dir>/<from>`` into the volume, under its base name."""
     source = posixpath.normpath(posixpath.join(working_dir, staging.path))
-    argv = ["stage", "out", "--socket", _socket(node, settings), "--from", source, "--to", COLLECT_MOUNT]
+    argv = ["stage", "out", "--socket", _mounted(socket), "--from", source, "--to", COLLECT_MOUNT]
     annotations = {names.ANNOTATION_WORKING_DIR: working_dir}
     return _staging_pod(
-        job, job.collect_pod_name, "collect", "cr1", argv, staging, COLLECT_MOUNT, node, settings, annotations
-    )
+        job, job.collect_pod_name, "collect", "cr1", argv, staging, COLLECT_MOUNT, node, socket, settings,
+        annotations,
+    )  # fmt: skip
 
 
-def _socket(node: Body, settings: StagingSettings) -> str:
-    """Where the staging command finds red-box's socket: in the mounted directory, by its name."""
-    host = placement.socket_path(node, settings.socket_host_path)
-    return posixpath.join(SOCKET_DIR_MOUNT, posixpath.basename(host))
+def socket_of(node: Body, settings: StagingSettings) -> str:
+    """Host path of the node's own red-box socket on its agent host."""
+    return placement.socket_path(node, settings.socket_host_path)
+
+
+def _mounted(socket: str) -> str:
+    """Where the staging command finds the socket ``socket`` (a host path): in the mounted directory."""
+    return posixpath.join(SOCKET_DIR_MOUNT, posixpath.basename(socket))
 
 
 def _staging_pod(
@@ -154,6 +159,7 @@ def _staging_pod(
     staging: Staging,
     mount_path: str,
     node: Body,
+    socket: str,
     settings: StagingSettings,
     annotations: dict[str, str],
 ) -> Body:
@@ -202,7 +208,7 @@ def _staging_pod(
                 {
                     "name": SOCKET_VOLUME,
                     "hostPath": {
-                        "path": posixpath.dirname(placement.socket_path(node, settings.socket_host_path)),
+                        "path": posixpath.dirname(socket),
                         "type": "Directory",
                     },
                 },

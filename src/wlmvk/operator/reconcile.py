@@ -28,7 +28,7 @@ does not fail a job already under way (its pods are judged again by the kubelet)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wlmvk.core import names, scheduling
@@ -114,14 +114,17 @@ def decide(
         outcome.condition("Valid", False, "InvalidSpec", exc.message)
         outcome.end("Failed", "InvalidSpec", exc.message)
     else:
-        refusal = tenants_mod.refusal(job, body, tenants) if not owned else None
-        if refusal is not None:
+        decided = tenants_mod.decide(job, body, tenants)
+        if isinstance(decided, tenancy.Refusal) and not owned:
             outcome = _Outcome()
-            outcome.condition("Valid", False, refusal.reason, refusal.message)
-            outcome.end("Failed", refusal.reason, refusal.message)
+            outcome.condition("Valid", False, decided.reason, decided.message)
+            outcome.end("Failed", decided.reason, decided.message)
             return _report(old, outcome, now=now, generation=objects.generation(body))
+        settings = replace(settings, staging=replace(settings.staging, tenant=decided))
         outcome = _steps(job, pods.requirements_of(job, request), by_name, nodes, settings)
-        if _ignores_working_dir(_node(nodes, str(outcome.fields.get("node") or old.get("node") or ""))):
+        if placement.ignores_working_dir(
+            placement.named(nodes, str(outcome.fields.get("node") or old.get("node") or ""))
+        ):
             outcome.fields["workingDir"] = None  # an original red-box ran the job elsewhere
     return _report(old, outcome, now=now, generation=objects.generation(body))
 
@@ -182,8 +185,8 @@ def _steps(
             step = view(prepare)
             target = step.annotation(pods.ANNOTATION_TARGET_NODE)
             outcome.fields["node"] = target
-            node = _node(nodes, target)
-            outcome.fields["partition"] = _partition(node)
+            node = placement.named(nodes, target)
+            outcome.fields["partition"] = placement.partition_of(node)
             if step.phase == "Failed":
                 outcome.condition("Prepared", False, "PrepareFailed", step.explain())
                 return outcome.end(
@@ -238,12 +241,18 @@ def _start_prepare(
         return outcome.end("Pending", "Unschedulable", message)
     node = fitting[0]
     name = str(node["metadata"]["name"])
-    body = pods.prepare_pod(job, job.prepare, working_dir=working_dir, node=node, settings=settings.staging)
+    socket = tenants_mod.staging_socket(node, pods.socket_of(node, settings.staging), settings.staging.tenant)
+    if isinstance(socket, tenancy.Refusal):
+        outcome.condition("Prepared", False, socket.reason, socket.message)
+        return outcome.end("Failed", socket.reason, socket.message)
+    body = pods.prepare_pod(
+        job, job.prepare, working_dir=working_dir, node=node, socket=socket, settings=settings.staging
+    )
     outcome.creates.append(
         CreatePod(body, "Preparing", f"Created pod {job.prepare_pod_name} for node {name}")
     )
     outcome.fields["node"] = name
-    outcome.fields["partition"] = _partition(node)
+    outcome.fields["partition"] = placement.partition_of(node)
     outcome.condition("Prepared", False, "Preparing", f"pod {job.prepare_pod_name} created")
     return outcome.end("Preparing", "Preparing", f"uploading inputs to {job.prepare.path}")
 
@@ -261,9 +270,9 @@ def _after_job(
     if step.job_id:
         outcome.fields["jobId"] = step.job_id
     if step.node:
-        node = _node(nodes, step.node)
+        node = placement.named(nodes, step.node)
         outcome.fields["node"] = step.node
-        outcome.fields["partition"] = _partition(node) or outcome.fields.get("partition", "")
+        outcome.fields["partition"] = placement.partition_of(node) or outcome.fields.get("partition", "")
         outcome.condition("Scheduled", True, "Scheduled", f"on {step.node}")
     if step.started_at:
         outcome.fields["startTime"] = step.started_at
@@ -316,15 +325,21 @@ def _collect(
     assert job.results is not None
     collect = by_name.get(job.collect_pod_name)
     if collect is None:
-        node = _node(nodes, step.node)
+        node = placement.named(nodes, step.node)
         if node is None or not placement.agent_host(node):
             message = (
                 f"the agent host of node {step.node or '?'} is unknown: cannot collect {job.results.path}"
             )
             outcome.condition("Collected", False, "CollectFailed", message)
             return outcome.end("Failed", "CollectFailed", message)
+        socket = tenants_mod.staging_socket(
+            node, pods.socket_of(node, settings.staging), settings.staging.tenant
+        )
+        if isinstance(socket, tenancy.Refusal):
+            outcome.condition("Collected", False, socket.reason, socket.message)
+            return outcome.end("Failed", socket.reason, socket.message)
         body = pods.collect_pod(
-            job, job.results, working_dir=working_dir, node=node, settings=settings.staging
+            job, job.results, working_dir=working_dir, node=node, socket=socket, settings=settings.staging
         )
         outcome.creates.append(CreatePod(body, "Collecting", f"Created pod {job.collect_pod_name}"))
         outcome.fields["completionTime"] = ""
@@ -362,23 +377,6 @@ def _waiting(step: PodView) -> str:
     if step.phase == "Pending" and step.reason:
         return f"pod {step.name} is waiting: {step.explain()}"
     return f"pod {step.name} is {step.phase.lower()}"
-
-
-def _node(nodes: Sequence[Body], name: str) -> Body | None:
-    for node in nodes:
-        if objects.name(node) == name:
-            return node
-    return None
-
-
-def _ignores_working_dir(node: Body | None) -> bool:
-    return objects.annotations(node or {}).get(names.ANNOTATION_WORKING_DIR_IGNORED) == "true"
-
-
-def _partition(node: Body | None) -> str:
-    if node is None:
-        return ""
-    return objects.labels(node).get(names.LABEL_PARTITION, "")
 
 
 # -- status and events --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
+from wlmvk.slurm import tenancy
 
 # Empty: working directories are relative, so each red-box resolves them under its
 # own --work-dir (several clusters, each with its own directory).
@@ -29,6 +30,9 @@ class StagingSettings:
     # Seconds one transfer may take (``wlmvk stage --timeout``). The pod's activeDeadlineSeconds
     # adds START_GRACE, so a stalled pod (a hung mount, an image never pulled) ends Failed too.
     timeout: int = 3600
+    # Per job, set by reconcile.decide: whose red-box its staging pods reach (None: no tenancy,
+    # the node's own; a refusal: none).
+    tenant: tenancy.Identity | tenancy.Refusal | None = None
 
 
 START_GRACE = 300

@@ -25,6 +25,7 @@ from wlmvk.core.jobs import ContainerJobSpec
 from wlmvk.slurm import durations, sbatch
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_SLURM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -38,6 +39,13 @@ def check_text(what: str, value: str) -> str:
             f"{what} {value[:200]!r}: control characters (newline, tab, ...) are not accepted: "
             "Slurm would print them back unescaped"
         )
+    return value
+
+
+def _check_name(what: str, value: str) -> str:
+    # An account or QoS is one word: anything else would add to (or break) its #SBATCH line.
+    if not _SLURM_NAME.fullmatch(value):
+        raise InvalidInput(f"{what} {value[:200]!r}: use up to 128 letters, digits, '.', '_', '-'")
     return value
 
 
@@ -116,8 +124,12 @@ def sbatch_options(
 
 def container_script(spec: ContainerJobSpec, runtime: str, *, pull_name: str, binary: str = "") -> str:
     """A batch script that runs ``spec.image`` with ``runtime`` (``core.runtimes`` builds its lines),
-    started as ``binary`` (its path on the login node) when given."""
+    started as ``binary`` (its path on the login node) when given, charged to ``spec.account``
+    and ``spec.qos`` when given (red-box's allow-lists then judge them as any script's)."""
     lines = ["#!/bin/sh"]
+    for option, value in (("account", spec.account), ("qos", spec.qos)):
+        if value:
+            lines.append(f"#SBATCH --{option}={_check_name(option, value)}")
     if spec.wall_time > 0:
         lines.append(f"#SBATCH --time={durations.minutes_text(spec.wall_time)}")
     if spec.mem_per_node > 0:

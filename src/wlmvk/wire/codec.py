@@ -157,6 +157,8 @@ def container_spec_to_wire(spec: ContainerJobSpec) -> api.SubmitJobContainerRequ
         std_out=spec.std_out,
         std_err=spec.std_err,
         env=dict(spec.env),
+        account=spec.account,
+        qos=spec.qos,
     )
 
 
@@ -187,6 +189,8 @@ def container_spec_from_wire(wire: api.SubmitJobContainerRequest) -> ContainerJo
         std_out=wire.std_out,
         std_err=wire.std_err,
         env=dict(wire.env),
+        account=wire.account,
+        qos=wire.qos,
     )
 
 

@@ -3,12 +3,16 @@
 ``tenant_slurm`` starts ``scripts/slurm-local`` in its own base directory, on its own ports
 (the shared Slurm's plus 40) and cluster name, with ``AccountingStorageEnforce=associations,
 limits,qos``, and makes the two tenants' accounts, QoS and users with ``sacctmgr``. The shared
-Slurm, which the rest of the suite uses, keeps running unchanged. The two Unix users are the
+Slurm, which the rest of the suite uses, keeps running unchanged. Under a release
+(``WLMVK_SLURM_RELEASE``, the release subset) the release's box is the tenants' Slurm: restarted
+enforcing for the module (``WLMVK_SLURM_ENFORCE`` of ``scripts/slurm-release``), and without
+after it. The two Unix users are the
 ones the suite already has: the job owner (uid 1000) and ``slurmuser`` (made by slurm-local).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -17,40 +21,58 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.tenancy.rig import operator, tenancy
+from tests.e2e.tenancy.tenants import TENANTS, sacctmgr
 from tests.faults import ownslurm
-from tests.fixtures.redbox import JOB_OWNER
-from tests.fixtures.slurm import JOB_USER
+from tests.fixtures import slurm_release
+
+__all__ = ["operator", "tenancy"]
+
+
+ENFORCE = "associations,limits,qos"
 
 
 @dataclass(frozen=True)
-class Tenant:
-    name: str
-    namespace: str
-    user: str
-    account: str
-    qos: str
+class ReleaseBox:
+    """A Slurm release's box (``scripts/slurm-release``) as the tenants' Slurm."""
+
+    release: str
+    cluster: str
+
+    @property
+    def jobs_root(self) -> Path:
+        return slurm_release.jobs_root(self.release)
+
+    def up(self, enforce: str) -> None:
+        """The box up with ``AccountingStorageEnforce=enforce`` (restarted when it runs with another)."""
+        env = {**os.environ, "WLMVK_SLURM_ENFORCE": enforce}
+        subprocess.run([str(slurm_release.SCRIPT), "up", self.release], env=env, check=True)
 
 
-A = Tenant("team-a", "tenant-alpha", JOB_OWNER, "acct-a", "qos-a")
-B = Tenant("team-b", "tenant-beta", JOB_USER, "acct-b", "qos-b")
-TENANTS = (A, B)
-
-
-def sacctmgr(*argv: str) -> None:
-    done = subprocess.run(["sacctmgr", "-i", *argv], capture_output=True, text=True, check=False)
-    if done.returncode != 0 and "Nothing new added" not in done.stdout + done.stderr:
-        raise RuntimeError(f"sacctmgr {' '.join(argv)}: {done.stdout}{done.stderr}")
+@contextlib.contextmanager
+def enforcing() -> Iterator[ownslurm.Instance | ReleaseBox]:
+    """The host's Slurm: an own instance beside the shared one; a release: its box, restarted
+    enforcing meanwhile (the release subset's other tests find it as it was after)."""
+    if slurm_release.RELEASE is not None:
+        box = ReleaseBox(slurm_release.RELEASE, os.environ.get("WLMVK_SLURM_CLUSTER") or "testcluster")
+        box.up(ENFORCE)
+        try:
+            yield box
+        finally:
+            box.up("")
+        return
+    shared = os.environ.get("WLMVK_SLURM_BASE", "/var/tmp/wlmvk-local-slurm")
+    port = int(os.environ.get("WLMVK_SLURM_CTLD_PORT") or 6917) + 40
+    with ownslurm.running(
+        ownslurm.Instance(Path(f"{shared}-tenancy"), port, "tenancy", enforce=ENFORCE)
+    ) as own:
+        yield own
 
 
 @pytest.fixture(scope="module")
-def tenant_slurm(slurm: str) -> Iterator[ownslurm.Instance]:
+def tenant_slurm(slurm: str) -> Iterator[ownslurm.Instance | ReleaseBox]:
     """A Slurm enforcing associations, with A's and B's; this process pointed at it meanwhile."""
-    shared = os.environ.get("WLMVK_SLURM_BASE", "/var/tmp/wlmvk-local-slurm")
-    port = int(os.environ.get("WLMVK_SLURM_CTLD_PORT") or 6917) + 40
-    instance = ownslurm.Instance(
-        Path(f"{shared}-tenancy"), port, "tenancy", enforce="associations,limits,qos"
-    )
-    with ownslurm.running(instance):
+    with enforcing() as instance:
         for tenant in TENANTS:
             sacctmgr("add", "qos", tenant.qos)
             sacctmgr("add", "account", tenant.account, f"cluster={instance.cluster}")
@@ -59,3 +81,9 @@ def tenant_slurm(slurm: str) -> Iterator[ownslurm.Instance]:
                 f"qos={tenant.qos}", f"defaultqos={tenant.qos}",
             )  # fmt: skip
         yield instance
+
+
+@pytest.fixture
+def tenant_redbox_args() -> tuple[str, ...]:
+    """What each tenant user's red-box gets besides its allow-lists (a test module may say more)."""
+    return ()

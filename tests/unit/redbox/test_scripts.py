@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from wlmvk.core.errors import InvalidInput
@@ -77,6 +79,20 @@ def test_container_script_pulls_runs_and_cleans_up() -> None:
     assert "srun apptainer --quiet pull --name x.sif docker://alpine:3 || exit" in lines
     assert "srun apptainer --quiet run --app=tool --bind=/a:/b,/c --cleanenv x.sif" in lines
     assert lines[-1] == "exit $status"
+
+
+def test_a_container_script_is_charged_to_the_account_and_qos_asked() -> None:
+    spec = ContainerJobSpec(image="docker://alpine:3", wall_time=60, account="physics", qos="long-2")
+    lines = scripts.container_script(spec, "apptainer", pull_name="x.sif").splitlines()
+    assert lines[:4] == [
+        "#!/bin/sh",
+        "#SBATCH --account=physics",
+        "#SBATCH --qos=long-2",
+        "#SBATCH --time=1:00",
+    ]
+    for field, value in (("account", "a\n#SBATCH --uid=0"), ("qos", "two words"), ("account", "-x")):
+        with pytest.raises(InvalidInput, match=f"^{field} "):
+            scripts.container_script(replace(spec, **{field: value}), "apptainer", pull_name="x.sif")
 
 
 def test_container_script_for_a_local_image_verifies_it() -> None:

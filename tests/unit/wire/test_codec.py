@@ -66,7 +66,7 @@ def test_original_job_info() -> None:
 
 def test_container_specs_round_trip() -> None:
     container = ContainerJobSpec(
-        image="docker://x", nodes=2, options=ContainerOptions(binds=("/a",), ipc=True)
+        image="docker://x", nodes=2, options=ContainerOptions(binds=("/a",), ipc=True), account="a", qos="q"
     )
     wire = api.SubmitJobContainerRequest().parse(bytes(codec.container_spec_to_wire(container)))
     assert codec.container_spec_from_wire(wire) == container

@@ -104,6 +104,14 @@ class SubmitJobContainerRequest(betterproto.Message):
     env: Dict[str, str] = betterproto.map_field(
         14, betterproto.TYPE_STRING, betterproto.TYPE_STRING
     )
+    account: str = betterproto.string_field(15)
+    """
+    wlmvk: the Slurm account and QoS the job is charged to ('' for the
+     user's default), which red-box writes into the script it makes: the
+     kubelet sets them from the namespace's SlurmTenant (docs/tenancy.md).
+    """
+
+    qos: str = betterproto.string_field(16)
 
 
 @dataclass(eq=False, repr=False)

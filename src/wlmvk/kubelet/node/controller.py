@@ -211,6 +211,7 @@ class NodeController:
                     # null removes the mark of an original red-box that has since been replaced
                     "annotations": {
                         names.ANNOTATION_WORKING_DIR_IGNORED: None,
+                        names.ANNOTATION_RED_BOX_SOCKETS: None,
                         **body["metadata"]["annotations"],
                     },
                 },

@@ -10,6 +10,7 @@ red-box reachability: a node whose red-box cannot be reached is not Ready.
 
 from __future__ import annotations
 
+import json
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ class NodeContext:
     port: int = 10250
     max_pods: int = 1000
     red_box_socket: str = ""
+    red_boxes: tuple[tuple[str, str], ...] = ()
+    """(user, socket): each tenant user's red-box, published for the operator's staging pods."""
     wlm_version: str = ""
     # red-box serves only the original API (no extensions): it runs jobs where it stands, not in
     # the working dir asked for; the node says so, and the operator reports no working dir.
@@ -202,6 +205,8 @@ def node_object(
     }
     if ctx.red_box_socket:
         annotations[names.ANNOTATION_RED_BOX_SOCKET] = ctx.red_box_socket
+    if ctx.red_boxes:
+        annotations[names.ANNOTATION_RED_BOX_SOCKETS] = json.dumps(dict(ctx.red_boxes), sort_keys=True)
     if ctx.original_api:
         annotations[names.ANNOTATION_WORKING_DIR_IGNORED] = "true"
     return {

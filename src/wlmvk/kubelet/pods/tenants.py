@@ -101,8 +101,8 @@ class TenantRoutes:
                 f" (the site's --red-box {decided.user}=SOCKET)",
             )
         if isinstance(spec, ContainerJobSpec):
-            # red-box writes a container job's script itself: it runs under the user's default account.
-            return Routed(backend, decided.user, spec)
+            # red-box writes a container job's script itself, with the account and QoS asked here.
+            return Routed(backend, decided.user, replace(spec, account=decided.account, qos=decided.qos))
         try:
             script = sbatch.with_defaults(spec.script, decided.directives())
         except InvalidInput as exc:

@@ -166,3 +166,18 @@ def test_a_node_names_its_own_resource_metrics_path() -> None:
     assert (
         body["metadata"]["annotations"]["metrics.k8s.io/resource-metrics-path"] == f"/metrics/resource/{name}"
     )
+
+
+def test_a_node_publishes_each_tenant_users_red_box_socket_for_staging() -> None:
+    args = {"heartbeat": "2026-12-02T14:10:00Z", "ready_since": "2026-12-02T14:00:00Z"}
+    tenants = replace(
+        CTX, red_boxes=(("bob", "/run/wlmvk/bob/rb.sock"), ("alice", "/run/wlmvk/alice/rb.sock"))
+    )
+    annotations = nodes.node_object(DEBUG, tenants, UP, **args)["metadata"]["annotations"]
+    assert annotations[names.ANNOTATION_RED_BOX_SOCKETS] == (
+        '{"alice": "/run/wlmvk/alice/rb.sock", "bob": "/run/wlmvk/bob/rb.sock"}'
+    )
+    assert (
+        names.ANNOTATION_RED_BOX_SOCKETS
+        not in nodes.node_object(DEBUG, CTX, UP, **args)["metadata"]["annotations"]
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.unit.kubelet.fakebackend import FakeBackend
 from tests.unit.kubelet.podbodies import batch_pod, pod
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
@@ -76,9 +78,11 @@ def test_the_pods_own_script_is_judged_with_its_own_line_numbers() -> None:
     )
 
 
-def test_a_container_job_runs_as_the_tenants_user_unchanged() -> None:
+def test_a_container_job_runs_as_the_tenants_user_account_and_qos() -> None:
     spec = ContainerJobSpec(image="docker://alpine", partition="debug")
-    assert routes({"alice": ALICE}).route(record(pod()), spec) == Routed(ALICE, "alice", spec)
+    assert routes({"alice": ALICE}).route(record(pod()), spec) == Routed(
+        ALICE, "alice", replace(spec, account="physics", qos="normal")
+    )
 
 
 def test_without_tenants_everything_goes_to_the_default_red_box_unchanged() -> None:
