@@ -31,7 +31,6 @@ import structlog
 from wlmvk.core import names
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Conflict, InvalidInput, NotFound, Unavailable
-from wlmvk.core.jobs import JobStatus
 from wlmvk.core.tasks import restarting
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import PODS, Body
@@ -42,8 +41,8 @@ from wlmvk.kube.watching import Changed, Listed, WatchEvent, WatchOptions, watch
 from wlmvk.kube.workqueue import WorkQueue
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
+from wlmvk.kubelet.pods import held
 from wlmvk.kubelet.pods import status as pod_status
-from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.poller import StatusPoller
 from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
@@ -55,7 +54,6 @@ _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
 # Job states in which Slurm counts a job's GPUs as in use.
-_HOLDING = frozenset({JobStatus.CONFIGURING, JobStatus.RUNNING, JobStatus.COMPLETING, JobStatus.SUSPENDED})
 # A status write pinned to a resourceVersion that another write overtook is read again and tried
 # again this many times in a row before the sync retries later.
 _CONFLICT_TRIES = 5
@@ -139,19 +137,8 @@ class PodController:
         return self._records.get(uid) if uid else None
 
     def gpus_held(self) -> dict[str, dict[str, int]]:
-        """GPUs per node and extended resource that pods hold whose jobs Slurm runs now."""
-        out: dict[str, dict[str, int]] = {}
-        for record in self._records.values():
-            if record.state is None or record.state.status not in _HOLDING:
-                continue
-            try:
-                asked = translate.gpu_request(record.pod, self._settings.gpu_names)
-            except InvalidInput:
-                continue
-            if asked is not None:
-                held = out.setdefault(record.node, {})
-                held[asked.resource] = held.get(asked.resource, 0) + asked.count
-        return out
+        """GPUs per node and extended resource that pods hold whose jobs Slurm runs now (``held``)."""
+        return held.gpus_held(self._records.values(), self._settings.gpu_names)
 
     def phases(self) -> dict[str, int]:
         return dict(Counter(record.phase for record in self._live()))
