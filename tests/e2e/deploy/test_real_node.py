@@ -3,7 +3,9 @@
 The node is a kubelet built from the plane's own Kubernetes module with containerd from
 Debian's packages (``tests.fixtures.realnode``: a plane of its own beside the shared one).
 ``kubectl apply -k manifests/`` creates the configurator DaemonSet and the operator
-Deployment; containerd runs them from the locally imported ``wlmvk:latest``, as uid 1000
+Deployment, with a site's overlay naming the image in a registry (kustomize ``images:``, one
+setting for every pod, the staging pods' included); containerd pulls it from the registry
+(``tests.fixtures.realnode``) and runs them, as uid 1000
 on a read-only root, with their ServiceAccounts' projected tokens reaching the API server
 through the kubernetes Service. Then the original README's session passes through them: a
 SlurmJob whose data is prepared and whose results are collected by staging pods, which run
@@ -13,6 +15,7 @@ as containers on the same node with the red-box socket's directory mounted.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -71,10 +74,24 @@ def node_dirs() -> Iterator[tuple[Path, Path]]:
         yield dirs
 
 
-def deploy(kube: RealKube, node: str, socket: Path) -> str:
-    """``kubectl apply -k manifests/``, adapted as a site adapts it: where red-box's socket is."""
+def deploy(kube: RealKube, node: str, socket: Path, image: str) -> str:
+    """``kubectl apply -k`` of a site's overlay of manifests/ naming ``image`` (docs/deployment.md,
+    step 3), adapted as a site adapts it: where red-box's socket is."""
     kube.must("label", "node", node, f"{RED_BOX_LABEL}=true", "--overwrite")
-    applied = kube.must("apply", "-k", str(ROOT / "manifests"))
+    overlay = kube.workdir / "overlay"
+    overlay.mkdir(exist_ok=True)
+    name, _, tag = image.rpartition(":")
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(ROOT / "manifests", overlay)],
+                "images": [{"name": "wlmvk", "newName": name, "newTag": tag}],
+            }
+        )
+    )
+    applied = kube.must("apply", "-k", str(overlay))
     # The socket's directory at the same path inside as on the host: the virtual nodes
     # announce that path, and the staging pods mount it from the host.
     configurator = [
@@ -140,7 +157,7 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
     box = redbox_factory(user=JOB_OWNER)
     virtual = names.node_name(node, "cpu")
     try:
-        applied = deploy(kube, node, Path(box.socket))
+        applied = deploy(kube, node, Path(box.socket), real_node.image)
         assert "daemonset.apps/wlmvk-configurator created" in applied, applied
         assert "deployment.apps/wlmvk-operator created" in applied, applied
 
@@ -161,7 +178,9 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
             assert pod["spec"]["nodeName"] == node
             [status] = pod["status"]["containerStatuses"]
             assert status["containerID"].startswith("containerd://"), status
-            assert status["image"] == "docker.io/library/wlmvk:latest", status
+            assert status["image"] == real_node.image, status
+            # Pulled from the registry (an imported image has no repository digest).
+            assert status["imageID"].startswith(real_node.image.rpartition(":")[0] + "@sha256:"), status
         # The configurator's kubelet registered the partitions, through the in-cluster token.
         await eventually(
             lambda: node_ready(kube, virtual), what=f"virtual node {virtual} Ready", timeout=180, every=1
@@ -196,6 +215,8 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
             [status] = pod["status"]["containerStatuses"]
             assert status["containerID"].startswith("containerd://"), status
             assert status["state"]["terminated"]["exitCode"] == 0
+            # The operator's own image, the overlay's: no --stage-image names another.
+            assert (pod["spec"]["containers"][0]["image"], status["image"]) == (real_node.image,) * 2
         assert staged["prepare-and-results-job"]["spec"]["nodeName"] == virtual
         logs = kube.run_kubectl("logs", "prepare-and-results-job")
         assert (logs.returncode, logs.stdout) == (0, "Hello\n"), logs.stderr
