@@ -9,7 +9,6 @@ keeps a run.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,10 @@ import yaml
 
 import wlmvk
 from tests.fixtures.apiserver import KUBECTL
+from tests.fixtures.helm import CHART, HELM
 from tests.fixtures.prerequisites import unless_installed
 
 ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "deploy" / "chart"
-HELM_VERSION = re.search(r"^HELM_VERSION=(\S+)$", (ROOT / "scripts" / "helm-build").read_text(), re.M)
-assert HELM_VERSION is not None
-HELM = Path(os.environ.get("WLMVK_HELM_CACHE") or "/var/cache/wlmvk-helm") / HELM_VERSION[1] / "bin" / "helm"
 
 pytestmark = [
     pytest.mark.kubectl,
