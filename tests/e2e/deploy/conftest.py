@@ -1,12 +1,12 @@
-"""The deploy tests' own fixture plugin and marker: ``real_node`` (``tests.fixtures.realnode``)."""
+"""The deploy tests' fixture plugin and marker: ``real_node``, ``registry`` (``tests.fixtures.realnode``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.realnode import real_node
+from tests.fixtures.realnode import real_node, registry
 
-__all__ = ["real_node"]
+__all__ = ["real_node", "registry"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -3,7 +3,9 @@
 The node is a kubelet built from the plane's own Kubernetes module with containerd from
 Debian's packages (``tests.fixtures.realnode``: a plane of its own beside the shared one).
 ``kubectl apply -k manifests/`` creates the configurator DaemonSet and the operator
-Deployment; containerd runs them from the locally imported ``wlmvk:latest``, as uid 1000
+Deployment, with a site's overlay naming the image in a registry (kustomize ``images:``, one
+setting for every pod, the staging pods' included); containerd pulls it from the registry
+(``tests.fixtures.realnode``) and runs them, as uid 1000
 on a read-only root, with their ServiceAccounts' projected tokens reaching the API server
 through the kubernetes Service. Then the original README's session passes through them: a
 SlurmJob whose data is prepared and whose results are collected by staging pods, which run
@@ -13,6 +15,8 @@ as containers on the same node with the red-box socket's directory mounted.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,9 @@ import pytest
 import yaml
 
 from tests.fixtures.controlplane import RealKube
+from tests.fixtures.helm import CHART, HELM
 from tests.fixtures.polling import eventually
+from tests.fixtures.prerequisites import missing
 from tests.fixtures.realnode import RealNode
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.seeddirs import seed_dirs
@@ -71,10 +77,24 @@ def node_dirs() -> Iterator[tuple[Path, Path]]:
         yield dirs
 
 
-def deploy(kube: RealKube, node: str, socket: Path) -> str:
-    """``kubectl apply -k manifests/``, adapted as a site adapts it: where red-box's socket is."""
+def deploy(kube: RealKube, node: str, socket: Path, image: str) -> str:
+    """``kubectl apply -k`` of a site's overlay of manifests/ naming ``image`` (docs/deployment.md,
+    step 3), adapted as a site adapts it: where red-box's socket is."""
     kube.must("label", "node", node, f"{RED_BOX_LABEL}=true", "--overwrite")
-    applied = kube.must("apply", "-k", str(ROOT / "manifests"))
+    overlay = kube.workdir / "overlay"
+    overlay.mkdir(exist_ok=True)
+    name, _, tag = image.rpartition(":")
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(ROOT / "manifests", overlay)],
+                "images": [{"name": "wlmvk", "newName": name, "newTag": tag}],
+            }
+        )
+    )
+    applied = kube.must("apply", "-k", str(overlay))
     # The socket's directory at the same path inside as on the host: the virtual nodes
     # announce that path, and the staging pods mount it from the host.
     configurator = [
@@ -132,6 +152,78 @@ def example(node: str, inputs: Path, outputs: Path) -> str:
     return str(yaml.safe_dump(doc))
 
 
+async def rolled_out(kube: RealKube) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The configurator's pod and the operator's two, rolled out and running."""
+    for workload in ("daemonset/wlmvk-configurator", "deployment/wlmvk-operator"):
+        kube.must("rollout", "status", "-n", "wlmvk", workload, "--timeout=300s")
+    configurators = await eventually(
+        what="the configurator running", check=lambda: running(kube, CONFIGURATOR, 1), timeout=180, every=1
+    )
+    operators = await eventually(
+        what="two operators running", check=lambda: running(kube, OPERATOR, 2), timeout=180, every=1
+    )
+    return configurators, operators
+
+
+def helm(kube: RealKube, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HELM), "--kubeconfig", str(kube.admin), *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+
+
+async def test_the_chart_installs_the_registrys_image_and_uninstalls_to_nothing(
+    real_node: RealNode, redbox_factory: Callable[..., RedBox]
+) -> None:
+    """docs/deployment.md's `helm install` with the image and the socket set (runs first: the next
+    test's `kubectl apply` would leave objects Helm does not own)."""
+    kube, node = real_node.kube, real_node.name
+    if not HELM.exists():
+        missing(f"Helm at {HELM}: scripts/helm-build builds it")
+    box = redbox_factory(user=JOB_OWNER)
+    virtual = names.node_name(node, "cpu")
+    kube.must("label", "node", node, f"{RED_BOX_LABEL}=true", "--overwrite")
+    try:
+        installed = helm(
+            kube,
+            "install",
+            "wlmvk",
+            str(CHART),
+            "--set",
+            f"image={real_node.image}",
+            "--set",
+            f"redBoxSocket={box.socket}",
+        )
+        assert installed.returncode == 0, installed.stderr
+        configurators, operators = await rolled_out(kube)
+        for pod in [*configurators, *operators]:
+            [status] = pod["status"]["containerStatuses"]
+            assert status["image"] == real_node.image, status
+            assert status["imageID"].startswith(real_node.image.rpartition(":")[0] + "@sha256:"), status
+        await eventually(
+            lambda: node_ready(kube, virtual), what=f"virtual node {virtual} Ready", timeout=180, every=1
+        )
+    except BaseException:
+        print(state(kube))
+        raise
+    finally:
+        uninstalled = helm(kube, "uninstall", "wlmvk", "--wait", "--timeout=300s")
+        kube.run_kubectl("delete", "node", "-l", f"type=virtual-kubelet,{names.LABEL_CLUSTER}")
+        kube.run_kubectl("label", "node", node, f"{RED_BOX_LABEL}-")
+    assert uninstalled.returncode == 0, uninstalled.stderr
+
+    def gone() -> bool:
+        rendered = kube.must("kustomize", str(ROOT / "manifests"))
+        left = kube.must("get", "-f", "-", "--ignore-not-found", "-o", "name", input=rendered)
+        return left == ""
+
+    # Nothing of the chart's (the namespace goes last, once its pods are gone).
+    await eventually(gone, what="every object of the chart gone", timeout=180, every=1)
+
+
 async def test_the_manifests_run_in_containers_and_the_readme_session_passes_through_them(
     real_node: RealNode, redbox_factory: Callable[..., RedBox], node_dirs: tuple[Path, Path]
 ) -> None:
@@ -140,28 +232,20 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
     box = redbox_factory(user=JOB_OWNER)
     virtual = names.node_name(node, "cpu")
     try:
-        applied = deploy(kube, node, Path(box.socket))
+        applied = deploy(kube, node, Path(box.socket), real_node.image)
         assert "daemonset.apps/wlmvk-configurator created" in applied, applied
         assert "deployment.apps/wlmvk-operator created" in applied, applied
 
         # The DaemonSet's pod and the Deployment's two replicas, Ready, in containers: the
         # patched ones (the first, unpatched, are replaced as the controllers roll them out).
-        for workload in ("daemonset/wlmvk-configurator", "deployment/wlmvk-operator"):
-            kube.must("rollout", "status", "-n", "wlmvk", workload, "--timeout=300s")
-        configurators = await eventually(
-            what="the configurator running",
-            check=lambda: running(kube, CONFIGURATOR, 1),
-            timeout=180,
-            every=1,
-        )
-        operators = await eventually(
-            what="two operators running", check=lambda: running(kube, OPERATOR, 2), timeout=180, every=1
-        )
+        configurators, operators = await rolled_out(kube)
         for pod in [*configurators, *operators]:
             assert pod["spec"]["nodeName"] == node
             [status] = pod["status"]["containerStatuses"]
             assert status["containerID"].startswith("containerd://"), status
-            assert status["image"] == "docker.io/library/wlmvk:latest", status
+            assert status["image"] == real_node.image, status
+            # Pulled from the registry (an imported image has no repository digest).
+            assert status["imageID"].startswith(real_node.image.rpartition(":")[0] + "@sha256:"), status
         # The configurator's kubelet registered the partitions, through the in-cluster token.
         await eventually(
             lambda: node_ready(kube, virtual), what=f"virtual node {virtual} Ready", timeout=180, every=1
@@ -196,6 +280,8 @@ async def test_the_manifests_run_in_containers_and_the_readme_session_passes_thr
             [status] = pod["status"]["containerStatuses"]
             assert status["containerID"].startswith("containerd://"), status
             assert status["state"]["terminated"]["exitCode"] == 0
+            # The operator's own image, the overlay's: no --stage-image names another.
+            assert (pod["spec"]["containers"][0]["image"], status["image"]) == (real_node.image,) * 2
         assert staged["prepare-and-results-job"]["spec"]["nodeName"] == virtual
         logs = kube.run_kubectl("logs", "prepare-and-results-job")
         assert (logs.returncode, logs.stdout) == (0, "Hello\n"), logs.stderr
