@@ -1,6 +1,6 @@
 #!/bin/bash
 # The first process of a Slurm release's box (scripts/slurm-release up): PID 1
-# of its own pid namespace, chrooted in the release's root filesystem. It starts
+# of its own pid namespace, in the release's root filesystem (pivot_root). It starts
 # munged, MariaDB and slurmdbd (with accounting), slurmctld and slurmd, writes
 # $S/run/ready once the node is idle, reaps every orphan the daemons leave (they
 # daemonize, so their parents exit and the kernel hands them to PID 1), and on

@@ -94,15 +94,16 @@ def running(instance: Instance) -> Iterator[Instance]:
         instance.script("down")
 
 
-def empty(env: Mapping[str, str] | None = None) -> None:
-    """No job of an earlier run left in the Slurm that ``env`` (else this process) points at: an
-    instance's state directory outlives a run, and its slurmctld recovers what a killed or failed
-    test left (jobs still running on its CPUs or GPUs kept a later test's jobs pending until their
-    time limit)."""
+def empty(env: Mapping[str, str] | None = None, *, partition: str | None = None) -> None:
+    """No job of an earlier run left in the Slurm that ``env`` (else this process) points at (in
+    ``partition`` only, when given): an instance's state directory outlives a run, and its
+    slurmctld recovers what a killed or failed test left (jobs still running on its CPUs or GPUs
+    kept a later test's jobs pending until their time limit)."""
+    where = ["-p", partition] if partition else []
 
     def queued() -> list[str]:
         done = subprocess.run(
-            ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, check=True
+            ["squeue", "-h", *where, "-o", "%i"], env=env, capture_output=True, text=True, check=True
         )
         return done.stdout.split()
 

@@ -194,15 +194,32 @@ def sif_name(image: str) -> str:
     return "".join("_" if c in "/:@" else c for c in name) + ".sif"
 
 
-def pod_lines(image: str, command: Sequence[str], args: Sequence[str]) -> list[str]:
+# What a SIF runtime is given when the job has GPUs: the host's NVIDIA driver libraries and
+# device files bound into the container (Apptainer and Singularity alike). Without a driver on
+# the node Apptainer only warns ("could not find any nv files") and runs the container.
+GPU_FLAGS = ("--nv",)
+
+
+def gpu_flags(gpus: int) -> tuple[str, ...]:
+    """The SIF runtime's flags for a job that was given ``gpus`` GPUs (any kind): ``--nv`` when
+    it has one or more, nothing otherwise."""
+    return GPU_FLAGS if gpus > 0 else ()
+
+
+def pod_lines(image: str, command: Sequence[str], args: Sequence[str], *, gpus: int = 0) -> list[str]:
     """The lines that run a plain pod's ``image`` through Apptainer or Singularity, whichever is there.
 
     A pod's command replaces the image's entrypoint (``exec``); without one the
     image's runscript gets the args (``run``). A bare name is a Docker Hub image; an absolute
-    path is a SIF file (from a site's image directory: ``sif_name``).
+    path is a SIF file (from a site's image directory: ``sif_name``). A pod given ``gpus``
+    GPUs gets ``gpu_flags``.
     """
     reference = image if "://" in image or image.startswith("/") else f"docker://{image}"
     pick = f"if command -v {APPTAINER} >/dev/null 2>&1; then rt={APPTAINER}; else rt={SINGULARITY}; fi"
+    flags = "".join(f" {flag}" for flag in gpu_flags(gpus))
     if command:
-        return [pick, f'exec "$rt" --quiet exec {shlex.quote(reference)} {shlex.join([*command, *args])}']
-    return [pick, f'exec "$rt" --quiet run {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]
+        return [
+            pick,
+            f'exec "$rt" --quiet exec{flags} {shlex.quote(reference)} {shlex.join([*command, *args])}',
+        ]
+    return [pick, f'exec "$rt" --quiet run{flags} {shlex.quote(reference)} {shlex.join(args)}'.rstrip()]

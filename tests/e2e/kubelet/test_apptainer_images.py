@@ -3,7 +3,9 @@
 red-box (as the job owner) runs with ``--container-runtime apptainer``, the Apptainer that
 ``scripts/apptainer-local build`` built (``--runtime-path``), and ``--image-dir`` a directory
 holding ``hello.sif`` (``wlmvk_dev.images``: busybox, built here). A pod's image names a file
-there (``core.runtimes.sif_name``); its command, args and env run inside that image.
+there (``core.runtimes.sif_name``); its command, args and env run inside that image. In the
+release subsets (``slurm_releases``) all of it runs in the release's box, where the same build
+is bound at the same path (scripts/slurm-release).
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, json_of, slurm_jobs_named, unique
 from tests.e2e.kubelet.test_kubelet import wait_phase
 from tests.fixtures import apptainer
+from tests.fixtures.shared_dirs import PARENT
 from wlmvk.kube.bodies import PODS
 from wlmvk_dev.images import busybox_rootfs, sif
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, apptainer.NEEDED]
+pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.slurm_releases, apptainer.NEEDED]
 
 
 @pytest.fixture(scope="module")
 def image_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A directory of SIFs every job owner can read: ``hello.sif``, whose /etc/marker says so."""
-    where = Path(tempfile.mkdtemp(prefix="wlmvk-sifs-", dir="/var/tmp"))
+    where = Path(tempfile.mkdtemp(prefix="wlmvk-sifs-", dir=PARENT))
     where.chmod(0o755)
     root = busybox_rootfs(tmp_path_factory.mktemp("rootfs"), 'echo "runscript: $*"\n')
     (root / "etc" / "marker").write_text("hello-sif\n")

@@ -9,14 +9,17 @@ kubelet runs in-process on the in-memory API server, whose scheduler counts exte
 resources against allocatable as kube-scheduler does. Slurm numbers the node's GPUs in
 gres.conf's order: tesla 0-1, the slices 2-7; a job sees its indices in ``SLURM_JOB_GPUS`` and
 ``CUDA_VISIBLE_DEVICES``. With ``WLMVK_SLURM_RELEASE`` (24.11, 26.05) they run on that release's
-box, which must be up with the same ``WLMVK_SLURM_GPUS``; they are not in the release subsets.
+box, whose node has the same GRES (``scripts/slurm-release``'s default ``WLMVK_SLURM_GPUS``): they
+are in the release subsets (scripts/test-releases), and pass there unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,14 +28,18 @@ import pytest
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.faults import ownslurm
-from tests.fixtures import prerequisites, slurm_release
+from tests.fixtures import apptainer, prerequisites, slurm_release
 from tests.fixtures.apiserver import RealApiServer, RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.fixtures.redbox import JOB_OWNER, RedBox
+from tests.fixtures.shared_dirs import PARENT
 from wlmvk.core import names
 from wlmvk.kube.bodies import EVENTS, NODES, PODS, Body
 from wlmvk.kube.client import KubeClient
 from wlmvk_dev import localslurm
+from wlmvk_dev.images import busybox_rootfs, sif
+
+pytestmark = pytest.mark.slurm_releases
 
 GPUS = "tesla:2,1g.10gb:6"
 TESLA = {0, 1}
@@ -81,6 +88,8 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
             prerequisites.missing(
                 f"the {slurm_release.RELEASE} box up with WLMVK_SLURM_GPUS={GPUS} (its node has Gres={gres})"
             )
+        # The box's state outlives a run too: a GPU job a stopped run left would hold slices.
+        ownslurm.empty(partition="gpu")
         yield {}
         return
     if os.geteuid() != 0:
@@ -318,3 +327,74 @@ async def test_a_pod_bound_to_the_node_asking_gpus_the_partition_never_has_fails
     (found,) = await eventually(event, timeout=30)
     assert (found["type"], found["message"]) == ("Warning", message)
     assert name not in run_slurm(typed_slurm, "squeue", "-h", "-t", "all", "-o", "%j").split()
+
+
+@pytest.fixture(scope="module")
+def gpu_images() -> Iterator[Path]:
+    """A directory of SIFs the job owner reads, on a path the jobs see: ``hello.sif`` (busybox)."""
+    where = Path(tempfile.mkdtemp(prefix="wlmvk-gpu-sifs-", dir=PARENT))
+    where.chmod(0o755)
+    root = busybox_rootfs(where / "rootfs", 'echo "runscript: $*"\n')
+    sif(root, where / "hello.sif", apptainer=apptainer.APPTAINER)
+    shutil.rmtree(root)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+NV_LIBS = "ls /.singularity.d/libs"
+
+
+@apptainer.NEEDED
+async def test_a_gpu_pods_image_runs_through_apptainer_with_nv(
+    typed_slurm: dict[str, str],
+    gpu_images: Path,
+    apiserver: RunningApiServer | RealApiServer,
+    redbox_factory: Callable[..., RedBox],
+    kubelet_factory: StartKubelet,
+    kube: KubeClient,
+) -> None:
+    """The job's script runs the image with ``--nv``; inside, the job's GPUs are those asked for.
+
+    This machine has no NVIDIA GPU or driver: ``--nv`` binds what of Apptainer's nvliblist.conf
+    the node has (on this host libglvnd's libGL/libEGL, in the release boxes nothing) into
+    /.singularity.d/libs, without a warning. The pod's listing of it equals a direct
+    ``apptainer exec --nv`` of the image on the same node, and a run without ``--nv`` lists none.
+    """
+    box = redbox_factory(
+        *("--container-runtime", "apptainer", "--runtime-path", str(apptainer.BIN)),
+        *("--image-dir", str(gpu_images)),
+        user=JOB_OWNER,
+        env=typed_slurm,
+    )
+    kubelet = await kubelet_factory(
+        kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"), red_box_socket=box.socket
+    )
+    stack = Stack(apiserver, box, kubelet, kube)
+    name = unique("nv")
+    body = gpu_pod(name, {"nvidia.com/mig-1g.10gb": "1"}, f"{SHOW}; {NV_LIBS}; sleep 8")
+    body["spec"]["containers"][0]["image"] = "hello"
+    await stack.kube.create(PODS, body, namespace="default")
+    running = await phase(stack, name, "Running", "Succeeded", "Failed")
+    assert running["status"]["phase"] == "Running", running["status"]
+    job_id = running["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
+    script = run_slurm(typed_slurm, "scontrol", "write", "batch_script", str(job_id), "-")
+    sif_path = gpu_images / "hello.sif"
+    assert script.splitlines()[-1] == (
+        f"exec \"$rt\" --quiet exec --nv {sif_path} sh -c '{SHOW}; {NV_LIBS}; sleep 8'"
+    ), script
+    pod = await phase(stack, name, "Succeeded", "Failed")
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    logs = await stack.kubectl("logs", name)
+    assert logs.returncode == 0, logs.stderr
+    shown_line, *libs = logs.stdout.splitlines()
+    words = dict(word.split("=", 1) for word in shown_line.split())
+    assert words["gpus"] == words["cuda"]
+    assert len(words["cuda"].split(",")) == 1
+    assert int(words["cuda"]) in SLICES
+
+    def direct(*flags: str) -> list[str]:
+        argv = [apptainer.APPTAINER, "--quiet", "exec", *flags, str(sif_path), "sh", "-c", NV_LIBS]
+        return run_slurm(typed_slurm, *argv, user=JOB_OWNER).splitlines()
+
+    assert libs == direct("--nv")
+    assert direct() == []

@@ -5,7 +5,9 @@ Apptainer is the one ``scripts/apptainer-local build`` built from its Go module;
 ``--container-runtime apptainer``. Images are SIFs built here (``wlmvk_dev.images.sif``:
 busybox and a SCIF app, ``apptainer build`` of a directory); no registry is reached. The
 entrypoint prints what each option changes, one ``name=value`` line each, and the tests
-compare it with what the same lines say on the host.
+compare it with what the same lines say on the host (the login node: in the release subsets,
+``slurm_releases``, the release's box, where the same build is bound at the same path; the box
+has its own PID namespace, and the same IPC namespace and host name as the host).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,12 +24,18 @@ import yaml
 from tests.e2e.operator.stack import WITH_AGENT_HOST, Stack
 from tests.e2e.operator.support import wait_status
 from tests.e2e.operator.test_containers import create, wlmjob
-from tests.fixtures import apptainer, prerequisites
+from tests.fixtures import apptainer, prerequisites, slurm_release
 from tests.fixtures.redbox import JOB_OWNER
 from tests.fixtures.shared_dirs import SharedDir
 from wlmvk_dev.images import busybox_rootfs, hello_image, sif
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, WITH_AGENT_HOST, apptainer.NEEDED]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.kubectl,
+    pytest.mark.slurm_releases,
+    WITH_AGENT_HOST,
+    apptainer.NEEDED,
+]
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "wlmjob.yaml"
 PROBE = """echo "marker=$(cat /etc/marker)"
@@ -80,7 +89,11 @@ def host_ipc() -> str:
 
 
 def host_pid1() -> str:
-    return Path("/proc/1/comm").read_text().strip()
+    """The name of PID 1 where jobs run: the host's, or the release box's own init."""
+    if slurm_release.RELEASE is None:
+        return Path("/proc/1/comm").read_text().strip()
+    argv = slurm_release.exec_argv(slurm_release.RELEASE, "cat", "/proc/1/comm")
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
 
 
 async def test_a_sif_runs_with_singularitys_defaults(stack: Stack, shared_dir: SharedDir) -> None:

@@ -163,3 +163,34 @@ def test_search_path_puts_the_runtime_path_ahead_once(runtime_path: str, path: s
 )
 def test_sif_name_is_the_reference_with_separators_made_underscores(image: str, name: str) -> None:
     assert runtimes.sif_name(image) == name
+
+
+@pytest.mark.parametrize(("gpus", "flags"), [(0, ()), (-1, ()), (1, ("--nv",)), (8, ("--nv",))])
+def test_a_job_with_gpus_gets_nv_and_one_without_gets_nothing(gpus: int, flags: tuple[str, ...]) -> None:
+    assert runtimes.gpu_flags(gpus) == flags
+
+
+PICK = "if command -v apptainer >/dev/null 2>&1; then rt=apptainer; else rt=singularity; fi"
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "args", "gpus", "line"),
+    [
+        ("busybox", ["nvidia-smi"], [], 0, 'exec "$rt" --quiet exec docker://busybox nvidia-smi'),
+        ("busybox", ["nvidia-smi"], [], 1, 'exec "$rt" --quiet exec --nv docker://busybox nvidia-smi'),
+        (
+            "/s/cuda.sif",
+            ["sh", "-c"],
+            ["echo $X"],
+            2,
+            "exec \"$rt\" --quiet exec --nv /s/cuda.sif sh -c 'echo $X'",
+        ),
+        ("/s/cuda.sif", [], [], 0, 'exec "$rt" --quiet run /s/cuda.sif'),
+        ("/s/cuda.sif", [], [], 4, 'exec "$rt" --quiet run --nv /s/cuda.sif'),
+        ("oras://r/x:1", [], ["--a", "b c"], 1, "exec \"$rt\" --quiet run --nv oras://r/x:1 --a 'b c'"),
+    ],
+)
+def test_pod_lines_put_nv_before_the_image_only_when_the_pod_has_gpus(
+    image: str, command: list[str], args: list[str], gpus: int, line: str
+) -> None:
+    assert runtimes.pod_lines(image, command, args, gpus=gpus) == [PICK, line]

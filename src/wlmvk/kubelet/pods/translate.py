@@ -9,7 +9,8 @@ Two kinds of pod reach a virtual node:
   which becomes a ``ContainerJobSpec`` for red-box's SubmitJobContainer;
 - any other pod becomes a ``/bin/sh`` script built from its one container's
   command, args, env and workingDir. When the partition has a container
-  runtime the image runs through Apptainer/Singularity; otherwise the command
+  runtime the image runs through Apptainer/Singularity (``--nv`` when the pod
+  has GPUs: ``core.runtimes.gpu_flags``); otherwise the command
   runs on the compute node and the image is only recorded in a comment
   (``unused_image`` says so, for the pod's condition and Event).
 
@@ -127,7 +128,7 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
         script = batch
         working_dir = annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target)
     else:
-        built = _container_script(pod, container, target)
+        built = _container_script(pod, container, target, gpus=asked.count if asked else 0)
         if isinstance(built, Rejection):
             return built
         script = built
@@ -309,7 +310,7 @@ def _sif_image(image: str, target: Target) -> str | Rejection:
     )
 
 
-def _container_script(pod: Body, container: Body, target: Target) -> str | Rejection:
+def _container_script(pod: Body, container: Body, target: Target, *, gpus: int) -> str | Rejection:
     try:
         env = environment.container_env(pod, container)
     except InvalidInput as exc:
@@ -330,7 +331,7 @@ def _container_script(pod: Body, container: Body, target: Target) -> str | Rejec
         resolved = _sif_image(image, target)
         if isinstance(resolved, Rejection):
             return resolved
-        lines += runtimes.pod_lines(resolved, command, args)
+        lines += runtimes.pod_lines(resolved, command, args, gpus=gpus)
     elif command:
         lines.append(f"exec {shlex.join(command + args)}")
     else:

@@ -382,6 +382,25 @@ def test_a_plain_pods_image_runs_the_sif_the_site_holds_for_it() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("limits", "flags"),
+    [
+        ({}, ""),
+        ({"nvidia.com/gpu": "0"}, ""),
+        ({"nvidia.com/gpu": "1"}, " --nv"),
+        ({"nvidia.com/mig-1g.10gb": "2"}, " --nv"),
+        ({"nvidia.com/gpu.tesla": "1"}, " --nv"),
+    ],
+)
+def test_a_plain_pods_image_gets_nv_when_the_pod_has_gpus(limits: dict[str, str], flags: str) -> None:
+    body = pod(container={"resources": {"limits": {"cpu": "1", **limits}}})
+    script = job(body, SITE).script
+    assert (
+        script.splitlines()[-1]
+        == f"exec \"$rt\" --quiet exec{flags} /srv/sif/busybox_1.36.sif echo 'hello world'"
+    )
+
+
 def test_an_image_the_sites_directory_lacks_is_refused_naming_it() -> None:
     refused = rejection(pod(container={"image": "lolcow:2"}), SITE)
     assert refused == Rejection(
