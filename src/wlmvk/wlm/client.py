@@ -69,6 +69,7 @@ from wlmvk.wire import associations, batches, codec, sessions, submits, uploads
 from wlmvk.wire import usage as usage_codec
 from wlmvk.wire.states import RawStates, StatesDecoder
 from wlmvk.wlm import batching, failures, feeding, fencing, zipbridge
+from wlmvk.wlm.observing import Observing
 
 _log = structlog.get_logger(__name__)
 
@@ -78,7 +79,7 @@ CHUNK = 256 * 1024
 FALLBACK_CONCURRENCY = 16
 
 
-class RedBoxClient:
+class RedBoxClient(Observing):
     """A red-box client over a Unix socket; one per red-box, shared by all tasks.
 
     ``RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)``, its ``Backend`` calls, ``close()``.
