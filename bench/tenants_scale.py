@@ -13,8 +13,8 @@ process; red-box as the benchmarks' own Slurm users), each ``--pods`` held pods 
 
 Per arm: the time from creating the first pod to every pod annotated with its job id (pods to
 job ids: the goal is tenants >= 0.9x single's rate); then, at steady state (every pod's status
-written), slurmctld's and slurmdbd's RPCs of this run's users over ``--window`` s (``sdiag`` and
-``sacctmgr show stats``, by user: nobody else's calls count), per 5 s kubelet interval (the goal
+written), slurmctld's and slurmdbd's RPCs of this run's users over ``--window`` s (``sdiag`` by
+user, ``sacctmgr show stats`` by uid: nobody else's calls count), per 5 s kubelet interval (the goal
 is tenants <= single + 1 on slurmctld); and the resident memory of the tenants' red-boxes summed
 (VmRSS of each red-box process and its slurmrestd, read at the end of the window).
 
@@ -28,6 +28,8 @@ import asyncio
 import contextlib
 import json
 import os
+import pwd
+import re
 import subprocess
 import sys
 import time
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_stack import free_port, wait_for_node, wait_until
-from kubelet_submit import SCRIPT
+from kubelet_submit import pod
 from slurm_side import (
     USER,
     WLMVK,
@@ -49,7 +51,6 @@ from slurm_side import (
     process_cpu,
     pythonpath,
     slurmctld_counters,
-    slurmdbd_counters,
 )
 from status_steady import rss_mb
 
@@ -62,6 +63,7 @@ from wlmvk.kube.watching import Listed, WatchOptions, watch
 ROOT = Path(__file__).resolve().parents[1]
 TICK = 5.0  # the kubelet's default --status-interval
 QOS = "normal"
+DBD_ROW = re.compile(r"^\s+\S+\s+\(\s*(\d+)\)\s+count:(\d+)", re.M)
 
 
 def tenant_user(index: int) -> str:
@@ -108,6 +110,13 @@ def tenant_users(count: int) -> Iterator[list[str]]:
             subprocess.run(["userdel", user], capture_output=True, check=False)
 
 
+def slurmdbd_by_uid() -> dict[int, int]:
+    """slurmdbd's RPC counts by uid (it names a user it does not know ``nobody``: uids are exact)."""
+    done = subprocess.run(["sacctmgr", "show", "stats"], capture_output=True, text=True, check=False)
+    rows = done.stdout.partition("statistics by user")[2]
+    return {int(m.group(1)): int(m.group(2)) for m in DBD_ROW.finditer(rows)}
+
+
 def tree_rss_mb(pid: int) -> float:
     """The resident memory of a process and its descendants (red-box and its slurmrestd), in MB."""
     total, pending = 0.0, [pid]
@@ -133,19 +142,6 @@ def tenant(index: int, user: str) -> dict[str, Any]:
     }
 
 
-def pod(namespace: str, index: int, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"p-{index}",
-            "namespace": namespace,
-            "annotations": {names.ANNOTATION_BATCH: SCRIPT},
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "job", "image": "none"}]},
-    }
-
-
 @contextlib.asynccontextmanager
 async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[dict[str, Any]]:
     """The default red-box (bench user), one red-box per tenant user, the API server (tenants
@@ -164,7 +160,7 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
         await wait_until(lambda: asyncio.sleep(0, kubeconfig.exists()), timeout=30, every=0.1)
         await asyncio.sleep(0.5)
         kube = await KubeClient.connect(str(kubeconfig))
-        namespaces = [f"ns-{u}" for u in users] or ["ns-single"]
+        namespaces = [f"ns-{u}" for u in users] or ["ns-single"]  # kubelet_submit.pod: namespace = prefix
         for namespace in namespaces:
             await kube.create(
                 NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
@@ -195,11 +191,23 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
         cancel_bench_jobs()
 
 
+async def checked(kube: KubeClient, count: int) -> bool:
+    """Whether the kubelet has written its entry in each of ``count`` SlurmTenants' status."""
+    listed = await kube.list(SLURMTENANTS)
+    done = [t for t in listed.get("items") or [] if (t.get("status") or {}).get("clusters")]
+    return len(done) >= count
+
+
 async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[str, Any]:
     async with system(users, args) as s:
         kube: KubeClient = s["kube"]
         node = names.node_name(s["cluster"], "debug")
         await wait_for_node(kube, node, timeout=120)
+        if users:
+            # A site's tenants exist before their pods: the kubelet's first check of each (an
+            # Associations call per tenant user, two sacctmgr) is done before the pods come.
+            await wait_until(lambda: checked(kube, len(users)), timeout=600, every=1.0)
+        await asyncio.sleep(args.settle)
         namespaces: list[str] = s["namespaces"]
         job_of: dict[tuple[str, str], int] = {}
         phase_of: dict[tuple[str, str], str] = {}
@@ -241,11 +249,11 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
         await wait_until(steady, timeout=1800, every=0.5)
         await asyncio.sleep(args.settle)
         ours = {USER, *users}
-        ctld0, dbd0 = slurmctld_counters(), slurmdbd_counters()
+        ctld0, dbd0 = slurmctld_counters(), slurmdbd_by_uid()
         kubelet_cpu0 = process_cpu(s["kubelet"].pid)
         t0 = time.perf_counter()
         await asyncio.sleep(args.window)
-        ctld, dbd = slurmctld_counters().minus(ctld0), slurmdbd_counters().minus(dbd0)
+        ctld, dbd1 = slurmctld_counters().minus(ctld0), slurmdbd_by_uid()
         elapsed = time.perf_counter() - t0
         kubelet_cpu = process_cpu(s["kubelet"].pid) - kubelet_cpu0
         boxes: dict[str, BenchRedBox] = s["boxes"]
@@ -254,7 +262,8 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
         watching.cancel()
         ticks = elapsed / TICK
         ctld_ours = {u: n for u, n in ctld.by_user.items() if u in ours}
-        dbd_ours = {u: n for u, n in dbd.by_user.items() if u in ours}
+        uids = {pwd.getpwnam(u).pw_uid: u for u in ours}
+        dbd_ours = {uids[i]: n - dbd0.get(i, 0) for i, n in dbd1.items() if i in uids and n > dbd0.get(i, 0)}
         result = {
             "tenants": len(users),
             "namespaces": len(namespaces),
@@ -267,7 +276,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
             "slurmctld_by_user": ctld_ours,
             "slurmctld_by_type": ctld.by_type,
             "slurmdbd_by_user": dbd_ours,
-            "restarted": ctld.restarted or dbd.restarted,
+            "restarted": ctld.restarted,
             "kubelet_cpu_s_per_min": kubelet_cpu * 60 / elapsed,
             "tenant_red_boxes_rss_mb": sum(rss.values()),
             "tenant_red_box_rss_mb_max": max(rss.values(), default=0.0),
