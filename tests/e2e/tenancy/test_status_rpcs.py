@@ -151,19 +151,21 @@ async def test_with_private_jobs_each_tenant_users_red_box_is_asked_and_it_is_lo
     slow_kubelet: tuple[Kubelet, dict[str, RedBox]], tenant_slurm: ownslurm.Instance, kube: KubeClient
 ) -> None:
     kubelet, _ = slow_kubelet
-    pods = pods_of(A, B)
+    only_b, of_a = pods_of(B), pods_of(A)
     with private_jobs(tenant_slurm), structlog.testing.capture_logs() as logs:
         shown = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True)  # noqa: ASYNC221
         assert re.search(r"^PrivateData\s*=\s*jobs", shown.stdout, re.M), "PrivateData did not take"
-        await start(kube, pods)
-        await running(kubelet, kube, pods)
-        # The default red-box's look, then A's and B's own: B's jobs were hidden from the look.
-        per_tick = await reads_per_tick(kubelet)
-        for name, tenant in pods.items():
+        await start(kube, only_b)
+        await running(kubelet, kube, only_b)
+        # B's jobs hidden from the default red-box's look: B's own red-box alone is asked.
+        alone = await reads_per_tick(kubelet)
+        await start(kube, of_a)
+        await running(kubelet, kube, {**only_b, **of_a})
+        both = await reads_per_tick(kubelet)  # A's own red-box (the default's user), then B's
+        for name, tenant in {**only_b, **of_a}.items():
             pod = await kube.get(PODS, name, namespace=tenant.namespace)
             assert pod["status"]["phase"] == "Running"
             assert pod["metadata"]["annotations"][names.ANNOTATION_JOB_ID]
     said = [entry for entry in logs if "hides other users' jobs" in str(entry.get("event"))]
     assert len(said) == 1, said
-    # Per-user looks (A's red-box is the default: one squeue for A's jobs, one for B's).
-    assert per_tick == 2.0
+    assert (alone, both) == (1.0, 2.0)

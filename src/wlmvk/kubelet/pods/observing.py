@@ -75,18 +75,18 @@ class StateLooks:
     def on(self) -> bool:
         return not self._unsupported and time.monotonic() >= self._off_until
 
-    async def look(self, wanted: Mapping[JobId, str]) -> dict[JobId, JobState]:
+    async def look(self, wanted: Mapping[JobId, str]) -> dict[JobId, JobState] | None:
         """The believed states of these jobs (each mapped to its holder), from one look; the
-        tenants' red-boxes told which of theirs were seen. Empty when the look fails."""
+        tenants' red-boxes told which of theirs were seen. None when the look failed."""
         try:
             shown = await self.observer.observe(list(wanted))
         except Unsupported:
             self._unsupported = True
             _log.info("the default red-box cannot look at other users' jobs: each red-box is asked")
-            return {}
+            return None
         except WlmvkError as exc:
             _log.warning("one look at every job failed: each red-box is asked", error=exc.message)
-            return {}
+            return None
         states = believed(wanted, shown.states, shown.own_user)
         seen: dict[str, list[JobId]] = {}
         for job_id in states:

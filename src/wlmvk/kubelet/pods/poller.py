@@ -96,9 +96,10 @@ class StatusPoller:
             return
         self.metrics.status_ticks.inc()
         looks = self.routes.looks if self.routes is not None else None
-        seen: dict[JobId, JobState] = {}
+        looked: dict[JobId, JobState] | None = None
         if looks is not None and looks.on and live and self.routes is not None:
-            seen = await looks.look({j: self.routes.holder_of(r) for j, r in live.items()})
+            looked = await looks.look({j: self.routes.holder_of(r) for j, r in live.items()})
+        seen = looked or {}
         asked: dict[int, tuple[Backend, list[JobId]]] = {}
         for job_id, record in [*((j, r) for j, r in live.items() if j not in seen), *claims]:
             backend = self.routes.backend_of(record) if self.routes is not None else self.backend
@@ -107,7 +108,7 @@ class StatusPoller:
         for backend, job_ids in asked.values():
             # A red-box that does not answer holds its own pods back, not the others'.
             answered.update(await self._states(backend, job_ids))
-        if seen and looks is not None:
+        if looked is not None and looks is not None:
             looks.check({j: answered[j] for j in live if j not in seen and j in answered})
         states = {**answered, **seen}
         for job_id, record in claims:
