@@ -176,7 +176,8 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         " its own red-box as that user (`--red-box USER=SOCKET`), red-box's default settings (its"
         " slurmrestd). RPCs are slurmctld's and slurmdbd's per-user counters of the run's users over"
         f" a {many['window_s']:.0f} s window at steady state; the memory is each tenant red-box's RSS"
-        f" and its slurmrestd's, summed. Raw output: `docs/raw/{TENANTS}.txt`.",
+        f" with its children's (its slurmrestd, when it runs one), summed. Raw output:"
+        f" `docs/raw/{TENANTS}.txt`.",
         "",
         *rows,
         "",
@@ -188,4 +189,9 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         f" {many['tenant_red_boxes_rss_mb']:.0f} MB of the login node's memory"
         f" ({many['tenant_red_boxes_rss_mb'] / max(1, many['tenants']):.0f} MB per tenant user, the"
         f" largest {many['tenant_red_box_rss_mb_max']:.0f} MB).",
+        "",
+        "What grows with the tenants: slurmdbd's RPCs are the kubelet's SlurmTenant status check (each"
+        " tenant user's red-box runs two `sacctmgr` every 60 s, docs/tenancy.md), by the tenant users;"
+        " the kubelet's CPU is mostly the one look's answer (every job's state, decoded each tick), the"
+        " FollowJobs calls (one per tenant user per tick) and those checks.",
     ]
