@@ -72,6 +72,10 @@ def status_section(result: dict[str, Any], before: str = "") -> list[str]:
         "One `squeue` costs slurmctld two RPCs in Slurm 22.05 (REQUEST_JOB_USER_INFO, and"
         " REQUEST_PARTITION_INFO, which squeue always loads: src/squeue/print.c), three without"
         " `--local` (REQUEST_FED_INFO first); `scontrol show partition` one, `scontrol show node` two."
+        " Where a node has GPUs, red-box reads the node table at every discovery round for the GPUs in"
+        " use (`scontrol -d -o show node`: two more RPCs per round, for all nodes and partitions;"
+        " `tests/unit/redbox/test_commands.py` counts them); the table above was measured before that,"
+        " on the local Slurm, whose node has two GPUs."
         " A kubelet ticking every 5 s through squeue therefore costs 2 per interval by itself. Through"
         " slurmrestd (`rest`) a tick is one REQUEST_JOB_INFO: `GET /jobs?update_time=T` answers"
         ' "no change" or with every job of the cluster, which red-box reads instead of running'
@@ -136,4 +140,58 @@ def slurmjobs_section(result: dict[str, Any]) -> list[str]:
         f"| {result['per_s']:.2f} | {result['p50_s']:.1f} | {result['p95_s']:.1f} "
         f"| {result['operator_cpu_s']:.1f} | {result['operator_rss_peak_sampled_mb']:.0f}"
         f" / {result['operator_rss_hwm_mb']:.0f} |",
+    ]
+
+
+TENANTS = "tenants-scale"
+TENANTS_ARGV = ["tenants_scale.py", "--tenants", "50", "--pods", "1000", "--window", "60"]
+
+
+def tenants_section(result: dict[str, Any]) -> list[str]:
+    """docs/performance.md's section of ``tenants_scale.py``: one tenant against many, one run."""
+    m = result["machine"]
+    single, many = result["arms"]["single"], result["arms"]["tenants"]
+    rows = [
+        "| arm | namespaces | red-boxes | pods to job ids (s) | pods/s | slurmctld RPCs per 5 s "
+        "| slurmdbd RPCs per 5 s | kubelet CPU s/min | tenants' red-boxes RSS (MB, summed) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, arm in (("one tenant (no SlurmTenant)", single), (f"{many['tenants']} tenants", many)):
+        void = " (a daemon restarted: void)" if arm["restarted"] else ""
+        rss = f"{arm['tenant_red_boxes_rss_mb']:.0f}" if arm["tenants"] else "-"
+        rows.append(
+            f"| {name}{void} | {arm['namespaces']} | {1 + arm['tenants']} | {arm['to_jobs_s']:.1f} "
+            f"| {arm['pods_per_s']:.1f} | {arm['slurmctld_per_tick']:.2f} | {arm['slurmdbd_per_tick']:.2f} "
+            f"| {arm['kubelet_cpu_s_per_min']:.2f} | {rss} |"
+        )
+    return [
+        f"`bench/tenants_scale.py --tenants {result['tenants']} --pods {result['pods']}`, {m['date']}"
+        f" (load {m['load']}; the machine was shared with other helpers' work and a CI run: the"
+        " ratios within this one run are what count): two arms, each a fresh system (in-memory API"
+        " server, one `wlmvk kubelet`, red-boxes, each a process), each with"
+        f" {result['pods']} held pods on one virtual node. One tenant: no SlurmTenant, every pod in one"
+        f" namespace, one red-box. {result['tenants']} tenants: {result['tenants']} SlurmTenants, one"
+        " namespace each, the pods spread evenly; each tenant its own Unix user (made for the run"
+        " with `useradd --system` and an account of its own with `sacctmgr`, both removed after) and"
+        " its own red-box as that user (`--red-box USER=SOCKET`), red-box's default settings (its"
+        " slurmrestd). RPCs are slurmctld's and slurmdbd's per-user counters of the run's users over"
+        f" a {many['window_s']:.0f} s window at steady state; the memory is each tenant red-box's RSS"
+        f" with its children's (its slurmrestd, when it runs one), summed. Raw output:"
+        f" `docs/raw/{TENANTS}.txt`.",
+        "",
+        *rows,
+        "",
+        f"Pods to job ids with {many['tenants']} tenants: {result['rate_ratio']:.2f}x the one tenant's"
+        f" rate (goal >= 0.9x). slurmctld RPCs per 5 s: {result['slurmctld_per_tick_added']:+.2f} against"
+        " the one tenant's (goal <= +1): the kubelet's tick looks at every tenant's jobs once through"
+        " the default red-box (ObserveStates) and the tenants' red-boxes' recorders are told the jobs"
+        " are followed (FollowJobs), docs/tenancy.md. The tenants' red-boxes hold"
+        f" {many['tenant_red_boxes_rss_mb']:.0f} MB of the login node's memory"
+        f" ({many['tenant_red_boxes_rss_mb'] / max(1, many['tenants']):.0f} MB per tenant user, the"
+        f" largest {many['tenant_red_box_rss_mb_max']:.0f} MB).",
+        "",
+        "What grows with the tenants: slurmdbd's RPCs are the kubelet's SlurmTenant status check (each"
+        " tenant user's red-box runs two `sacctmgr` every 60 s, docs/tenancy.md), by the tenant users;"
+        " the kubelet's CPU is mostly the one look's answer (every job's state, decoded each tick), the"
+        " FollowJobs calls (one per tenant user per tick) and those checks.",
     ]

@@ -52,12 +52,15 @@ from perf_sections import (
     SLURMJOBS,
     SLURMJOBS_ARGV,
     STATUS,
+    TENANTS,
+    TENANTS_ARGV,
     logs_section,
     scale_argv,
     scale_section,
     slurmjobs_section,
     status_argv,
     status_section,
+    tenants_section,
 )
 from stats_section import RUNS, stats_argv, stats_section
 
@@ -71,7 +74,7 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
-PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC)
+PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS)
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
@@ -367,6 +370,10 @@ def write_docs(
         "",
         *(exec_section(kept(EXEC)) if (RAW / f"{EXEC}.json").exists() else ["Not run yet."]),
         "",
+        "## Many tenants through one kubelet",
+        "",
+        *(tenants_section(kept(TENANTS)) if (RAW / f"{TENANTS}.json").exists() else ["Not run yet."]),
+        "",
         "## Not run by `bench/run-all` yet",
         "",
         "These scripts print their own figures; none is quoted here until this script runs it,",
@@ -448,6 +455,8 @@ def performance(args: argparse.Namespace) -> None:
         run(SCALE, scale_argv())
     if EXEC in rerun:
         run(EXEC, EXEC_ARGV)
+    if TENANTS in rerun:
+        run(TENANTS, TENANTS_ARGV)
     if submit is None:
         raise SystemExit(f"no submission figures in {RAW}: run {SUBMIT} first")
     stats = [kept(n) for n in RUNS if (RAW / f"{n}.json").exists()]

@@ -116,6 +116,8 @@ class BenchRedBox:
 
     source: Path = ROOT / "src"
     args: list[str] = field(default_factory=list)
+    user: str = USER
+    """Who it runs as: the bench user (created when missing), or another the caller made."""
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rbs-", dir="/tmp")))
     proc: subprocess.Popen[bytes] | None = None
     _child: int = 0
@@ -129,7 +131,7 @@ class BenchRedBox:
         return self.base / "slurm-commands"
 
     def start(self) -> BenchRedBox:
-        user = bench_user()
+        user = bench_user() if self.user == USER else self.user
         self.base.chmod(0o755)
         shims = self.base / "bin"
         shims.mkdir()

@@ -2355,6 +2355,157 @@ func (x *JobStatesResponse) GetStates() []*JobState {
 	return nil
 }
 
+type ObservedState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State *JobState              `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// The Unix user name of the job's owner.
+	User          string `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObservedState) Reset() {
+	*x = ObservedState{}
+	mi := &file_wlm_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObservedState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObservedState) ProtoMessage() {}
+
+func (x *ObservedState) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObservedState.ProtoReflect.Descriptor instead.
+func (*ObservedState) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ObservedState) GetState() *JobState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ObservedState) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+type ObserveStatesResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	States []*ObservedState       `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty"`
+	// The user red-box runs as (its own jobs' owner).
+	OwnUser       string `protobuf:"bytes,2,opt,name=own_user,json=ownUser,proto3" json:"own_user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveStatesResponse) Reset() {
+	*x = ObserveStatesResponse{}
+	mi := &file_wlm_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveStatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveStatesResponse) ProtoMessage() {}
+
+func (x *ObserveStatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveStatesResponse.ProtoReflect.Descriptor instead.
+func (*ObserveStatesResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ObserveStatesResponse) GetStates() []*ObservedState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ObserveStatesResponse) GetOwnUser() string {
+	if x != nil {
+		return x.OwnUser
+	}
+	return ""
+}
+
+type FollowJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many of the jobs asked for are red-box's own unfinished ones.
+	Followed      int32 `protobuf:"varint,1,opt,name=followed,proto3" json:"followed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowJobsResponse) Reset() {
+	*x = FollowJobsResponse{}
+	mi := &file_wlm_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowJobsResponse) ProtoMessage() {}
+
+func (x *FollowJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowJobsResponse.ProtoReflect.Descriptor instead.
+func (*FollowJobsResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *FollowJobsResponse) GetFollowed() int32 {
+	if x != nil {
+		return x.Followed
+	}
+	return 0
+}
+
 type SubmitJobsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Jobs          []*SubmitJobRequest    `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
@@ -2364,7 +2515,7 @@ type SubmitJobsRequest struct {
 
 func (x *SubmitJobsRequest) Reset() {
 	*x = SubmitJobsRequest{}
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2527,7 @@ func (x *SubmitJobsRequest) String() string {
 func (*SubmitJobsRequest) ProtoMessage() {}
 
 func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[33]
+	mi := &file_wlm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2540,7 @@ func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobsRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{33}
+	return file_wlm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SubmitJobsRequest) GetJobs() []*SubmitJobRequest {
@@ -2409,7 +2560,7 @@ type SubmitJobsResponse struct {
 
 func (x *SubmitJobsResponse) Reset() {
 	*x = SubmitJobsResponse{}
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2572,7 @@ func (x *SubmitJobsResponse) String() string {
 func (*SubmitJobsResponse) ProtoMessage() {}
 
 func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[34]
+	mi := &file_wlm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2585,7 @@ func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{34}
+	return file_wlm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubmitJobsResponse) GetResults() []*SubmitJobsResult {
@@ -2458,7 +2609,7 @@ type SubmitJobsResult struct {
 
 func (x *SubmitJobsResult) Reset() {
 	*x = SubmitJobsResult{}
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2621,7 @@ func (x *SubmitJobsResult) String() string {
 func (*SubmitJobsResult) ProtoMessage() {}
 
 func (x *SubmitJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[35]
+	mi := &file_wlm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2634,7 @@ func (x *SubmitJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResult.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResult) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{35}
+	return file_wlm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SubmitJobsResult) GetJobId() int64 {
@@ -2516,7 +2667,7 @@ type FindJobRequest struct {
 
 func (x *FindJobRequest) Reset() {
 	*x = FindJobRequest{}
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2679,7 @@ func (x *FindJobRequest) String() string {
 func (*FindJobRequest) ProtoMessage() {}
 
 func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[36]
+	mi := &file_wlm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2692,7 @@ func (x *FindJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobRequest.ProtoReflect.Descriptor instead.
 func (*FindJobRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{36}
+	return file_wlm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FindJobRequest) GetIdempotencyKey() string {
@@ -2562,7 +2713,7 @@ type FindJobResponse struct {
 
 func (x *FindJobResponse) Reset() {
 	*x = FindJobResponse{}
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2574,7 +2725,7 @@ func (x *FindJobResponse) String() string {
 func (*FindJobResponse) ProtoMessage() {}
 
 func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[37]
+	mi := &file_wlm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2587,7 +2738,7 @@ func (x *FindJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindJobResponse.ProtoReflect.Descriptor instead.
 func (*FindJobResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{37}
+	return file_wlm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FindJobResponse) GetFound() bool {
@@ -2624,7 +2775,7 @@ type StageInRequest struct {
 
 func (x *StageInRequest) Reset() {
 	*x = StageInRequest{}
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2787,7 @@ func (x *StageInRequest) String() string {
 func (*StageInRequest) ProtoMessage() {}
 
 func (x *StageInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[38]
+	mi := &file_wlm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2800,7 @@ func (x *StageInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInRequest.ProtoReflect.Descriptor instead.
 func (*StageInRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{38}
+	return file_wlm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StageInRequest) GetPath() string {
@@ -2676,7 +2827,7 @@ type StageInResponse struct {
 
 func (x *StageInResponse) Reset() {
 	*x = StageInResponse{}
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2839,7 @@ func (x *StageInResponse) String() string {
 func (*StageInResponse) ProtoMessage() {}
 
 func (x *StageInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[39]
+	mi := &file_wlm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2852,7 @@ func (x *StageInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageInResponse.ProtoReflect.Descriptor instead.
 func (*StageInResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{39}
+	return file_wlm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StageInResponse) GetFiles() int64 {
@@ -2728,7 +2879,7 @@ type StageOutRequest struct {
 
 func (x *StageOutRequest) Reset() {
 	*x = StageOutRequest{}
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2891,7 @@ func (x *StageOutRequest) String() string {
 func (*StageOutRequest) ProtoMessage() {}
 
 func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[40]
+	mi := &file_wlm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2904,7 @@ func (x *StageOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageOutRequest.ProtoReflect.Descriptor instead.
 func (*StageOutRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{40}
+	return file_wlm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StageOutRequest) GetPath() string {
@@ -2776,7 +2927,7 @@ type JobUsageRequest struct {
 
 func (x *JobUsageRequest) Reset() {
 	*x = JobUsageRequest{}
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2939,7 @@ func (x *JobUsageRequest) String() string {
 func (*JobUsageRequest) ProtoMessage() {}
 
 func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[41]
+	mi := &file_wlm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +2952,7 @@ func (x *JobUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageRequest.ProtoReflect.Descriptor instead.
 func (*JobUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{41}
+	return file_wlm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JobUsageRequest) GetJobIds() []int64 {
@@ -2837,7 +2988,7 @@ type JobUsage struct {
 
 func (x *JobUsage) Reset() {
 	*x = JobUsage{}
-	mi := &file_wlm_proto_msgTypes[42]
+	mi := &file_wlm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +3000,7 @@ func (x *JobUsage) String() string {
 func (*JobUsage) ProtoMessage() {}
 
 func (x *JobUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[42]
+	mi := &file_wlm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +3013,7 @@ func (x *JobUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
 func (*JobUsage) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{42}
+	return file_wlm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JobUsage) GetJobId() int64 {
@@ -2915,7 +3066,7 @@ type JobUsageResponse struct {
 
 func (x *JobUsageResponse) Reset() {
 	*x = JobUsageResponse{}
-	mi := &file_wlm_proto_msgTypes[43]
+	mi := &file_wlm_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3078,7 @@ func (x *JobUsageResponse) String() string {
 func (*JobUsageResponse) ProtoMessage() {}
 
 func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[43]
+	mi := &file_wlm_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3091,7 @@ func (x *JobUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsageResponse.ProtoReflect.Descriptor instead.
 func (*JobUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{43}
+	return file_wlm_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JobUsageResponse) GetUsages() []*JobUsage {
@@ -2992,7 +3143,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_wlm_proto_msgTypes[44]
+	mi := &file_wlm_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3155,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[44]
+	mi := &file_wlm_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3168,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{44}
+	return file_wlm_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExecRequest) GetJobId() int64 {
@@ -3100,7 +3251,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_wlm_proto_msgTypes[45]
+	mi := &file_wlm_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3263,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[45]
+	mi := &file_wlm_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3276,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{45}
+	return file_wlm_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExecResponse) GetStarted() bool {
@@ -3173,7 +3324,7 @@ type AssociationsRequest struct {
 
 func (x *AssociationsRequest) Reset() {
 	*x = AssociationsRequest{}
-	mi := &file_wlm_proto_msgTypes[46]
+	mi := &file_wlm_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3336,7 @@ func (x *AssociationsRequest) String() string {
 func (*AssociationsRequest) ProtoMessage() {}
 
 func (x *AssociationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[46]
+	mi := &file_wlm_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3349,7 @@ func (x *AssociationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssociationsRequest.ProtoReflect.Descriptor instead.
 func (*AssociationsRequest) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{46}
+	return file_wlm_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AssociationsRequest) GetUser() string {
@@ -3222,7 +3373,7 @@ type Association struct {
 
 func (x *Association) Reset() {
 	*x = Association{}
-	mi := &file_wlm_proto_msgTypes[47]
+	mi := &file_wlm_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3234,7 +3385,7 @@ func (x *Association) String() string {
 func (*Association) ProtoMessage() {}
 
 func (x *Association) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[47]
+	mi := &file_wlm_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3247,7 +3398,7 @@ func (x *Association) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Association.ProtoReflect.Descriptor instead.
 func (*Association) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{47}
+	return file_wlm_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Association) GetAccount() string {
@@ -3292,7 +3443,7 @@ type AssociationsResponse struct {
 
 func (x *AssociationsResponse) Reset() {
 	*x = AssociationsResponse{}
-	mi := &file_wlm_proto_msgTypes[48]
+	mi := &file_wlm_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3455,7 @@ func (x *AssociationsResponse) String() string {
 func (*AssociationsResponse) ProtoMessage() {}
 
 func (x *AssociationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wlm_proto_msgTypes[48]
+	mi := &file_wlm_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3468,7 @@ func (x *AssociationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssociationsResponse.ProtoReflect.Descriptor instead.
 func (*AssociationsResponse) Descriptor() ([]byte, []int) {
-	return file_wlm_proto_rawDescGZIP(), []int{48}
+	return file_wlm_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AssociationsResponse) GetUser() string {
@@ -3541,7 +3692,15 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04name\x18\x0e \x01(\tR\x04name\x12'\n" +
 	"\x0fidempotency_key\x18\x0f \x01(\tR\x0eidempotencyKey\":\n" +
 	"\x11JobStatesResponse\x12%\n" +
-	"\x06states\x18\x01 \x03(\v2\r.api.JobStateR\x06states\">\n" +
+	"\x06states\x18\x01 \x03(\v2\r.api.JobStateR\x06states\"H\n" +
+	"\rObservedState\x12#\n" +
+	"\x05state\x18\x01 \x01(\v2\r.api.JobStateR\x05state\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\"^\n" +
+	"\x15ObserveStatesResponse\x12*\n" +
+	"\x06states\x18\x01 \x03(\v2\x12.api.ObservedStateR\x06states\x12\x19\n" +
+	"\bown_user\x18\x02 \x01(\tR\aownUser\"0\n" +
+	"\x12FollowJobsResponse\x12\x1a\n" +
+	"\bfollowed\x18\x01 \x01(\x05R\bfollowed\">\n" +
 	"\x11SubmitJobsRequest\x12)\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x15.api.SubmitJobRequestR\x04jobs\"E\n" +
 	"\x12SubmitJobsResponse\x12/\n" +
@@ -3636,7 +3795,8 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\xd4\t\n" +
+	"\tNOT_FOUND\x10\x102\xd6\n" +
+	"\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -3664,7 +3824,10 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04Exec\x12\x10.api.ExecRequest\x1a\x11.api.ExecResponse(\x010\x01\x12=\n" +
 	"\n" +
 	"SubmitJobs\x12\x16.api.SubmitJobsRequest\x1a\x17.api.SubmitJobsResponse\x12C\n" +
-	"\fAssociations\x12\x18.api.AssociationsRequest\x1a\x19.api.AssociationsResponseb\x06proto3"
+	"\fAssociations\x12\x18.api.AssociationsRequest\x1a\x19.api.AssociationsResponse\x12B\n" +
+	"\rObserveStates\x12\x15.api.JobStatesRequest\x1a\x1a.api.ObserveStatesResponse\x12<\n" +
+	"\n" +
+	"FollowJobs\x12\x15.api.JobStatesRequest\x1a\x17.api.FollowJobsResponseb\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -3679,7 +3842,7 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_wlm_proto_goTypes = []any{
 	(TailAction)(0),                    // 0: api.TailAction
 	(JobStatus)(0),                     // 1: api.JobStatus
@@ -3716,107 +3879,116 @@ var file_wlm_proto_goTypes = []any{
 	(*JobStatesRequest)(nil),           // 32: api.JobStatesRequest
 	(*JobState)(nil),                   // 33: api.JobState
 	(*JobStatesResponse)(nil),          // 34: api.JobStatesResponse
-	(*SubmitJobsRequest)(nil),          // 35: api.SubmitJobsRequest
-	(*SubmitJobsResponse)(nil),         // 36: api.SubmitJobsResponse
-	(*SubmitJobsResult)(nil),           // 37: api.SubmitJobsResult
-	(*FindJobRequest)(nil),             // 38: api.FindJobRequest
-	(*FindJobResponse)(nil),            // 39: api.FindJobResponse
-	(*StageInRequest)(nil),             // 40: api.StageInRequest
-	(*StageInResponse)(nil),            // 41: api.StageInResponse
-	(*StageOutRequest)(nil),            // 42: api.StageOutRequest
-	(*JobUsageRequest)(nil),            // 43: api.JobUsageRequest
-	(*JobUsage)(nil),                   // 44: api.JobUsage
-	(*JobUsageResponse)(nil),           // 45: api.JobUsageResponse
-	(*ExecRequest)(nil),                // 46: api.ExecRequest
-	(*ExecResponse)(nil),               // 47: api.ExecResponse
-	(*AssociationsRequest)(nil),        // 48: api.AssociationsRequest
-	(*Association)(nil),                // 49: api.Association
-	(*AssociationsResponse)(nil),       // 50: api.AssociationsResponse
-	nil,                                // 51: api.SubmitJobRequest.EnvEntry
-	nil,                                // 52: api.SubmitJobContainerRequest.EnvEntry
-	nil,                                // 53: api.ExecRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 55: google.protobuf.Duration
+	(*ObservedState)(nil),              // 35: api.ObservedState
+	(*ObserveStatesResponse)(nil),      // 36: api.ObserveStatesResponse
+	(*FollowJobsResponse)(nil),         // 37: api.FollowJobsResponse
+	(*SubmitJobsRequest)(nil),          // 38: api.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),         // 39: api.SubmitJobsResponse
+	(*SubmitJobsResult)(nil),           // 40: api.SubmitJobsResult
+	(*FindJobRequest)(nil),             // 41: api.FindJobRequest
+	(*FindJobResponse)(nil),            // 42: api.FindJobResponse
+	(*StageInRequest)(nil),             // 43: api.StageInRequest
+	(*StageInResponse)(nil),            // 44: api.StageInResponse
+	(*StageOutRequest)(nil),            // 45: api.StageOutRequest
+	(*JobUsageRequest)(nil),            // 46: api.JobUsageRequest
+	(*JobUsage)(nil),                   // 47: api.JobUsage
+	(*JobUsageResponse)(nil),           // 48: api.JobUsageResponse
+	(*ExecRequest)(nil),                // 49: api.ExecRequest
+	(*ExecResponse)(nil),               // 50: api.ExecResponse
+	(*AssociationsRequest)(nil),        // 51: api.AssociationsRequest
+	(*Association)(nil),                // 52: api.Association
+	(*AssociationsResponse)(nil),       // 53: api.AssociationsResponse
+	nil,                                // 54: api.SubmitJobRequest.EnvEntry
+	nil,                                // 55: api.SubmitJobContainerRequest.EnvEntry
+	nil,                                // 56: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 58: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	51, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	54, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	52, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	55, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	31, // 7: api.ResourcesResponse.gpu_kinds:type_name -> api.GpuKind
 	1,  // 8: api.JobInfo.status:type_name -> api.JobStatus
-	54, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	54, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	55, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	55, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	54, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	57, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	57, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	58, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	58, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	57, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: api.JobStepInfo.status:type_name -> api.JobStatus
-	54, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	54, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	57, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	57, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 17: api.JobState.status:type_name -> api.JobStatus
-	54, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	54, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	54, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	57, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	57, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	57, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	33, // 21: api.JobStatesResponse.states:type_name -> api.JobState
-	2,  // 22: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
-	37, // 23: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
-	33, // 24: api.FindJobResponse.state:type_name -> api.JobState
-	55, // 25: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	55, // 26: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	54, // 27: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
-	44, // 28: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	53, // 29: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
-	49, // 30: api.AssociationsResponse.associations:type_name -> api.Association
-	2,  // 31: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 32: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 33: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 34: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 35: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 36: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 37: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 38: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 39: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 40: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 41: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 42: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 43: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	32, // 44: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	38, // 45: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	40, // 46: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	42, // 47: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	43, // 48: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	46, // 49: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	35, // 50: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
-	48, // 51: api.WorkloadManager.Associations:input_type -> api.AssociationsRequest
-	3,  // 52: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 53: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 54: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 55: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 56: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 57: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 58: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 59: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 60: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 61: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 62: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 63: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 64: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	34, // 65: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	39, // 66: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	41, // 67: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 68: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	45, // 69: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	47, // 70: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	36, // 71: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
-	50, // 72: api.WorkloadManager.Associations:output_type -> api.AssociationsResponse
-	52, // [52:73] is the sub-list for method output_type
-	31, // [31:52] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	33, // 22: api.ObservedState.state:type_name -> api.JobState
+	35, // 23: api.ObserveStatesResponse.states:type_name -> api.ObservedState
+	2,  // 24: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
+	40, // 25: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
+	33, // 26: api.FindJobResponse.state:type_name -> api.JobState
+	58, // 27: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	58, // 28: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	57, // 29: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	47, // 30: api.JobUsageResponse.usages:type_name -> api.JobUsage
+	56, // 31: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	52, // 32: api.AssociationsResponse.associations:type_name -> api.Association
+	2,  // 33: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 34: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 35: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 36: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 37: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 38: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 39: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 40: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 41: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 42: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 43: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 44: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 45: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	32, // 46: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	41, // 47: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	43, // 48: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	45, // 49: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	46, // 50: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	49, // 51: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	38, // 52: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
+	51, // 53: api.WorkloadManager.Associations:input_type -> api.AssociationsRequest
+	32, // 54: api.WorkloadManager.ObserveStates:input_type -> api.JobStatesRequest
+	32, // 55: api.WorkloadManager.FollowJobs:input_type -> api.JobStatesRequest
+	3,  // 56: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 57: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 58: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 59: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 60: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 61: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 62: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 63: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 64: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 65: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 66: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 67: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 68: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	34, // 69: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	42, // 70: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	44, // 71: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 72: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	48, // 73: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	50, // 74: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	39, // 75: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
+	53, // 76: api.WorkloadManager.Associations:output_type -> api.AssociationsResponse
+	36, // 77: api.WorkloadManager.ObserveStates:output_type -> api.ObserveStatesResponse
+	37, // 78: api.WorkloadManager.FollowJobs:output_type -> api.FollowJobsResponse
+	56, // [56:79] is the sub-list for method output_type
+	33, // [33:56] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -3830,7 +4002,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   52,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

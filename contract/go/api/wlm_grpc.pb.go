@@ -48,6 +48,8 @@ const (
 	WorkloadManager_Exec_FullMethodName               = "/api.WorkloadManager/Exec"
 	WorkloadManager_SubmitJobs_FullMethodName         = "/api.WorkloadManager/SubmitJobs"
 	WorkloadManager_Associations_FullMethodName       = "/api.WorkloadManager/Associations"
+	WorkloadManager_ObserveStates_FullMethodName      = "/api.WorkloadManager/ObserveStates"
+	WorkloadManager_FollowJobs_FullMethodName         = "/api.WorkloadManager/FollowJobs"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -92,6 +94,15 @@ type WorkloadManagerClient interface {
 	// Slurm knows: what a SlurmTenant's status is judged by. A request naming
 	// another user is refused (INVALID_ARGUMENT).
 	Associations(ctx context.Context, in *AssociationsRequest, opts ...grpc.CallOption) (*AssociationsResponse, error)
+	// What Slurm shows of these jobs, whoever owns them (one squeue, no user
+	// filter): each state with its owner. A reading only: nothing is recorded,
+	// no job is acted on. Jobs Slurm does not show (left its queue, or hidden by
+	// PrivateData) are absent; the caller asks the red-box of their owner.
+	ObserveStates(ctx context.Context, in *JobStatesRequest, opts ...grpc.CallOption) (*ObserveStatesResponse, error)
+	// The client follows these jobs of red-box's own through another red-box's
+	// ObserveStates: its recorder leaves them out for one poll interval, as
+	// after a JobStates. Asks nothing of Slurm.
+	FollowJobs(ctx context.Context, in *JobStatesRequest, opts ...grpc.CallOption) (*FollowJobsResponse, error)
 }
 
 type workloadManagerClient struct {
@@ -342,6 +353,26 @@ func (c *workloadManagerClient) Associations(ctx context.Context, in *Associatio
 	return out, nil
 }
 
+func (c *workloadManagerClient) ObserveStates(ctx context.Context, in *JobStatesRequest, opts ...grpc.CallOption) (*ObserveStatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ObserveStatesResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_ObserveStates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workloadManagerClient) FollowJobs(ctx context.Context, in *JobStatesRequest, opts ...grpc.CallOption) (*FollowJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FollowJobsResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_FollowJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -384,6 +415,15 @@ type WorkloadManagerServer interface {
 	// Slurm knows: what a SlurmTenant's status is judged by. A request naming
 	// another user is refused (INVALID_ARGUMENT).
 	Associations(context.Context, *AssociationsRequest) (*AssociationsResponse, error)
+	// What Slurm shows of these jobs, whoever owns them (one squeue, no user
+	// filter): each state with its owner. A reading only: nothing is recorded,
+	// no job is acted on. Jobs Slurm does not show (left its queue, or hidden by
+	// PrivateData) are absent; the caller asks the red-box of their owner.
+	ObserveStates(context.Context, *JobStatesRequest) (*ObserveStatesResponse, error)
+	// The client follows these jobs of red-box's own through another red-box's
+	// ObserveStates: its recorder leaves them out for one poll interval, as
+	// after a JobStates. Asks nothing of Slurm.
+	FollowJobs(context.Context, *JobStatesRequest) (*FollowJobsResponse, error)
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -456,6 +496,12 @@ func (UnimplementedWorkloadManagerServer) SubmitJobs(context.Context, *SubmitJob
 }
 func (UnimplementedWorkloadManagerServer) Associations(context.Context, *AssociationsRequest) (*AssociationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Associations not implemented")
+}
+func (UnimplementedWorkloadManagerServer) ObserveStates(context.Context, *JobStatesRequest) (*ObserveStatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ObserveStates not implemented")
+}
+func (UnimplementedWorkloadManagerServer) FollowJobs(context.Context, *JobStatesRequest) (*FollowJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FollowJobs not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -798,6 +844,42 @@ func _WorkloadManager_Associations_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkloadManager_ObserveStates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobStatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).ObserveStates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_ObserveStates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).ObserveStates(ctx, req.(*JobStatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkloadManager_FollowJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobStatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).FollowJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_FollowJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).FollowJobs(ctx, req.(*JobStatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -864,6 +946,14 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Associations",
 			Handler:    _WorkloadManager_Associations_Handler,
+		},
+		{
+			MethodName: "ObserveStates",
+			Handler:    _WorkloadManager_ObserveStates_Handler,
+		},
+		{
+			MethodName: "FollowJobs",
+			Handler:    _WorkloadManager_FollowJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -11,6 +11,7 @@ lacks an optional capability (an original red-box without wlmvk's rpcs).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from wlmvk.core.execs import ExecEvent, ExecOutput, ExecSpec
@@ -77,4 +78,29 @@ class Backend(Protocol):
 
     def stage_out(self, path: str) -> AsyncIterator[bytes]:
         """A tar stream of a file or directory, named by its base name."""
+        ...
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one look at several users' jobs showed (``Observer.observe``)."""
+
+    states: Mapping[JobId, tuple[str, JobState]]
+    """Each job Slurm showed: its owner's user name and its state."""
+    own_user: str
+    """The user the red-box that looked runs as."""
+
+
+class Observer(Protocol):
+    """An optional capability of a WLM reached per Unix user (red-box: one per tenant user)."""
+
+    async def observe(self, job_ids: Sequence[JobId]) -> Observation:
+        """What Slurm shows of these jobs, whoever owns them: a reading, never an act.
+
+        Jobs not shown (gone, or hidden from this user by the site) are absent. Raises
+        Unsupported when the WLM cannot (an original red-box)."""
+        ...
+
+    async def follow(self, job_ids: Sequence[JobId]) -> None:
+        """Say that these jobs of this user are followed through another's ``observe``."""
         ...

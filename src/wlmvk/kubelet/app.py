@@ -49,6 +49,7 @@ from wlmvk.kubelet.node.controller import NodeController, NodeTimings
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.node.reachability import Reachability
 from wlmvk.kubelet.pods.controller import PodController, PodSettings
+from wlmvk.kubelet.pods.observing import StateLooks
 from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.settings import Settings
 from wlmvk.kubelet.tenantstatus import TenantStatusWriter
@@ -121,8 +122,12 @@ class Kubelet:
             client=writer, watch=watcher, cluster=s.cluster_name, red_boxes=self._tenant_backends
         )
         self._tasks.append(guarded(status_writer.run(), name="tenant status"))
+        # With tenants' red-boxes, one look at every job per tick through the default's (observing).
+        looks = None
+        if self._tenant_backends and isinstance(raw, RedBoxClient):
+            looks = StateLooks(observer=raw, followers=self._tenant_backends)
         self.tenants = TenantRoutes(
-            default=changer, cluster=s.cluster_name, red_boxes=red_boxes, watch=watcher
+            default=changer, cluster=s.cluster_name, red_boxes=red_boxes, watch=watcher, looks=looks
         )
         self.pods = PodController(
             client=writer,

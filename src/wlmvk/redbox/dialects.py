@@ -17,7 +17,7 @@ from wlmvk.core.jobs import JobSpec
 from wlmvk.redbox.slurm.cli.nodeinfo import PartitionRecord
 from wlmvk.wire import codec
 
-EXTENSIONS = (
+ADDED_RPCS = (
     "JobStates",
     "FindJob",
     "StageIn",
@@ -26,6 +26,13 @@ EXTENSIONS = (
     "Exec",
     "SubmitJobs",
     "Associations",
+    "ObserveStates",
+    "FollowJobs",
+)
+"""wlmvk's rpcs, which the original does not serve."""
+
+EXTENSIONS = (
+    *ADDED_RPCS,
     "SubmitJob.idempotency_key",
     "SubmitJob.options",
     "JobStatus.all",
@@ -76,8 +83,6 @@ class Dialect:
 WLMVK = Dialect(extensions=EXTENSIONS, unserved=frozenset(), additions=True)
 ORIGINAL = Dialect(
     extensions=(),
-    unserved=frozenset(
-        {"JobStates", "FindJob", "StageIn", "StageOut", "JobUsage", "Exec", "SubmitJobs", "Associations"}
-    ),
+    unserved=frozenset(ADDED_RPCS),
     additions=False,
 )

@@ -89,10 +89,8 @@ class Jobs:
         self._index_scan: asyncio.Future[None] | None = None
         self._index_full_at = -math.inf  # monotonic: the last full build
         self._accounting_read: float | None = None  # epoch: when the index last read accounting
-        # When each followed job was last looked at in Slurm, by anyone's JobStates: the
-        # recorder leaves out jobs a client (the kubelet, every tick) looked at recently.
-        # Slurm's acceptance of a job is its first look: its end cannot come before it, and
-        # a burst of submissions is not followed by a look at Slurm every recorder turn.
+        # When each followed job was last looked at in Slurm (a JobStates, a FollowJobs; a job's
+        # acceptance is its first): the recorder leaves out jobs a client looked at recently.
         self._looked: dict[JobId, float] = {}
         # Keys whose submission may have made a job that no lookup found yet (verdicts): those an
         # earlier red-box started and never recorded too, since its sbatch may have been sent.
@@ -378,6 +376,12 @@ class Jobs:
             if job_id in self._looked or self.store.get(job_id) is not None:
                 self._looked[job_id] = looked
         return result
+
+    def follow(self, job_ids: Sequence[JobId]) -> int:
+        """Own unfinished jobs a client follows elsewhere (``observing``) count as looked at now."""
+        followed = set(job_ids) & set(self.store.unfinished())
+        self._looked.update(dict.fromkeys(followed, time.monotonic()))
+        return len(followed)
 
     def _recorded_end(self, job_id: JobId) -> bool:
         known = self.store.get(job_id)

@@ -37,6 +37,7 @@ from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.dialects import WLMVK, Dialect
 from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
+from wlmvk.redbox.observing import Observing
 from wlmvk.redbox.partitions import Partitions
 from wlmvk.redbox.slurm.cli.commands import Slurm, user_name
 from wlmvk.redbox.slurm.processes.executing import Execution
@@ -59,7 +60,7 @@ def container_runtime(setting: str = runtimes.AUTO) -> str:
     return runtimes.choose(setting, lambda name: shutil.which(name) is not None)
 
 
-class Service(api.WorkloadManagerBase):  # type: ignore[misc]
+class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
     """red-box's service, original rpcs and wlmvk additions, as its ``dialect`` serves them."""
 
     def __init__(

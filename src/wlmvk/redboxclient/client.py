@@ -65,6 +65,7 @@ from wlmvk.core.jobs import (
 )
 from wlmvk.core.usage import UsageSample
 from wlmvk.redboxclient import batching, failures, feeding, fencing, zipbridge
+from wlmvk.redboxclient.observing import Observing
 from wlmvk.slurm.tenantstatus import Associations
 from wlmvk.wire import associations, batches, codec, submits, uploads
 from wlmvk.wire import execs as sessions
@@ -79,7 +80,7 @@ CHUNK = 256 * 1024
 FALLBACK_CONCURRENCY = 16
 
 
-class RedBoxClient:
+class RedBoxClient(Observing):
     """A red-box client over a Unix socket; one per red-box, shared by all tasks.
 
     ``RedBoxClient("/var/run/syslurm/red-box.sock", timeout=30.0)``, its ``Backend`` calls, ``close()``.

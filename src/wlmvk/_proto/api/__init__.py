@@ -370,6 +370,26 @@ class JobStatesResponse(betterproto.Message):
 
 
 @dataclass(eq=False, repr=False)
+class ObservedState(betterproto.Message):
+    state: "JobState" = betterproto.message_field(1)
+    user: str = betterproto.string_field(2)
+    """The Unix user name of the job's owner."""
+
+
+@dataclass(eq=False, repr=False)
+class ObserveStatesResponse(betterproto.Message):
+    states: List["ObservedState"] = betterproto.message_field(1)
+    own_user: str = betterproto.string_field(2)
+    """The user red-box runs as (its own jobs' owner)."""
+
+
+@dataclass(eq=False, repr=False)
+class FollowJobsResponse(betterproto.Message):
+    followed: int = betterproto.int32_field(1)
+    """How many of the jobs asked for are red-box's own unfinished ones."""
+
+
+@dataclass(eq=False, repr=False)
 class SubmitJobsRequest(betterproto.Message):
     jobs: List["SubmitJobRequest"] = betterproto.message_field(1)
 
@@ -937,6 +957,40 @@ class WorkloadManagerStub(betterproto.ServiceStub):
             metadata=metadata,
         )
 
+    async def observe_states(
+        self,
+        job_states_request: "JobStatesRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "ObserveStatesResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/ObserveStates",
+            job_states_request,
+            ObserveStatesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def follow_jobs(
+        self,
+        job_states_request: "JobStatesRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "FollowJobsResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/FollowJobs",
+            job_states_request,
+            FollowJobsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -1039,6 +1093,16 @@ class WorkloadManagerBase(ServiceBase):
     async def associations(
         self, associations_request: "AssociationsRequest"
     ) -> "AssociationsResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def observe_states(
+        self, job_states_request: "JobStatesRequest"
+    ) -> "ObserveStatesResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def follow_jobs(
+        self, job_states_request: "JobStatesRequest"
+    ) -> "FollowJobsResponse":
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_submit_job(
@@ -1201,6 +1265,20 @@ class WorkloadManagerBase(ServiceBase):
         response = await self.associations(request)
         await stream.send_message(response)
 
+    async def __rpc_observe_states(
+        self, stream: "grpclib.server.Stream[JobStatesRequest, ObserveStatesResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.observe_states(request)
+        await stream.send_message(response)
+
+    async def __rpc_follow_jobs(
+        self, stream: "grpclib.server.Stream[JobStatesRequest, FollowJobsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.follow_jobs(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -1328,5 +1406,17 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 AssociationsRequest,
                 AssociationsResponse,
+            ),
+            "/api.WorkloadManager/ObserveStates": grpclib.const.Handler(
+                self.__rpc_observe_states,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                JobStatesRequest,
+                ObserveStatesResponse,
+            ),
+            "/api.WorkloadManager/FollowJobs": grpclib.const.Handler(
+                self.__rpc_follow_jobs,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                JobStatesRequest,
+                FollowJobsResponse,
             ),
         }

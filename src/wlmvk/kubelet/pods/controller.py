@@ -117,7 +117,7 @@ class PodController:
             notify=self._wake,
             busy=lambda: self._queue.urgent() > 0,
             interval=settings.status_interval,
-            route=self.provider.backend_of,
+            routes=self.provider.tenants,
         )
 
     # -- public views --------------------------------------------------------------------------------------

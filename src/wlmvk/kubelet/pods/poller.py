@@ -1,5 +1,6 @@
 """The status poller: every ``status_interval``, ONE ``Backend.states`` call for every job followed
-(one per red-box holding any: with tenants, one per tenant user whose jobs are followed).
+(with tenants, one look at every user's jobs through the default red-box: ``observing``; each
+holder is asked only for what that look could not answer, and for claims).
 
 Slurm tells nobody when a job changes, so its states are polled; virtual-kubelet does the same
 for providers that cannot notify (its ``syncProviderWrapper``), but one batched query per tick
@@ -25,6 +26,7 @@ from wlmvk.kubelet.pods import status as pod_status
 from wlmvk.kubelet.pods.provider import belongs
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import FOLLOWED, Happening, Stage
+from wlmvk.kubelet.pods.tenants import TenantRoutes
 
 _log = structlog.get_logger(__name__)
 
@@ -53,8 +55,9 @@ class StatusPoller:
     busy: Callable[[], bool]
     """Whether pods wait to be submitted or cancelled (a tick then waits, at most one interval)."""
     interval: float
-    route: Callable[[PodRecord], Backend] | None = None
-    """The red-box holding a pod's job (None: ``backend`` holds every job)."""
+    routes: TenantRoutes | None = None
+    """The red-box holding a pod's job, and the one look at every job (None: ``backend`` holds
+    every job)."""
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -92,16 +95,24 @@ class StatusPoller:
                 pass
             return
         self.metrics.status_ticks.inc()
+        looks = self.routes.looks if self.routes is not None else None
+        looked: dict[JobId, JobState] | None = None
+        if looks is not None and looks.on and live and self.routes is not None:
+            looked = await looks.look({j: self.routes.holder_of(r) for j, r in live.items()})
+        seen = looked or {}
         asked: dict[int, tuple[Backend, list[JobId]]] = {}
-        for job_id, record in [*live.items(), *claims]:
-            backend = self.route(record) if self.route is not None else self.backend
+        for job_id, record in [*((j, r) for j, r in live.items() if j not in seen), *claims]:
+            backend = self.routes.backend_of(record) if self.routes is not None else self.backend
             asked.setdefault(id(backend), (backend, []))[1].append(job_id)
-        states: dict[JobId, JobState] = {}
+        answered: dict[JobId, JobState] = {}
         for backend, job_ids in asked.values():
             # A red-box that does not answer holds its own pods back, not the others'.
-            states.update(await self._states(backend, job_ids))
+            answered.update(await self._states(backend, job_ids))
+        if looked is not None and looks is not None:
+            looks.check({j: answered[j] for j in live if j not in seen and j in answered})
+        states = {**answered, **seen}
         for job_id, record in claims:
-            claimed = states.get(job_id)
+            claimed = answered.get(job_id)
             if claimed is None or record.stage is not Stage.CLAIMED:
                 continue
             if belongs(claimed, record.uid):

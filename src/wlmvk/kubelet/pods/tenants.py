@@ -22,6 +22,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import ContainerJobSpec, JobSpec
 from wlmvk.kube import objects
 from wlmvk.kube.tenants import TenantWatch
+from wlmvk.kubelet.pods.observing import StateLooks
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.translate import Rejection
 from wlmvk.slurm import sbatch, tenancy
@@ -46,6 +47,8 @@ class TenantRoutes:
     """The site's ``--red-box USER=SOCKET``: the red-box of each tenant user."""
     watch: TenantWatch | None = None
     """None: no SlurmTenant is ever read (tenancy off), as for a kubelet built without one."""
+    looks: StateLooks | None = None
+    """One look at every followed job through the default red-box (None: each holder is asked)."""
 
     @property
     def ready(self) -> bool:

@@ -12,7 +12,9 @@ accounting queries answer ``None`` and the caller uses its own records.
 
 Job queries see only the jobs of red-box's own user (``-u``): another
 user's job can neither be read, nor adopted by key, nor break a parse. A
-row that cannot be read is logged and left out, the others answer.
+row that cannot be read is logged and left out, the others answer. The one
+exception is ``observe``, a reading of any user's jobs that red-box hands
+to its caller and never acts on.
 """
 
 from __future__ import annotations
@@ -178,6 +180,25 @@ class Slurm:
                 return []
             raise error
         return _read(squeue.squeue_rows(done.stdout, release=release, user=user_name(self.user)), "squeue")
+
+    async def observe(self, job_ids: Sequence[JobId]) -> list[tuple[str, JobState]]:
+        """``squeue -t all -j IDS`` with no user filter: these jobs' states, whoever owns them, each
+        with its owner's name. A reading for a caller that follows jobs of several users in one
+        look (the kubelet's tick): red-box itself acts on what ``queue`` shows, never on this.
+        Jobs Slurm does not show (gone, or another user's hidden by PrivateData) are absent.
+        """
+        if not job_ids:
+            return []
+        release = await self.release()
+        argv = ["squeue", "--local", "-h", "-t", "all", "-O", squeue.FORMAT]
+        done = await self.runner.run([*argv, "-j", ",".join(str(i) for i in job_ids)])
+        if not done.ok:
+            error = classify(done)
+            if isinstance(error, NotFound):
+                return []
+            raise error
+        read, owners = squeue.owned_rows(done.stdout, release=release, name_of=user_name)
+        return [(owners.get(state.job_id, ""), state) for state in _read(read, "squeue")]
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         """``sacct`` rows of these jobs, or None when accounting is off."""

@@ -10,7 +10,7 @@ wrong name for an array task). The output paths are read by ``outputs``' one rul
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from wlmvk.core.jobs import JobId
 from wlmvk.redbox.slurm.cli import arrays, outputs, rows, values
@@ -51,13 +51,25 @@ def squeue_rows(output: str, *, release: Release, user: str) -> rows.Rows:
 
     ``user``: the name of the user whose jobs these are (``%u`` of their paths).
     """
+    return owned_rows(output, release=release, name_of=lambda _uid: user)[0]
+
+
+def owned_rows(
+    output: str, *, release: Release, name_of: Callable[[str], str]
+) -> tuple[rows.Rows, dict[JobId, str]]:
+    """Parse ``squeue -h -t all -O FORMAT`` of any users' jobs: the rows, and each job's owner.
+
+    ``name_of``: the user name of a row's UserID (``%u`` of its paths, and the owner answered).
+    """
     found, skipped = rows.split_rows(output, len(FIELDS), rows.SEP, trailing=True)
     exit_of = release.squeue_exit()
     groups: dict[JobId, list[arrays.Task]] = {}
+    owners: dict[JobId, str] = {}
     for text, fields in found:
         row = dict(zip(FIELDS, fields, strict=True))
         row["JobID"] = row["JobArrayID"]
         try:
+            user = name_of(values.text(row["UserID"]))
             job = output_job(row, user=user)
             std_out, std_err = outputs.paths(*_set_paths(row, job, release), job)
             state = rows.job_state(row, exit_of, std_out=std_out, std_err=std_err)
@@ -65,7 +77,9 @@ def squeue_rows(output: str, *, release: Release, user: str) -> rows.Rows:
             skipped.append(text)
             continue
         groups.setdefault(state.job_id, []).append(arrays.task(state, row["JobArrayID"]))
-    return rows.Rows([arrays.combine(tasks) for tasks in groups.values()], tuple(skipped))
+        owners[state.job_id] = user
+    read = rows.Rows([arrays.combine(tasks) for tasks in groups.values()], tuple(skipped))
+    return read, owners
 
 
 def _set_paths(row: Mapping[str, str], job: outputs.Job, release: Release) -> tuple[str, str]:

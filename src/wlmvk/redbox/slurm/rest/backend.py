@@ -3,7 +3,7 @@
 ``RestSlurm`` is ``commands.Slurm`` with three methods taken over: ``submit``
 sends the job to red-box's slurmrestd (one RPC from a long-lived process
 instead of an ``sbatch`` process per job), ``cancel`` asks it to cancel, and
-``queue`` reads the jobs' states with one RPC where ``squeue`` costs two:
+``queue`` (and ``observe``, every user's) reads the jobs' states with one RPC where ``squeue`` costs two:
 ``GET /jobs?update_time=T`` costs slurmrestd a few ms when no job of the
 cluster changed since T (``unchanged``: the kept reading is given again), and
 when one did its answer is every job of the cluster, read by ``restjobs`` as
@@ -99,6 +99,7 @@ class RestSlurm(Slurm):
         # the last of every job of the user (a dump, or squeue without a list).
         self._queued: dict[tuple[JobId, ...] | None, tuple[int, list[JobState]]] = {}
         self._every: tuple[int, list[JobState]] | None = None
+        self._observed: tuple[int, list[tuple[str, JobState]]] | None = None  # every user's (observe)
         self._uid = user_id(self.user)
         self._pause = 0.0
         self._look_after = 0.0
@@ -179,6 +180,36 @@ class RestSlurm(Slurm):
         else:
             self._pause = 0.0
         return _selected(dump.states, key)
+
+    async def observe(self, job_ids: Sequence[JobId]) -> list[tuple[str, JobState]]:
+        """These jobs' states whoever owns them (``Slurm.observe``) from the same one RPC as
+        ``queue``: a reading of every user's jobs, kept and given again while no job changed."""
+        client = self.restd.client
+        if not job_ids or client is None or time.monotonic() < self._look_after:
+            return await super().observe(job_ids)
+        started = int(time.time()) - CLOCK_MARGIN
+        kept = self._observed
+        query = "" if kept is None else f"?update_time={kept[0]}"
+        try:
+            answer = await client.request("GET", f"/slurm/{self.restd.version}/jobs{query}")
+        except (NotSent, Lost):
+            return await super().observe(job_ids)
+        if kept is not None and unchanged(answer):
+            seen = kept[1]
+        else:
+            try:
+                if answer.status != 200:
+                    raise restjobs.Inexact(f"slurmrestd answered HTTP {answer.status}")
+                dump = restjobs.read(answer.body, uid=None)
+            except restjobs.Inexact as exc:
+                self._pause_looks(f"every user's jobs through squeue: {exc}")
+                return await super().observe(job_ids)
+            seen = [(dump.owners.get(state.job_id, ""), state) for state in dump.states]
+            self._observed = (dump.last_update or started, seen)
+            if dump.total > DUMP_MAX_JOBS:
+                self._pause_looks(f"the dump held {dump.total} jobs (more than {DUMP_MAX_JOBS})")
+        wanted = frozenset(job_ids)
+        return [(user, state) for user, state in seen if state.job_id in wanted]
 
     def _kept(self, key: tuple[JobId, ...] | None) -> tuple[int, list[JobState]] | None:
         """The newest reading that answers for these jobs, and the second it started in."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +41,8 @@ class Dump:
     total: int
     last_update: int | None = None
     """slurmctld's own second the dump was made in (v0.0.42; v0.0.38 does not carry it)."""
+    owners: Mapping[JobId, str] = field(default_factory=dict)
+    """Each job's owner by name (a dump read for every user: ``uid`` None)."""
 
 
 # What squeue prints for a job state with flags (Slurm's job_state_string): the first flag
@@ -79,8 +81,9 @@ _BASE_STATES = frozenset(
 )
 
 
-def read(body: bytes, *, uid: int, job_ids: Collection[JobId] | None = None) -> Dump:
-    """A ``GET /jobs`` answer -> the states of the jobs of user ``uid`` (of ``job_ids`` only, when given).
+def read(body: bytes, *, uid: int | None, job_ids: Collection[JobId] | None = None) -> Dump:
+    """A ``GET /jobs`` answer -> the states of the jobs of user ``uid`` (of ``job_ids`` only, when given;
+    of every user for None, each job's owner named in ``owners``).
 
     Jobs are chosen by ``user_id`` (both versions carry it), as squeue's ``-u`` does: a user
     renamed, or a name that reads differently on this host, picks neither fewer nor other jobs.
@@ -96,6 +99,7 @@ def read(body: bytes, *, uid: int, job_ids: Collection[JobId] | None = None) -> 
         raise Inexact("no job list in the answer, or errors with it")
     wanted = None if job_ids is None else frozenset(int(i) for i in job_ids)
     groups: dict[JobId, list[tuple[tuple[str, str, int], arrays.Task]]] = {}
+    owners: dict[JobId, str] = {}
     for record in jobs:
         try:
             owner = number(record["user_id"])
@@ -103,7 +107,7 @@ def read(body: bytes, *, uid: int, job_ids: Collection[JobId] | None = None) -> 
             owner = None
         if owner is None:
             raise Inexact("a job record is not an object with a user id")
-        if owner != uid:
+        if uid is not None and owner != uid:
             continue
         try:
             user = record["user_name"]
@@ -118,12 +122,13 @@ def read(body: bytes, *, uid: int, job_ids: Collection[JobId] | None = None) -> 
         except (ValueError, TypeError, KeyError) as exc:
             raise Inexact(f"job {record.get('job_id')}: {exc}") from exc
         groups.setdefault(job_id, []).append((order, arrays.task(state, row_id)))
+        owners[job_id] = user
     states = [arrays.combine(_in_squeue_order(tasks)) for tasks in groups.values()]
     try:
         last_update = number(document.get("last_update"))
     except ValueError:
         last_update = None  # not slurmctld's second: the caller's margin applies
-    return Dump(states, len(jobs), last_update or None)
+    return Dump(states, len(jobs), last_update or None, owners if uid is None else {})
 
 
 def _in_squeue_order(tasks: list[tuple[tuple[str, str, int], arrays.Task]]) -> list[arrays.Task]:
