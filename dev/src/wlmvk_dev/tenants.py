@@ -1,8 +1,8 @@
 """Tenants on a local Slurm, as the tenancy tests and the demo make them (docs/tenancy.md).
 
 What a site's admin does for a tenant, in one place: the Slurm side (``associate``: its QoS,
-account and user association with ``sacctmgr``, on a Slurm run with ``ENFORCE``; ``dissociate``
-undoes it) and the Kubernetes side (``slurmtenant``: the SlurmTenant object).
+account and user association with ``sacctmgr``, on a Slurm run with ``ENFORCE``) and the
+Kubernetes side (``slurmtenant``: the SlurmTenant object).
 """
 
 from __future__ import annotations
@@ -44,13 +44,6 @@ def associate(tenant: Tenant, cluster: str) -> None:
         "add", "user", tenant.user, f"account={tenant.account}", f"cluster={cluster}",
         f"qos={tenant.qos}", f"defaultqos={tenant.qos}",
     )  # fmt: skip
-
-
-def dissociate(tenant: Tenant, cluster: str) -> None:
-    """What ``associate`` made, gone: the user's association, the account, the QoS."""
-    sacctmgr("delete", "user", tenant.user, f"account={tenant.account}", f"cluster={cluster}")
-    sacctmgr("delete", "account", tenant.account, f"cluster={cluster}")
-    sacctmgr("delete", "qos", tenant.qos)
 
 
 def slurmtenant(tenant: Tenant, cluster: str, partitions: list[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from tests.conftest import REAL_GROUP
 from tests.fixtures.redbox import JOB_OWNER
 from tests.fixtures.shared_dirs import SharedDir
 from tests.fixtures.slurm import JOB_USER
+from wlmvk_dev.demo.clusters import SOCKET_DIR
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
@@ -129,6 +130,7 @@ def test_demo_runs_the_examples_and_stops_what_it_started(slurm: str, shared_dir
         assert name in stopped
     for name in (f"red-box-tenant-{JOB_OWNER}", f"red-box-tenant-{JOB_USER}", "the tenants' Slurm"):
         assert name in stopped
+    assert not list(SOCKET_DIR.glob("tenant-*"))
 
 
 @pytest.mark.kube_real

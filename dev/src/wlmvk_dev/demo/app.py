@@ -367,7 +367,7 @@ class Demo:
 
     def down(self) -> int:
         stopped = self.procs.stop_all()
-        if tenancy.stop_own_slurm(self.state):
+        if tenancy.tear_down(self.state):
             stopped.append("the tenants' Slurm (scripts/slurm-local down)")
         if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
             self.kube_local("down", "--wipe")
