@@ -36,16 +36,7 @@ class Instance:
 
     def variables(self) -> dict[str, str]:
         """What ``scripts/slurm-local`` reads to run this instance and no other."""
-        port = self.ctld_port
-        return {
-            "WLMVK_SLURM_BASE": str(self.base),
-            "WLMVK_SLURM_CLUSTER": self.cluster,
-            "WLMVK_SLURM_CTLD_PORT": str(port),
-            "WLMVK_SLURM_SLURMD_PORT": str(port + 1),
-            "WLMVK_SLURM_DBD_PORT": str(port + 2),
-            "WLMVK_SLURM_DB_PORT": str(port - 6917 + 3317),
-            "WLMVK_SLURM_ENFORCE": self.enforce,
-        }
+        return localslurm.instance(self.base, self.ctld_port, self.cluster, enforce=self.enforce)
 
     @property
     def conf(self) -> Path:

@@ -53,6 +53,21 @@ def jobs_root() -> Path:
     return base() / "jobs"
 
 
+def instance(base: Path, ctld_port: int, cluster: str, *, enforce: str = "") -> dict[str, str]:
+    """What ``scripts/slurm-local`` reads to run an instance of its own beside the shared one:
+    its base, cluster name and ports (the ctld's and the three after it, MariaDB's moved by as
+    much from its default) and ``AccountingStorageEnforce`` (none unless ``enforce``)."""
+    return {
+        "WLMVK_SLURM_BASE": str(base),
+        "WLMVK_SLURM_CLUSTER": cluster,
+        "WLMVK_SLURM_CTLD_PORT": str(ctld_port),
+        "WLMVK_SLURM_SLURMD_PORT": str(ctld_port + 1),
+        "WLMVK_SLURM_DBD_PORT": str(ctld_port + 2),
+        "WLMVK_SLURM_DB_PORT": str(ctld_port - 6917 + 3317),
+        "WLMVK_SLURM_ENFORCE": enforce,
+    }
+
+
 _PID_FILES = {
     "munged": "munge/munged.pid",
     "mariadbd": "db/mysqld.pid",

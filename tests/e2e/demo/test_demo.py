@@ -6,7 +6,9 @@ two kubelets and the operator, runs the examples of a directory (examples/ unles
 
 Here the directory holds the README's example alone: every example of examples/ already runs
 end to end in tests/e2e/operator (test_examples, test_readme); the subject here is the demo's
-own start, its report and its cleanup.
+own start, its report and its cleanup. On the in-memory plane it runs with ``--tenants`` too:
+two tenants on its own enforcing Slurm, each pod's job as its tenant's user, account and QoS in
+``sacct`` (the rules themselves are tests/e2e/tenancy's subject).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REAL_GROUP
+from tests.fixtures.redbox import JOB_OWNER
 from tests.fixtures.shared_dirs import SharedDir
+from tests.fixtures.slurm import JOB_USER
+from wlmvk_dev.demo.clusters import SOCKET_DIR
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
@@ -88,19 +93,44 @@ def assert_the_user_sees_every_example_end(out: str) -> list[str]:
     return steps
 
 
+def sacct_of_tenant_pods(out: str) -> dict[str, tuple[str, list[str]]]:
+    """Namespace -> (what its pod printed, its job's row as sacct printed it), as the user is shown."""
+    shown = {}
+    for namespace in ("team-a", "team-b"):
+        logs = out[out.index(f"$ kubectl logs -n {namespace} whoami") :].splitlines()
+        sacct = out[out.index("$ sacct -X -j", out.index(f"$ kubectl logs -n {namespace} whoami")) :]
+        lines = sacct.splitlines()
+        assert lines[0].endswith(" -o JobID,User,Account,QOS,Partition"), lines[0]
+        assert lines[1].split() == ["JobID", "User", "Account", "QOS", "Partition"], lines[1]
+        shown[namespace] = (logs[1], lines[3].split())
+    return shown
+
+
 # Both demos put red-box's sockets at the default /var/run/syslurm/red-box*.sock, so they never
 # run at once: this one runs on the worker of the real plane's tests, where the other one runs.
 @pytest.mark.xdist_group(REAL_GROUP)
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
 def test_demo_runs_the_examples_and_stops_what_it_started(slurm: str, shared_dir: SharedDir) -> None:
-    out, state = run_demo(shared_dir, "--examples", str(readme_example_only(shared_dir)))
+    out, state = run_demo(shared_dir, "--tenants", "--examples", str(readme_example_only(shared_dir)))
     steps = assert_the_user_sees_every_example_end(out)
+    # Each tenant's pod ran as its tenant's user, and sacct says so, with its account and QoS.
+    shown = sacct_of_tenant_pods(out)
+    job_a, job_b = shown["team-a"][1][0], shown["team-b"][1][0]
+    assert shown == {
+        "team-a": (JOB_OWNER, [job_a, JOB_OWNER, "physics", "qos-phys", "cpu"]),
+        "team-b": (JOB_USER, [job_b, JOB_USER, "chemistry", "qos-chem", "cpu"]),
+    }
+    assert job_a != job_b
     # Everything it started is gone, and it says so.
     assert not list((state / "pids").glob("*.pid"))
+    assert any(line.endswith(")") and "] tenants removed (" in line for line in steps)
     stopped = next(line for line in steps if "stopped:" in line)
     for name in ("apiserver", "operator", "kubelet-minikube", "kubelet-second", "red-box-minikube"):
         assert name in stopped
+    for name in (f"red-box-tenant-{JOB_OWNER}", f"red-box-tenant-{JOB_USER}", "the tenants' Slurm"):
+        assert name in stopped
+    assert not list(SOCKET_DIR.glob("tenant-*"))
 
 
 @pytest.mark.kube_real

@@ -22,14 +22,12 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.tenancy.rig import operator, tenancy
-from tests.e2e.tenancy.tenants import TENANTS, sacctmgr
+from tests.e2e.tenancy.tenants import TENANTS
 from tests.faults import ownslurm
 from tests.fixtures import slurm_release
+from wlmvk_dev.tenants import ENFORCE, associate
 
 __all__ = ["operator", "tenancy"]
-
-
-ENFORCE = "associations,limits,qos"
 
 
 @dataclass(frozen=True)
@@ -74,12 +72,7 @@ def tenant_slurm(slurm: str) -> Iterator[ownslurm.Instance | ReleaseBox]:
     """A Slurm enforcing associations, with A's and B's; this process pointed at it meanwhile."""
     with enforcing() as instance:
         for tenant in TENANTS:
-            sacctmgr("add", "qos", tenant.qos)
-            sacctmgr("add", "account", tenant.account, f"cluster={instance.cluster}")
-            sacctmgr(
-                "add", "user", tenant.user, f"account={tenant.account}", f"cluster={instance.cluster}",
-                f"qos={tenant.qos}", f"defaultqos={tenant.qos}",
-            )  # fmt: skip
+            associate(tenant, instance.cluster)
         yield instance
 
 

@@ -32,24 +32,14 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.operator.app import serve
 from wlmvk.operator.controller import SLURMJOBS
+from wlmvk_dev import tenants
 
 ROOT = Path(__file__).resolve().parents[3]
 Body = dict[str, Any]
 
 
 def slurmtenant(tenant: Tenant, partitions: list[str]) -> Body:
-    return {
-        "apiVersion": "wlm.sylabs.io/v1alpha1",
-        "kind": "SlurmTenant",
-        "metadata": {"name": tenant.name},
-        "spec": {
-            "namespaces": [tenant.namespace],
-            "user": tenant.user,
-            "account": tenant.account,
-            "qos": {"default": tenant.qos},
-            "partitions": [{"cluster": "test", "partitions": partitions}],
-        },
-    }
+    return tenants.slurmtenant(tenant, "test", partitions)
 
 
 def pod_in(tenant_namespace: str, name: str, *, partition: str = "debug", batch: str = "") -> Body:

@@ -33,32 +33,11 @@ import yaml
 
 from wlmvk.core import names
 from wlmvk_dev import localslurm
-from wlmvk_dev.demo import examples, runas
+from wlmvk_dev.demo import examples, runas, tenancy
 from wlmvk_dev.demo.clusters import CLUSTERS, IMAGE, JOB_UID, RED_BOX_LABEL, ROOT, SOCKET_DIR
+from wlmvk_dev.demo.options import parse
 from wlmvk_dev.demo.processes import Processes
 from wlmvk_dev.demo.progress import Progress, StepFailed
-
-
-def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="wlmvk dev up",
-        description="Start Slurm, red-box, the API server, kubelets and the operator; run examples/.",
-    )
-    parser.add_argument(
-        "action", nargs="?", choices=["up", "down"], default="up", help="down: stop a kept demo"
-    )
-    parser.add_argument("--keep", action="store_true", help="leave everything running after the examples")
-    parser.add_argument("--state-dir", default="/var/tmp/wlmvk-demo", help="logs, pids and kubeconfig")
-    parser.add_argument("--port", type=int, default=6443, help="the API server's port on 127.0.0.1")
-    parser.add_argument("--examples", default=str(ROOT / "examples"), help="directory of example manifests")
-    parser.add_argument("--timeout", type=float, default=240.0, help="seconds each example may take")
-    parser.add_argument(
-        "--kube",
-        choices=["memory", "real"],
-        default="memory",
-        help="control plane: the in-memory API server, or a real one built by scripts/kube-local",
-    )
-    return parser.parse_args(argv)
 
 
 class Demo:
@@ -82,6 +61,7 @@ class Demo:
             "WLMVK_KUBE_SCHED_PORT": str(args.port + 4),
         }
         self.kubectl_bin = "kubectl"
+        self.tenants: tenancy.TenantsDemo | None = None
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -120,8 +100,11 @@ class Demo:
     def slurm(self) -> None:
         # Its own Slurm, never the site's: every process started from here on
         # (red-box, its sbatch, the jobs) finds it through SLURM_CONF.
+        if self.args.tenants:
+            tenancy.use_own_slurm(self.state)
         localslurm.use()
-        with self.progress.step("Slurm is up (scripts/slurm-local)", log=str(localslurm.base() / "log")):
+        title = "Slurm is up (scripts/slurm-local" + (", its own, enforcing)" if self.args.tenants else ")")
+        with self.progress.step(title, log=str(localslurm.base() / "log")):
             subprocess.run([str(localslurm.SCRIPT), "up"], check=True, capture_output=True)
             subprocess.run([str(ROOT / "scripts" / "install-kubectl")], check=True, capture_output=True)
 
@@ -158,6 +141,12 @@ class Demo:
                     argv += ["--config", str(conf)]
                 self.procs.start(name, argv)
                 self.wait(name, cluster.socket.exists, 30)
+        for tenant in self.tenants.tenants if self.tenants else ():
+            name = f"red-box-tenant-{tenant.user}"
+            socket = tenancy.socket_of(tenant.user)
+            with self.progress.step(f"red-box for tenant {tenant.name} on {socket} as {tenant.user}"):
+                self.procs.start(name, tenancy.red_box_argv(tenant, self.wlmvk_for(tenant.user)))
+                self.wait(name, socket.exists, 30)
 
     def apiserver(self) -> None:
         log = self.procs.logs / "apiserver.log"
@@ -168,6 +157,8 @@ class Demo:
             self.procs.start("apiserver", argv)
             ready = lambda: "Ready" in self.kubectl("get", "nodes", check=False)  # noqa: E731
             self.wait("API server", ready, 30)
+            if self.tenants:  # before the kubelets, which then watch SlurmTenants from their start
+                self.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
 
     def kube_local(self, *args: str) -> str:
         """``scripts/kube-local ARGS`` for the demo's own control plane; its stdout."""
@@ -292,6 +283,8 @@ class Demo:
                 pki = Path(self.kube_env["WLMVK_KUBE_BASE"]) / "pki"
                 client_ca = pki / "ca.crt" if self.real else self.kubeconfig.parent / "kubelet-client-ca.crt"
                 argv += ["--client-ca", str(client_ca)]
+                if self.tenants and cluster == tenancy.CLUSTER:
+                    argv += [f"--red-box={t.user}={tenancy.socket_of(t.user)}" for t in self.tenants.tenants]
                 self.procs.start(name, argv)
                 prefix = f"slurm-{cluster.name}-"
                 self.wait(name, lambda p=prefix: p in self.kubectl("get", "nodes", check=False), 60)
@@ -374,6 +367,8 @@ class Demo:
 
     def down(self) -> int:
         stopped = self.procs.stop_all()
+        if tenancy.tear_down(self.state):
+            stopped.append("the tenants' Slurm (scripts/slurm-local down)")
         if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
             self.kube_local("down", "--wipe")
             stopped.append("the control plane (scripts/kube-local down --wipe)")
@@ -384,6 +379,11 @@ class Demo:
         try:
             self.slurm()
             user = self.job_owner()
+            if self.args.tenants:
+                self.tenants = tenancy.TenantsDemo(
+                    user, kubectl=self.kubectl, progress=self.progress, state=self.state
+                )
+                self.tenants.associate()
             self.red_boxes(user)
             if self.real:
                 self.control_plane()
@@ -399,6 +399,11 @@ class Demo:
             self.show_cluster()
             failures = self.examples()
             failures += self.multi_cluster()
+            if self.tenants:
+                try:
+                    failures += self.tenants.run(self.args.timeout)
+                finally:
+                    self.tenants.cleanup()
         except StepFailed as exc:
             print(f"demo failed at {exc}", file=sys.stderr)
             if not self.args.keep:
@@ -431,7 +436,7 @@ class Demo:
 
 
 def main(argv: list[str]) -> int:
-    args = _parse(argv)
+    args = parse(argv)
     demo = Demo(args)
     if args.action == "down":
         return demo.down()
