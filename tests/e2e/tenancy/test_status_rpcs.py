@@ -22,8 +22,8 @@ import pytest
 import structlog
 
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
-from tests.e2e.tenancy.conftest import TENANTS, A, B, Tenant
-from tests.e2e.tenancy.test_tenants import slurmtenant
+from tests.e2e.tenancy.rig import slurmtenant
+from tests.e2e.tenancy.tenants import TENANTS, A, B, Tenant
 from tests.faults import ownslurm
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
