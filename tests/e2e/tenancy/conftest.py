@@ -59,10 +59,15 @@ def enforcing() -> Iterator[ownslurm.Instance | ReleaseBox]:
         finally:
             box.up("")
         return
+    # One per pytest worker: the tenancy modules are groups of their own (module-scoped fixtures),
+    # which two workers may run at once, and the real plane's tests run in its group meanwhile; one
+    # shared instance was started twice, emptied and stopped under the other's jobs.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    nth = int(worker[2:]) if worker[2:].isdigit() else 0
     shared = os.environ.get("WLMVK_SLURM_BASE", "/var/tmp/wlmvk-local-slurm")
-    port = int(os.environ.get("WLMVK_SLURM_CTLD_PORT") or 6917) + 40
+    port = int(os.environ.get("WLMVK_SLURM_CTLD_PORT") or 6917) + 70 + 3 * nth
     with ownslurm.running(
-        ownslurm.Instance(Path(f"{shared}-tenancy"), port, "tenancy", enforce=ENFORCE)
+        ownslurm.Instance(Path(f"{shared}-tenancy-{worker}"), port, "tenancy", enforce=ENFORCE)
     ) as own:
         yield own
 
