@@ -1,13 +1,13 @@
 """Two tenants on a Slurm of their own that enforces associations (docs/tenancy.md).
 
 ``tenant_slurm`` starts ``scripts/slurm-local`` in its own base directory, on its own ports
-(the shared Slurm's plus 40) and cluster name, with ``AccountingStorageEnforce=associations,
-limits,qos``, and makes the two tenants' accounts, QoS and users with ``sacctmgr``. The shared
-Slurm, which the rest of the suite uses, keeps running unchanged. Under a release
-(``WLMVK_SLURM_RELEASE``, the release subset) the release's box is the tenants' Slurm: restarted
-enforcing for the module (``WLMVK_SLURM_ENFORCE`` of ``scripts/slurm-release``), and without
-after it. The two Unix users are the
-ones the suite already has: the job owner (uid 1000) and ``slurmuser`` (made by slurm-local).
+(the shared Slurm's plus 70, and 3 more per pytest worker) and cluster name, with
+``AccountingStorageEnforce=associations,limits,qos``, and makes the two tenants' accounts, QoS
+and users with ``sacctmgr``. The shared Slurm, which the rest of the suite uses, keeps running
+unchanged. Under a release (``WLMVK_SLURM_RELEASE``, the release subset) the release's box is the
+tenants' Slurm: restarted enforcing for the module (``WLMVK_SLURM_ENFORCE`` of
+``scripts/slurm-release``), and without after it. The two Unix users are the ones the suite
+already has: the job owner (uid 1000) and ``slurmuser`` (made by slurm-local).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,14 @@ class ReleaseBox:
         """The box up with ``AccountingStorageEnforce=enforce`` (restarted when it runs with another)."""
         env = {**os.environ, "WLMVK_SLURM_ENFORCE": enforce}
         subprocess.run([str(slurm_release.SCRIPT), "up", self.release], env=env, check=True)
+        # The box says ready once slurmctld answers; slurmdbd may take longer to take sacctmgr's
+        # connections (refused under load in a run of the 26.05 subset), which the tenants need.
+        deadline = time.monotonic() + 60
+        ask = ["sacctmgr", "-n", "show", "cluster"]
+        while subprocess.run(ask, capture_output=True, check=False).returncode:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"slurmdbd of the {self.release} box not answering after 60 s")
+            time.sleep(0.5)
 
 
 @contextlib.contextmanager
