@@ -28,7 +28,9 @@ The rows of issue 32 strike at Slurm's side and at red-box's clock (tests/faults
 ``ctldstop-rest`` and ``ctldstop-cli`` stop slurmctld (SIGSTOP) 15 s, past its
 MessageTimeout, while pods are submitted, with red-box on its slurmrestd or on sbatch (on the
 run's own Slurm too); ``restd-stop`` stops red-box's slurmrestd; ``skew-ahead`` and
-``skew-behind`` run red-box's process (only it) 30 s ahead or behind under libfaketime. red-box
+``skew-behind`` run red-box's process (only it) 30 s ahead or behind under libfaketime;
+``takeover-held`` is ``takeover-stop`` with the active kubelet's red-box calls held in a gate
+while the standby takes over and pods are deleted and created again under the same names. red-box
 is started again between rows with each row's arguments and environment (``REDBOX``).
 The own Slurm's base and port move with WLMVK_FAULTS_BENCH_SLURM_BASE and _PORT.
 
@@ -62,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 from tests.faults import churn, ownslurm, slurmside  # noqa: E402
 from tests.fixtures import sshd  # noqa: E402
 from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
+from tests.fixtures.gate import Gate  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
@@ -72,7 +75,7 @@ from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
 FAULTS = (
     "none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld",
-    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop",
+    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop", "takeover-held",
 )  # fmt: skip
 # The rows that stop or restart slurmctld: on a Slurm of the run's own (ownslurm.BENCH).
 OWN_SLURM = ("slurmctld", "ctldstop-rest", "ctldstop-cli")
@@ -86,14 +89,14 @@ REDBOX: dict[str, tuple[list[str], dict[str, str]]] = {
     "restd-stop": (REST, {}),
 }
 # The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
-PAIRED = ("takeover", "takeover-stop")
+PAIRED = ("takeover", "takeover-stop", "takeover-held")
 # The rows that need the in-memory API server (its store).
 MEMORY_ONLY = ("watch",)
 # The real plane is shared with the tests: the rounds there take names of their own.
 REAL_SITE = churn.Site(cluster="faultbench", namespace="faultbench")
 # The rows whose pods run a while and whose fault strikes once one runs (a clock skew matters to
 # jobs whose state changes while red-box looks).
-RUNNING = ("kill9-running", "redbox", "slurmctld", "skew-ahead", "skew-behind", *PAIRED)
+RUNNING = ("kill9-running", "redbox", "slurmctld", "skew-ahead", "skew-behind", "takeover", "takeover-stop")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
 
@@ -147,6 +150,22 @@ def prerequisites_ready(faults: list[str]) -> str:
             if subprocess.run(argv, env=env, capture_output=True, check=False).returncode:
                 break
     return "; ".join(what for what, _ in _missing(faults))
+
+
+# red-box's log lines a row counts (printed after it): how often the faults reached the rules.
+EVENTS = (
+    "the answer may mean Slurm has the job",
+    "job found by key after an uncertain answer",
+    "no job under the key after the bound",
+    "submitting through sbatch",
+    "slurmrestd hung: replaced",
+    "rpc refused: a deposed holder's token",
+)
+
+
+def events(log: str) -> str:
+    """How many of red-box's ``log`` lines name each of ``EVENTS``."""
+    return "; ".join(f'"{event}" {log.count(event)}' for event in EVENTS)
 
 
 def configure(box: RedBox, args: list[str], env: dict[str, str]) -> bool:
@@ -245,6 +264,16 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         )
         for host in ("agent-a", "agent-b")
     )
+    # The takeover-held row's pair: each kubelet reaches the forward through a gate of its own.
+    gates = (Gate(forward.local), Gate(forward.local))
+    gated = tuple(
+        dataclasses.replace(
+            one, socket=gate.path, log=scratch / f"kubelet-gated-{one.agent_host}.log", port=0
+        )
+        for one, gate in zip(pair, gates, strict=True)
+    )
+    recreations = churn.Recreations()
+    pairs = {"takeover-held": gated}
     rng = random.Random(args.seed)
     tallies: list[churn.Tally] = []
     try:
@@ -304,6 +333,12 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                 "red-box's slurmrestd stopped (SIGSTOP: hung, not dead) during submission (1 per round)",
                 lambda t: slurmside.slurmrestd_stopped(box, rng, t),
             ),
+            "takeover-held": (
+                "agent host partitioned with its red-box calls held on their way: active kubelet's gate"
+                " closed, SIGSTOP, standby takes over, 10 pods deleted and created again under the same"
+                " names, gate opened, SIGCONT, during submission",
+                lambda t: slurmside.takeover_held((gated[0], gated[1]), gates, kube, rng, t, recreations),
+            ),
         }
         chosen = chosen_faults(args)
         for key in chosen:
@@ -314,24 +349,40 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             restarted = await asyncio.to_thread(configure, box, *REDBOX.get(key, ([], {})))
             if restarted and not await churn.wait_for(lambda: churn.node_ready(kube, site), 60):
                 raise RuntimeError(f"the node never became Ready with red-box as row {key} runs it")
+            logged = box.log_path.stat().st_size if box.log_path.exists() else 0
+            two = pairs.get(key, pair)
+            if key == "takeover-held":
+                for gate in gates:
+                    await gate.start()
+                    gate.open.set()
             if key in PAIRED:
-                await _serve_paired(kubelet, pair, kube)
+                await _serve_paired(kubelet, two, kube)
             for _ in range(rounds):
+                again = recreations if key == "takeover-held" else None
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
-                                        settle=args.settle, run_seconds=run_seconds, site=site)  # fmt: skip
+                                        settle=args.settle, run_seconds=run_seconds, site=site,
+                                        recreations=again)  # fmt: skip
                 took = f", takeover p95 {churn.p95(tally.takeovers):.1f} s" if tally.takeovers else ""
                 print(
                     f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s{took})", file=sys.stderr
                 )
             if key in PAIRED:
-                await _serve_alone(kubelet, pair, kube)
+                await _serve_alone(kubelet, two, kube)
             tallies.append(tally)
+            with box.log_path.open("rb") as log:
+                log.seek(logged)
+                print(
+                    f"  red-box's log over the row: {events(log.read().decode(errors='replace'))}",
+                    file=sys.stderr,
+                )
             for problem in tally.problems[:20]:
                 print(f"  ! {problem}", file=sys.stderr)
     finally:
         await kubelet.stop()
-        for one in pair:
+        for one in (*pair, *gated):
             await one.stop()
+        for gate in gates:
+            await gate.close()
         await kube.close()
         forward.stop()
         login.stop()

@@ -20,7 +20,7 @@ BEGIN, END = "<!-- faults:begin -->", "<!-- faults:end -->"
 # see faults_run.py).
 FAULTS = (
     "none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld",
-    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop",
+    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop", "takeover-held",
 )  # fmt: skip
 # The rows run on the real control plane too (key ``<fault>-real``: faults_run.py --kube real).
 REAL = ("kill9", "kill9-running", "takeover", "takeover-stop")

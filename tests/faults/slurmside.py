@@ -8,7 +8,10 @@ and as the pieces the fast tests use: one place for each fault's mechanics.
   (``slurmrestd_stopped``; ``slurmrestd_pid`` finds it under red-box);
 - red-box's clock skewed (``skewed_clock``: the environment that runs red-box's process, and
   only it, under Debian's libfaketime; sbatch, squeue and slurmrestd keep the host's clock). The
-  skew holds for a whole row, so its round's fault is ``churn.no_fault``.
+  skew holds for a whole row, so its round's fault is ``churn.no_fault``;
+- a standby takeover while the active kubelet's red-box calls are held on their way
+  (``takeover_held``: a gate in front of red-box's socket per kubelet, tests/fixtures/gate.py),
+  with pods deleted and created again under the same names meanwhile.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ import signal
 import time
 from pathlib import Path
 
-from tests.faults import ownslurm
-from tests.faults.churn import Fault, Tally
+from tests.faults import churn, ownslurm
+from tests.faults.churn import Fault, KubeletRunner, Recreations, Tally
+from tests.fixtures.gate import Gate
 from tests.fixtures.processes import descendants
 from tests.fixtures.redbox import JOB_OWNER, RedBox, _python_for
+from wlmvk.kube.client import KubeClient
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 FAKETIME_PACKAGE = "faketime"
@@ -103,6 +108,50 @@ def slurmrestd_stopped(box: RedBox, rng: random.Random, tally: Tally) -> Fault:
             os.kill(pid, signal.SIGCONT)
 
     return strike
+
+
+HELD_FOR = 1.0
+"""Seconds the active kubelet goes on sending into its closed gate before it is stopped."""
+
+RECREATED = 10
+"""Pods of a round (of those that run) deleted and created again during a held takeover."""
+
+
+def takeover_held(
+    pair: tuple[KubeletRunner, KubeletRunner],
+    gates: tuple[Gate, Gate],
+    kube: KubeClient,
+    rng: random.Random,
+    tally: Tally,
+    recreations: Recreations,
+) -> Fault:
+    """``churn.takeover`` with SIGSTOP, the active kubelet's red-box calls held on their way: its
+    gate (``gates`` matches ``pair``) is closed ``HELD_FOR`` seconds before the stop, so the calls
+    it sends meanwhile (SubmitJobs among them, the round's pods being submitted) wait in the gate.
+    Once the standby serves, ``RECREATED`` of the round's running pods are deleted and created again
+    under the same names (each once gone: the new holder cancelled its job), then the gate opens:
+    the deposed holder's calls reach red-box, which must refuse them, and it is resumed."""
+    closed: list[Gate] = []
+
+    async def hold(active: KubeletRunner) -> None:
+        gate = gates[pair.index(active)]
+        gate.open.clear()
+        closed.append(gate)
+        await asyncio.sleep(HELD_FOR)
+
+    async def meanwhile(standby: KubeletRunner) -> None:
+        try:
+            runs = sorted(n for n, script in recreations.scripts.items() if script != churn.HELD)
+            chosen = rng.sample(runs, min(RECREATED, len(runs)))
+            failed = await recreations.recreate(chosen)
+            if failed:
+                tally.round_problem(f"pods not gone within 60 s, not created again: {failed}")
+        finally:
+            for gate in closed:
+                gate.open.set()
+            closed.clear()
+
+    return churn.takeover(pair, kube, rng, tally, freeze=True, hold=hold, meanwhile=meanwhile)
 
 
 def faketime_missing() -> str:
