@@ -24,6 +24,18 @@ again once per round) runs all its rows on a Slurm of its own (tests/faults/owns
 ``scripts/slurm-local`` in /var/tmp/wlmvk-faults-slurm, ports 6927-6929 and 3327),
 started before the rounds and stopped after them: the shared local Slurm is never
 restarted.
+The rows of issue 32 strike at Slurm's side and at red-box's clock (tests/faults/slurmside.py):
+``ctldstop-rest`` and ``ctldstop-cli`` stop slurmctld (SIGSTOP) 15 s, past its
+MessageTimeout, while pods are submitted, with red-box on its slurmrestd or on sbatch (on the
+run's own Slurm too); ``restd-stop`` stops red-box's slurmrestd; ``skew-ahead`` and
+``skew-behind`` run red-box's process (only it) 30 s ahead or behind under libfaketime;
+``takeover-held`` is ``takeover-stop`` with the active kubelet's red-box calls held in a gate
+while the standby takes over and pods are deleted and created again under the same names. red-box
+is started again between rows with each row's arguments and environment (``REDBOX``).
+The own Slurm's base and port move with WLMVK_FAULTS_BENCH_SLURM_BASE and _PORT.
+
+What a row needs and is missing (sshd and ssh; libfaketime; slurmrestd) is installed with apt-get
+when this runs as root on Debian, else named in one line (exit 2).
 ``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
 JSON (bench/run-all keeps both in docs/raw/ and fills docs/reliability.md's
 table from them). Exit status 1 when any count is not zero.
@@ -49,9 +61,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.faults import churn, ownslurm  # noqa: E402
+from tests.faults import churn, ownslurm, slurmside  # noqa: E402
 from tests.fixtures import sshd  # noqa: E402
 from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
+from tests.fixtures.gate import Gate  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
 from tests.fixtures.slurm import JOBS_ROOT  # noqa: E402
 
@@ -61,13 +74,30 @@ from wlmvk_dev.apiserver.kubelets import default_log_handler  # noqa: E402
 from wlmvk_dev.apiserver.objects.resources import PODS as PODS_GVR  # noqa: E402
 from wlmvk_dev.apiserver.server import ApiServer, Config  # noqa: E402
 
-FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
+FAULTS = (
+    "none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld",
+    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop", "takeover-held",
+)  # fmt: skip
+# The rows that stop or restart slurmctld: on a Slurm of the run's own (ownslurm.BENCH).
+OWN_SLURM = ("slurmctld", "ctldstop-rest", "ctldstop-cli")
+# red-box's arguments and environment per row (the others: as deployed by default, --slurm-api auto).
+REST = ["--slurm-api", "rest"]
+REDBOX: dict[str, tuple[list[str], dict[str, str]]] = {
+    "ctldstop-rest": (REST, {}),
+    "ctldstop-cli": (["--slurm-api", "cli"], {}),
+    "skew-ahead": (REST, slurmside.skewed_clock(30)),
+    "skew-behind": (REST, slurmside.skewed_clock(-30)),
+    "restd-stop": (REST, {}),
+}
 # The rows struck at the active one of two kubelets (--leader-elect) instead of the lone kubelet.
-PAIRED = ("takeover", "takeover-stop")
+PAIRED = ("takeover", "takeover-stop", "takeover-held")
 # The rows that need the in-memory API server (its store).
 MEMORY_ONLY = ("watch",)
 # The real plane is shared with the tests: the rounds there take names of their own.
 REAL_SITE = churn.Site(cluster="faultbench", namespace="faultbench")
+# The rows whose pods run a while and whose fault strikes once one runs (a clock skew matters to
+# jobs whose state changes while red-box looks).
+RUNNING = ("kill9-running", "redbox", "slurmctld", "skew-ahead", "skew-behind", "takeover", "takeover-stop")
 # The pods that run sleep this long in the rounds whose fault strikes while jobs run.
 RUN_SECONDS = 3.0
 
@@ -97,18 +127,61 @@ async def _serve_alone(
 SSH_PACKAGES = ("openssh-server", "openssh-client")
 
 
-def ssh_ready() -> str:
-    """'' once sshd and ssh are there, installed with apt-get as scripts/test does when this runs
-    as root on Debian; else the one line saying what is missing."""
-    if not sshd.missing():
+def _missing(faults: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """What the chosen rows need and is not there: (what is missing, its Debian packages)."""
+    needs: list[tuple[str, tuple[str, ...]]] = [(sshd.missing(), SSH_PACKAGES)]
+    if any(f.startswith("skew-") for f in faults):
+        needs.append((slurmside.faketime_missing(), (slurmside.FAKETIME_PACKAGE,)))
+    if any(REDBOX.get(f, ([], {}))[0] == REST for f in faults):
+        needs.append((slurmside.slurmrestd_missing(), ("slurmrestd",)))
+    return [(what, packages) for what, packages in needs if what]
+
+
+def prerequisites_ready(faults: list[str]) -> str:
+    """'' once what the chosen rows need is there, installed with apt-get as scripts/test does
+    when this runs as root on Debian; else the one line saying what is missing."""
+    missing = _missing(faults)
+    if not missing:
         return ""
     if os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"faults_run: installing {' '.join(SSH_PACKAGES)} (apt-get)", file=sys.stderr)
+        packages = [p for _, ps in missing for p in ps]
+        print(f"faults_run: installing {' '.join(packages)} (apt-get)", file=sys.stderr)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *SSH_PACKAGES]):
+        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
             if subprocess.run(argv, env=env, capture_output=True, check=False).returncode:
                 break
-    return sshd.missing()
+    return "; ".join(what for what, _ in _missing(faults))
+
+
+# red-box's log lines a row counts (printed after it): how often the faults reached the rules.
+EVENTS = (
+    "the answer may mean Slurm has the job",
+    "job found by key after an uncertain answer",
+    "no job under the key after the bound",
+    "submitting through sbatch",
+    "slurmrestd hung: replaced",
+    "rpc refused: a deposed holder's token",
+)
+
+
+def events(log: str) -> str:
+    """How many of red-box's ``log`` lines name each of ``EVENTS``."""
+    return "; ".join(f'"{event}" {log.count(event)}' for event in EVENTS)
+
+
+def configure(box: RedBox, args: list[str], env: dict[str, str]) -> bool:
+    """red-box started again with ``args`` and ``env`` unless it runs with them already; whether it was."""
+    if (box.args, box.env) == (args, env):
+        return False
+    box.stop()
+    box.args, box.env = list(args), dict(env)
+    box.start()
+    return True
+
+
+def own_slurm(args: argparse.Namespace) -> bool:
+    """The run takes a Slurm of its own: one of its rows stops or restarts slurmctld."""
+    return any(f in OWN_SLURM for f in chosen_faults(args))
 
 
 def chosen_faults(args: argparse.Namespace) -> list[str]:
@@ -163,14 +236,17 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         await apiserver.start()
         kubeconfig = admin = apiserver.write_kubeconfig(scratch / "kubeconfig")
     # Jobs run in the Slurm's own working root: the shared one's, or the run's own Slurm's.
-    jobs_root = ownslurm.BENCH.jobs_root if "slurmctld" in chosen_faults(args) else JOBS_ROOT
+    jobs_root = ownslurm.BENCH.jobs_root if own_slurm(args) else JOBS_ROOT
     work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=jobs_root))
     # red-box as the job owner, as deployed: its directories are the owner's.
     state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
     for path in (work_dir, state_home):
         shutil.chown(path, JOB_OWNER, JOB_OWNER)
+    # As the first row runs it (configure() starts it again for a row that runs it otherwise).
+    first_args, first_env = REDBOX.get(chosen_faults(args)[0], ([], {}))
     box = RedBox(socket=str(state_home / "rb.sock"), work_dir=work_dir, state_dir=state_home / "state",
-                 log_path=scratch / "red-box.log", user=JOB_OWNER)  # fmt: skip
+                 log_path=scratch / "red-box.log", user=JOB_OWNER, args=list(first_args),
+                 env=dict(first_env))  # fmt: skip
     login = sshd.SshServer(Path(tempfile.mkdtemp(prefix="sshd-", dir="/tmp")), JOB_OWNER)
     forward = sshd.SshForward(login, str(scratch / "fwd.sock"), box.socket, scratch / "ssh.log")
     kube = await KubeClient.connect(str(admin))
@@ -189,6 +265,16 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         )
         for host in ("agent-a", "agent-b")
     )
+    # The takeover-held row's pair: each kubelet reaches the forward through a gate of its own.
+    gates = (Gate(forward.local), Gate(forward.local))
+    gated = tuple(
+        dataclasses.replace(
+            one, socket=gate.path, log=scratch / f"kubelet-gated-{one.agent_host}.log", port=0
+        )
+        for one, gate in zip(pair, gates, strict=True)
+    )
+    recreations = churn.Recreations()
+    pairs = {"takeover-held": gated}
     rng = random.Random(args.seed)
     tallies: list[churn.Tally] = []
     try:
@@ -226,31 +312,78 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
                 "slurmctld restarted while jobs run (1 per round, on a Slurm of its own)",
                 lambda t: churn.slurmctld_restart(ownslurm.BENCH, rng, t),
             ),
+            "ctldstop-rest": (
+                "slurmctld stopped (SIGSTOP) 15 s, past MessageTimeout, during submission, slurmrestd path"
+                " (1 per round, on a Slurm of its own)",
+                lambda t: slurmside.slurmctld_stopped(ownslurm.BENCH, rng, t),
+            ),
+            "ctldstop-cli": (
+                "slurmctld stopped (SIGSTOP) 15 s, past MessageTimeout, during submission, sbatch path"
+                " (1 per round, on a Slurm of its own)",
+                lambda t: slurmside.slurmctld_stopped(ownslurm.BENCH, rng, t),
+            ),
+            "skew-ahead": (
+                "red-box's clock 30 s ahead (libfaketime), slurmrestd path, jobs run",
+                lambda t: churn.no_fault(),
+            ),
+            "skew-behind": (
+                "red-box's clock 30 s behind (libfaketime), slurmrestd path, jobs run",
+                lambda t: churn.no_fault(),
+            ),
+            "restd-stop": (
+                "red-box's slurmrestd stopped (SIGSTOP: hung, not dead) during submission (1 per round)",
+                lambda t: slurmside.slurmrestd_stopped(box, rng, t),
+            ),
+            "takeover-held": (
+                "agent host partitioned with its red-box calls held on their way: active kubelet's gate"
+                " closed, SIGSTOP, standby takes over, 10 pods deleted and created again under the same"
+                " names, gate opened, SIGCONT, during submission",
+                lambda t: slurmside.takeover_held((gated[0], gated[1]), gates, kube, rng, t, recreations),
+            ),
         }
         chosen = chosen_faults(args)
         for key in chosen:
             label, make = plans[key]
             tally = churn.Tally(label if real is None else f"{label} [real plane]")
             rounds = args.rounds
-            run_seconds = RUN_SECONDS if key in ("kill9-running", "redbox", "slurmctld", *PAIRED) else 0.0
+            run_seconds = RUN_SECONDS if key in RUNNING else 0.0
+            restarted = await asyncio.to_thread(configure, box, *REDBOX.get(key, ([], {})))
+            if restarted and not await churn.wait_for(lambda: churn.node_ready(kube, site), 60):
+                raise RuntimeError(f"the node never became Ready with red-box as row {key} runs it")
+            logged = box.log_path.stat().st_size if box.log_path.exists() else 0
+            two = pairs.get(key, pair)
+            if key == "takeover-held":
+                for gate in gates:
+                    await gate.start()
+                    gate.open.set()
             if key in PAIRED:
-                await _serve_paired(kubelet, pair, kube)
+                await _serve_paired(kubelet, two, kube)
             for _ in range(rounds):
+                again = recreations if key == "takeover-held" else None
                 await churn.churn_round(kube, pods=args.pods, fault=make(tally), tally=tally, rng=rng,
-                                        settle=args.settle, run_seconds=run_seconds, site=site)  # fmt: skip
+                                        settle=args.settle, run_seconds=run_seconds, site=site,
+                                        recreations=again)  # fmt: skip
                 took = f", takeover p95 {churn.p95(tally.takeovers):.1f} s" if tally.takeovers else ""
                 print(
                     f"  {label}: round {tally.rounds}/{rounds} ({tally.seconds:.0f} s{took})", file=sys.stderr
                 )
             if key in PAIRED:
-                await _serve_alone(kubelet, pair, kube)
+                await _serve_alone(kubelet, two, kube)
             tallies.append(tally)
+            with box.log_path.open("rb") as log:
+                log.seek(logged)
+                print(
+                    f"  red-box's log over the row: {events(log.read().decode(errors='replace'))}",
+                    file=sys.stderr,
+                )
             for problem in tally.problems[:20]:
                 print(f"  ! {problem}", file=sys.stderr)
     finally:
         await kubelet.stop()
-        for one in pair:
+        for one in (*pair, *gated):
             await one.stop()
+        for gate in gates:
+            await gate.close()
         await kube.close()
         forward.stop()
         login.stop()
@@ -293,11 +426,11 @@ def main() -> int:
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
-    if missing := ssh_ready():
+    if missing := prerequisites_ready(chosen_faults(args)):
         print(f"faults_run: {missing}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    own = ownslurm.running(ownslurm.BENCH) if "slurmctld" in chosen_faults(args) else contextlib.nullcontext()
+    own = ownslurm.running(ownslurm.BENCH) if own_slurm(args) else contextlib.nullcontext()
     with own:
         tallies = asyncio.run(run(args))
     table = churn.markdown(tallies)

@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 BEGIN, END = "<!-- faults:begin -->", "<!-- faults:end -->"
-# The faults run for the doc, in its table's order (slurmctld: on a Slurm of its own, see faults_run.py).
-FAULTS = ("none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld")
+# The faults run for the doc, in its table's order (slurmctld and ctldstop-*: on a Slurm of its own,
+# see faults_run.py).
+FAULTS = (
+    "none", "kill9", "kill9-running", "takeover", "takeover-stop", "redbox", "watch", "slurmctld",
+    "ctldstop-rest", "ctldstop-cli", "skew-ahead", "skew-behind", "restd-stop", "takeover-held",
+)  # fmt: skip
 # The rows run on the real control plane too (key ``<fault>-real``: faults_run.py --kube real).
 REAL = ("kill9", "kill9-running", "takeover", "takeover-stop")
 REAL_SUFFIX = "-real"

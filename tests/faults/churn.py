@@ -136,6 +136,48 @@ def markdown(tallies: list[Tally]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class Recreations:
+    """Pods a fault deletes and creates again under the same name during a round (a new uid each).
+
+    ``churn_round`` hands it the round's pods (``begin``); ``recreate`` deletes the named pods, waits
+    until each is gone (its kubelet cancelled its job), creates it again with the same script and
+    counts the new uid in the round's audit. The first uids are kept (``replaced``): a job still
+    alive under one is orphaned, whatever the new pod does."""
+
+    kube: KubeClient | None = None
+    site: Site = SITE
+    scripts: dict[str, str] = field(default_factory=dict)
+    uids: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, str] = field(default_factory=dict)
+    """A first uid -> its pod's name."""
+
+    def begin(self, kube: KubeClient, site: Site, scripts: dict[str, str], uids: dict[str, str]) -> None:
+        self.kube, self.site, self.scripts, self.uids, self.replaced = kube, site, scripts, uids, {}
+
+    async def recreate(self, chosen: list[str], *, within: float = 60.0) -> list[str]:
+        """Delete ``chosen`` and create each again once gone; the names it could not."""
+        kube, site = self.kube, self.site
+        assert kube is not None, "begin() first"
+        old = {n: self.uids[n] for n in chosen if n in self.uids}
+        await _gather_limited(
+            [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in old]
+        )
+
+        async def gone() -> bool:
+            current = await _pods(kube, "", site)
+            return not any(current.get(n, {}).get("metadata", {}).get("uid") == u for n, u in old.items())
+
+        failed = [] if await wait_for(gone, within) else sorted(old)
+        for name, uid in old.items():
+            if name in failed:
+                continue
+            body = await kube.create(PODS, pod_body(name, self.scripts[name], site), namespace=site.namespace)
+            self.replaced[uid] = name
+            self.uids[name] = body["metadata"]["uid"]
+        return failed
+
+
 # --- Slurm's view ---------------------------------------------------------------------------
 
 
@@ -335,8 +377,13 @@ async def churn_round(
     rng: random.Random,
     run_seconds: float = 0.0,
     site: Site = SITE,
+    recreations: Recreations | None = None,
 ) -> None:
     """One round: create, strike, delete, settle, audit into ``tally``; cancels its jobs at the end.
+
+    With ``recreations`` the fault may delete pods of the round and create them again under the
+    same names (``Recreations.recreate``); the audit counts the new pods, and a job alive under a
+    first uid as orphaned.
 
     With ``run_seconds`` the pods that run sleep that long, and the fault strikes only once a job
     of the round has started (``_any_started``): the fault lands on running jobs, not only on
@@ -355,6 +402,9 @@ async def churn_round(
 
     doomed = [n for n, s in scripts.items() if s == HELD]
     rng.shuffle(doomed)
+    if recreations is not None:
+        recreations.begin(kube, site, scripts, uids)
+    first_uids = recreations.replaced if recreations is not None else {}
 
     async def delete_some() -> None:
         await asyncio.sleep(rng.uniform(0.5, 3.0))
@@ -396,11 +446,13 @@ async def churn_round(
             }
             tally.round_problem(f"{prefix}: pods did not settle in {settle:.0f} s: {stuck}")
         # A late duplicate would come from an sbatch still under way for one of the round's pods.
-        if not await wait_for(lambda: _no_sbatch(uids.values()), settle, every=0.5):
+        if not await wait_for(lambda: _no_sbatch([*uids.values(), *first_uids]), settle, every=0.5):
             tally.round_problem(f"{prefix}: an sbatch for the round's pods still ran after {settle:.0f} s")
-        _audit(await _pods(kube, prefix, site), scripts, set(doomed), uids, tally, slurm_jobs_by_key())
+        jobs = slurm_jobs_by_key()
+        _audit(await _pods(kube, prefix, site), scripts, set(doomed), uids, tally, jobs)
+        _audit_replaced(first_uids, tally, jobs)
     finally:
-        cancel_keys(set(uids.values()))
+        cancel_keys({*uids.values(), *first_uids})
         await _gather_limited(
             [functools.partial(kube.delete, PODS, n, namespace=site.namespace) for n in scripts]
         )
@@ -440,6 +492,15 @@ def _audit(
             # Its script is ``true``: nothing but a fault mishandled can fail it, whatever Slurm says.
             tally.spurious += 1
             tally.problems.append(f"{name}: Failed, Slurm says {found}")
+
+
+def _audit_replaced(first_uids: dict[str, str], tally: Tally, jobs: dict[str, dict[str, str]]) -> None:
+    """Count the first pods of those created again (uid -> name) into ``tally``: each is a deleted pod,
+    orphaned while a job under its uid is alive (the new pod is counted by ``_audit``)."""
+    for uid, name in first_uids.items():
+        if any(state in ALIVE for state in jobs.get(uid, {}).values()):
+            tally.orphaned += 1
+            tally.problems.append(f"{name}: created again, the first pod's job {jobs[uid]} alive")
 
 
 # --- faults ---------------------------------------------------------------------------------
@@ -499,6 +560,8 @@ def takeover(
     tally: Tally,
     *,
     freeze: bool,
+    hold: Callable[[KubeletRunner], Awaitable[None]] | None = None,
+    meanwhile: Callable[[KubeletRunner], Awaitable[None]] | None = None,
 ) -> Fault:
     """The agent host of the active kubelet fails: kill -9 (``freeze``: SIGSTOP, a partition that
     heals) of whichever of ``pair`` holds the cluster Lease. The standby must hold it and serve the
@@ -507,7 +570,10 @@ def takeover(
     exit 1 by itself, and the node and the Lease must still name the new holder then (a node status
     or Lease write of the old one would put its port or identity back). Its writes are refused by the
     fence meanwhile (``write refused`` in its log); a reply to a write it sent before the stop is
-    logged after SIGCONT, so its log alone cannot show which writes came late."""
+    logged after SIGCONT, so its log alone cannot show which writes came late.
+
+    ``hold`` runs just before the signal (given the active kubelet), ``meanwhile`` once the standby
+    serves, before the struck one is resumed or started again (given the new holder)."""
 
     site = pair[0].site
 
@@ -519,12 +585,16 @@ def takeover(
             tally.round_problem(f"no kubelet of the pair holds the cluster Lease (holder pid {pid})")
             return
         standby = pair[1] if active is pair[0] else pair[0]
+        if hold is not None:
+            await hold(active)
         struck = time.monotonic()
         active.process.send_signal(signal.SIGSTOP if freeze else signal.SIGKILL)
         if await wait_for(lambda: serving(kube, standby), TAKEOVER_LIMIT, every=0.25):
             tally.takeovers.append(time.monotonic() - struck)
         else:
             tally.round_problem(f"the standby did not take over within {TAKEOVER_LIMIT:.0f} s")
+        if meanwhile is not None:
+            await meanwhile(standby)
         if freeze:
             resumed_at = active.log.stat().st_size
             active.process.send_signal(signal.SIGCONT)

@@ -6,9 +6,11 @@ the job owner account is the machine's, shared). ``running`` starts it, points
 this process at it (``SLURM_CONF``, ``WLMVK_SLURM_BASE``: every Slurm command
 and red-box started meanwhile use it), and on leaving points the process back
 and stops it. The fast test and the long bench take different bases and ports
-(``TEST``, ``BENCH``), so both may run at once. ``restart_slurmctld`` is the
-fault: SIGTERM to its slurmctld by its own pid file, down a while, started
-again with its own config, waited for with ``scontrol ping``.
+(``TEST``, ``BENCH``), so both may run at once. Two faults: ``restart_slurmctld``,
+SIGTERM to its slurmctld by its own pid file, down a while, started again with
+its own config, waited for with ``scontrol ping``; and ``stop_slurmctld``,
+SIGSTOP to it for a while (past its MessageTimeout: its clients give up on it
+while it holds their requests), then SIGCONT.
 """
 
 from __future__ import annotations
@@ -62,7 +64,12 @@ TEST = Instance(
     int(os.environ.get("WLMVK_FAULTS_SLURM_PORT", "6937")),
     "faultstest",
 )
-BENCH = Instance(Path("/var/tmp/wlmvk-faults-slurm"), 6927, "faultsbench")
+# The long bench's, movable the same way (WLMVK_FAULTS_BENCH_SLURM_BASE, _PORT).
+BENCH = Instance(
+    Path(os.environ.get("WLMVK_FAULTS_BENCH_SLURM_BASE", "/var/tmp/wlmvk-faults-slurm")),
+    int(os.environ.get("WLMVK_FAULTS_BENCH_SLURM_PORT", "6927")),
+    "faultsbench",
+)
 
 
 @contextlib.contextmanager
@@ -115,7 +122,7 @@ def _up() -> bool:
     return "UP" in done.stdout
 
 
-def _slurmctld_pid(instance: Instance) -> int:
+def slurmctld_pid(instance: Instance) -> int:
     """The pid in ``instance``'s own pid file, while that process is a slurmctld."""
     pid = int((instance.base / "run" / "slurmctld.pid").read_text().split()[0])
     if Path(f"/proc/{pid}/comm").read_text().strip() != "slurmctld":
@@ -128,7 +135,7 @@ async def restart_slurmctld(instance: Instance, *, down_for: float) -> str:
     start it again and wait until ``scontrol ping`` says UP; what went wrong, or ''."""
     if os.environ.get("SLURM_CONF") != str(instance.conf):
         raise RuntimeError(f"this process is not pointed at {instance.base}: its slurmctld is not restarted")
-    pid = await asyncio.to_thread(_slurmctld_pid, instance)
+    pid = await asyncio.to_thread(slurmctld_pid, instance)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
     while await asyncio.to_thread(os.path.exists, f"/proc/{pid}"):
@@ -142,5 +149,24 @@ async def restart_slurmctld(instance: Instance, *, down_for: float) -> str:
         if time.monotonic() > deadline:
             await asyncio.to_thread(instance.script, "up")
             return "slurmctld did not answer scontrol ping within 90 s of its start; slurm-local up run"
+        await asyncio.sleep(0.5)
+    return ""
+
+
+async def stop_slurmctld(instance: Instance, *, seconds: float) -> str:
+    """SIGSTOP ``instance``'s slurmctld for ``seconds`` (SIGCONT whatever happens meanwhile), then
+    wait until ``scontrol ping`` says UP; what went wrong, or ''."""
+    if os.environ.get("SLURM_CONF") != str(instance.conf):
+        raise RuntimeError(f"this process is not pointed at {instance.base}: its slurmctld is not stopped")
+    pid = await asyncio.to_thread(slurmctld_pid, instance)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 90
+    while not await asyncio.to_thread(_up):
+        if time.monotonic() > deadline:
+            return f"slurmctld {pid} did not answer scontrol ping within 90 s of SIGCONT"
         await asyncio.sleep(0.5)
     return ""

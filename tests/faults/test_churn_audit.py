@@ -53,3 +53,22 @@ def test_the_takeover_p95_is_the_nearest_rank() -> None:
     assert churn.p95([12.0]) == 12.0
     assert churn.p95([float(s) for s in range(20, 0, -1)]) == 19.0  # rank 19 of 20
     assert churn.p95([float(s) for s in range(1, 22)]) == 20.0  # rank ceil(0.95 x 21) = 20
+
+
+def test_a_pod_created_again_counts_its_first_pods_live_job_as_orphaned() -> None:
+    # The new pod (uid u-a2) is audited as any; the first pod's uid is a deleted pod's.
+    jobs = {"u-a": {"1": "PENDING"}, "u-a2": {"5": "COMPLETED"}, "u-b": {"2": "COMPLETED"}, "u-h": {}}
+    tally = churn.Tally("t")
+    uids = {**UIDS, "run-a": "u-a2"}
+    current = {"run-a": _pod("Succeeded"), "run-b": _pod("Succeeded")}
+    churn._audit(current, SCRIPTS, {"held"}, uids, tally, jobs)  # type: ignore[arg-type]
+    churn._audit_replaced({"u-a": "run-a"}, tally, jobs)
+    assert (tally.orphaned, tally.duplicates, tally.lost, tally.spurious) == (1, 0, 0, 0)
+    assert tally.problems == ["run-a: created again, the first pod's job {'1': 'PENDING'} alive"]
+
+
+def test_a_pod_created_again_whose_first_job_ended_or_never_was_is_clean() -> None:
+    jobs = {"u-a": {"1": "CANCELLED"}, "u-a2": {"5": "COMPLETED"}, "u-b": {"2": "COMPLETED"}, "u-h": {}}
+    tally = churn.Tally("t")
+    churn._audit_replaced({"u-a": "run-a", "u-x": "run-b"}, tally, jobs)
+    assert tally.clean

@@ -19,18 +19,17 @@ import json
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
+from tests.faults import slurmside
 from tests.fixtures import prerequisites
-from tests.fixtures.redbox import JOB_OWNER, RedBox, _python_for
+from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobSpec, JobStatus
 from wlmvk.redboxclient.client import RedBoxClient
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SCRIPTS = [
     "#!/bin/sh\n#SBATCH --output=/dev/null\nsleep 30\n",
     "#!/bin/sh\n#SBATCH --output=/dev/null\nsleep 33\n",
@@ -43,18 +42,12 @@ def _journal_skew(box: RedBox) -> float:
     return float(json.loads(lines[-1])["at"]) - time.time()
 
 
-@prerequisites.unless_installed(not LIBFAKETIME.exists(), "libfaketime (apt-get install -y faketime)")
+@prerequisites.unless_installed(not slurmside.LIBFAKETIME.exists(), slurmside.faketime_missing())
 @pytest.mark.parametrize("skew", [30, -30])
 async def test_a_finished_job_reads_completed_with_red_boxs_clock_skewed(
     skew: int, redbox_factory: Callable[..., RedBox]
 ) -> None:
-    faked = {
-        "LD_PRELOAD": str(LIBFAKETIME),
-        "FAKETIME": f"{skew:+d}s",
-        "FAKETIME_ONLY_CMDS": Path(_python_for(JOB_OWNER)).name,
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-    }
-    box = redbox_factory("--slurm-api", "rest", user=JOB_OWNER, env=faked)
+    box = redbox_factory("--slurm-api", "rest", user=JOB_OWNER, env=slurmside.skewed_clock(skew))
     client = RedBoxClient(box.socket, timeout=60)
     prefix = f"skew{skew}-{os.urandom(3).hex()}"
     try:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.processes import children, descendants
+from tests.faults import slurmside
+from tests.fixtures.processes import children
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.redboxclient.client import RedBoxClient
@@ -32,17 +33,6 @@ JOBS = 160
 IN_FLIGHT = 8
 KILL_AT = (30, 90)
 SCRIPT = "#!/bin/sh\n#SBATCH --hold\n#SBATCH --output=/dev/null\ntrue\n"
-
-
-def _slurmrestd(box: RedBox) -> int | None:
-    assert box.proc is not None
-    for pid in descendants(box.proc.pid):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "slurmrestd":
-                return pid
-        except OSError:
-            continue
-    return None
 
 
 def _alive(pid: int) -> bool:
@@ -65,10 +55,10 @@ async def _killer(done: list[JobId], box: RedBox, killed: list[int]) -> None:
     for threshold in KILL_AT:
         while len(done) < threshold:
             await asyncio.sleep(0.01)
-        pid = _slurmrestd(box)
+        pid = slurmside.slurmrestd_pid(box)
         while pid is None:  # restarted after the last kill, not serving yet
             await asyncio.sleep(0.05)
-            pid = _slurmrestd(box)
+            pid = slurmside.slurmrestd_pid(box)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
@@ -141,7 +131,7 @@ async def test_a_hung_slurmrestd_is_replaced_and_its_jobs_found_by_key(
             await client.submit(JobSpec(script=SCRIPT, partition="debug", idempotency_key=k))
             for k in keys[:5]
         ]
-        hung = _slurmrestd(box)
+        hung = slurmside.slurmrestd_pid(box)
         assert hung is not None
         os.kill(hung, signal.SIGSTOP)
         rest = await asyncio.gather(
@@ -196,7 +186,7 @@ async def test_a_stopped_slurmrestd_is_replaced_by_the_liveness_look(
     try:
         first = [(await timed_submit(k))[0] for k in keys[:5]]
         await timed_states(first)
-        hung = _slurmrestd(box)
+        hung = slurmside.slurmrestd_pid(box)
         assert hung is not None
         os.kill(hung, signal.SIGSTOP)
         answers = await asyncio.gather(

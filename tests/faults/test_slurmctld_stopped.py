@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -41,12 +39,6 @@ SCRIPT = "#!/bin/sh\n#SBATCH --output=/dev/null\ntrue\n"
 """A job that runs and ends at once: sacct lists it (a held job, never eligible, it does not)."""
 
 
-def _slurmctld(instance: ownslurm.Instance) -> int:
-    pid = int((instance.base / "run" / "slurmctld.pid").read_text().split()[0])
-    assert Path(f"/proc/{pid}/comm").read_text().strip() == "slurmctld"
-    return pid
-
-
 def _accounted(prefix: str) -> Counter[str]:
     """Jobs per key in Slurm's accounting."""
     out = subprocess.run(
@@ -63,15 +55,11 @@ def _accounted(prefix: str) -> Counter[str]:
     return Counter(jobs.values())
 
 
-async def _stop_a_while(pid: int, done: list[JobId], stopped: list[float]) -> None:
+async def _stop_a_while(instance: ownslurm.Instance, done: list[JobId], stopped: list[float]) -> None:
     while len(done) < STOP_AFTER:
         await asyncio.sleep(0.01)
-    os.kill(pid, signal.SIGSTOP)
     stopped.append(time.monotonic())
-    try:
-        await asyncio.sleep(STOPPED)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    assert await ownslurm.stop_slurmctld(instance, seconds=STOPPED) == ""
     stopped.append(time.monotonic())
 
 
@@ -104,7 +92,7 @@ async def test_slurmctld_stopped_past_message_timeout_doubles_no_job(
     stopped: list[float] = []
     try:
         answers = await asyncio.gather(
-            _stop_a_while(_slurmctld(own_slurm), done, stopped), *(submit(n, k) for n, k in enumerate(keys))
+            _stop_a_while(own_slurm, done, stopped), *(submit(n, k) for n, k in enumerate(keys))
         )
         job_ids = answers[1:]
         assert len(stopped) == 2

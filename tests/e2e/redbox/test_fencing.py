@@ -2,22 +2,21 @@
 (real red-box, real Slurm, the real Elector/LeaseFence/FencedBackend/batcher on the in-memory API
 server): nothing of it reaches Slurm, and red-box still refuses it after a restart.
 
-The gate is a Unix-socket relay in front of red-box's socket that holds what the old holder sends
-until the test lets it through, as a stopped process, a full socket buffer or a slow network
-would: the holder's own checks all passed when it sent."""
+The gate (tests/fixtures/gate.py) is a Unix-socket relay in front of red-box's socket that holds
+what the old holder sends until the test lets it through, as a stopped process, a full socket
+buffer or a slow network would: the holder's own checks all passed when it sent."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.e2e.redbox.helpers import script
+from tests.fixtures.gate import Gate
 from tests.fixtures.redbox import RedBox
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.fences import Token
@@ -32,42 +31,6 @@ from wlmvk.redboxclient.client import RedBoxClient
 pytestmark = [pytest.mark.slurm, pytest.mark.apiserver(controllers=False)]
 
 HELD = script("#SBATCH --hold", "true")
-
-
-class Gate:
-    """A relay to red-box's socket; what clients send waits until ``open`` is set."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.open = asyncio.Event()
-        self.path = f"{tempfile.mkdtemp(dir='/tmp')}/gate.sock"
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_unix_server(self._relay, path=self.path)
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_unix_connection(self.target)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, gated: bool) -> None:
-            with contextlib.suppress(OSError, asyncio.IncompleteReadError):
-                while data := await src.read(65536):
-                    if gated:
-                        await self.open.wait()
-                    dst.write(data)
-                    await dst.drain()
-            dst.close()
-
-        for task in (pipe(reader, up_writer, True), pipe(up_reader, writer, False)):
-            self._tasks.add(asyncio.ensure_future(task))
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.fixture
