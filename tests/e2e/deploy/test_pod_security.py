@@ -59,7 +59,12 @@ def pod_bodies(namespace: str, inputs: dict[str, Any] | None = None) -> dict[str
     return {
         "job": pods.job_pod(job, Requirements(), working_dir=WORKING_DIR),
         "prepare": pods.prepare_pod(
-            job, job.prepare, working_dir=WORKING_DIR, node=virtual_node(), settings=settings
+            job,
+            job.prepare,
+            working_dir=WORKING_DIR,
+            node=(node := virtual_node()),
+            socket=pods.socket_of(node, settings),
+            settings=settings,
         ),
     }
 
