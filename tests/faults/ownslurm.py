@@ -35,10 +35,14 @@ class Instance:
     cluster: str
     enforce: str = ""
     """AccountingStorageEnforce (``WLMVK_SLURM_ENFORCE``): none unless given."""
+    gpus: str = ""
+    """The node's GPUs (``WLMVK_SLURM_GPUS``): slurm-local's default unless given."""
 
     def variables(self) -> dict[str, str]:
         """What ``scripts/slurm-local`` reads to run this instance and no other."""
-        return localslurm.instance(self.base, self.ctld_port, self.cluster, enforce=self.enforce)
+        return localslurm.instance(
+            self.base, self.ctld_port, self.cluster, enforce=self.enforce, gpus=self.gpus
+        )
 
     @property
     def conf(self) -> Path:
@@ -55,6 +59,14 @@ class Instance:
         )
         if done.returncode != 0:
             raise RuntimeError(f"slurm-local {' '.join(args)} ({self.base}): {done.stderr[-2000:]}")
+
+
+def worker_slot() -> tuple[str, int]:
+    """This pytest worker's name and number (``gw0`` and 0 outside xdist): an instance a test module
+    starts is one per worker (base suffixed with the name, ports 3 apart per number), since two
+    workers may run modules that start it at once."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return worker, int(worker[2:]) if worker[2:].isdigit() else 0
 
 
 # The fast test's base and port may be moved (WLMVK_FAULTS_SLURM_BASE, _PORT): several

@@ -53,11 +53,15 @@ def jobs_root() -> Path:
     return base() / "jobs"
 
 
-def instance(base: Path, ctld_port: int, cluster: str, *, enforce: str = "") -> dict[str, str]:
+def instance(
+    base: Path, ctld_port: int, cluster: str, *, enforce: str = "", gpus: str = ""
+) -> dict[str, str]:
     """What ``scripts/slurm-local`` reads to run an instance of its own beside the shared one:
     its base, cluster name and ports (the ctld's and the three after it, MariaDB's moved by as
-    much from its default) and ``AccountingStorageEnforce`` (none unless ``enforce``)."""
+    much from its default), ``AccountingStorageEnforce`` (none unless ``enforce``) and, when
+    ``gpus`` is given, its node's GPUs (``[type:]count,...``)."""
     return {
+        **({"WLMVK_SLURM_GPUS": gpus} if gpus else {}),
         "WLMVK_SLURM_BASE": str(base),
         "WLMVK_SLURM_CLUSTER": cluster,
         "WLMVK_SLURM_CTLD_PORT": str(ctld_port),

@@ -36,7 +36,6 @@ from tests.fixtures.shared_dirs import PARENT
 from wlmvk.core import names
 from wlmvk.kube.bodies import EVENTS, NODES, PODS, Body
 from wlmvk.kube.client import KubeClient
-from wlmvk_dev import localslurm
 from wlmvk_dev.images import busybox_rootfs, sif
 
 pytestmark = pytest.mark.slurm_releases
@@ -46,33 +45,12 @@ TESLA = {0, 1}
 SLICES = set(range(2, 8))
 # The in-memory plane's tests and the real plane's run in two worker groups, maybe at once:
 # each worker its own Slurm (base and three ports apart).
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-_NTH = int(_WORKER[2:]) if _WORKER[2:].isdigit() else 0
+_WORKER, _NTH = ownslurm.worker_slot()
 BASE = Path(f"{os.environ.get('WLMVK_GPU_SLURM_BASE', '/var/tmp/wlmvk-gpu-slurm')}-{_WORKER}")
 PORT = int(os.environ.get("WLMVK_GPU_SLURM_PORT", "6947")) + 3 * _NTH
+OWN = ownslurm.Instance(BASE, PORT, "gputest", gpus=GPUS)
 NODE = "slurm-test-gpu"
 SHOW = 'echo "gpus=$SLURM_JOB_GPUS cuda=$CUDA_VISIBLE_DEVICES"'
-
-
-def _variables() -> dict[str, str]:
-    return {
-        "WLMVK_SLURM_BASE": str(BASE),
-        "WLMVK_SLURM_CLUSTER": "gputest",
-        "WLMVK_SLURM_CTLD_PORT": str(PORT),
-        "WLMVK_SLURM_SLURMD_PORT": str(PORT + 1),
-        "WLMVK_SLURM_DBD_PORT": str(PORT + 2),
-        "WLMVK_SLURM_DB_PORT": str(PORT - 6917 + 3317),
-        "WLMVK_SLURM_GPUS": GPUS,
-    }
-
-
-def _slurm_local(*args: str) -> None:
-    env = {**os.environ, **_variables()}
-    done = subprocess.run(
-        [str(localslurm.SCRIPT), *args], env=env, capture_output=True, text=True, check=False, timeout=300
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"slurm-local {' '.join(args)} ({BASE}): {done.stderr[-2000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +72,8 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
         return
     if os.geteuid() != 0:
         prerequisites.missing("root, to start a Slurm of the test's own (scripts/slurm-local)")
-    _slurm_local("up", "--no-accounting")
-    env = {"SLURM_CONF": str(BASE / "etc" / "slurm.conf")}
+    OWN.script("up", "--no-accounting")
+    env = {"SLURM_CONF": str(OWN.conf)}
     try:
         # Its state outlives a run: jobs an earlier run left (a plane's test ended, the Slurm
         # stopped under them) would come back and hold slices (CI's run of 4443e3a: a 3-slice
@@ -103,7 +81,7 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
         ownslurm.empty({**os.environ, **env})
         yield env
     finally:
-        _slurm_local("down")
+        OWN.script("down")
 
 
 def run_slurm(env: dict[str, str], *argv: str, user: str | None = None) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,14 +45,6 @@ class ReleaseBox:
         """The box up with ``AccountingStorageEnforce=enforce`` (restarted when it runs with another)."""
         env = {**os.environ, "WLMVK_SLURM_ENFORCE": enforce}
         subprocess.run([str(slurm_release.SCRIPT), "up", self.release], env=env, check=True)
-        # The box says ready once slurmctld answers; slurmdbd may take longer to take sacctmgr's
-        # connections (refused under load in a run of the 26.05 subset), which the tenants need.
-        deadline = time.monotonic() + 60
-        ask = ["sacctmgr", "-n", "show", "cluster"]
-        while subprocess.run(ask, capture_output=True, check=False).returncode:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"slurmdbd of the {self.release} box not answering after 60 s")
-            time.sleep(0.5)
 
 
 @contextlib.contextmanager
@@ -71,8 +62,7 @@ def enforcing() -> Iterator[ownslurm.Instance | ReleaseBox]:
     # One per pytest worker: the tenancy modules are groups of their own (module-scoped fixtures),
     # which two workers may run at once, and the real plane's tests run in its group meanwhile; one
     # shared instance was started twice, emptied and stopped under the other's jobs.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    nth = int(worker[2:]) if worker[2:].isdigit() else 0
+    worker, nth = ownslurm.worker_slot()
     shared = os.environ.get("WLMVK_SLURM_BASE", "/var/tmp/wlmvk-local-slurm")
     port = int(os.environ.get("WLMVK_SLURM_CTLD_PORT") or 6917) + 70 + 3 * nth
     with ownslurm.running(
