@@ -13,6 +13,8 @@ together on one worker in order:
 
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
+Under a release (the release subset, scripts/test-releases) the tests whose fixtures restart the
+release's box (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after the others.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ pytest_plugins = [
 ]
 
 REAL_GROUP = "real"
+# Fixtures that, under a release, restart its box: the tenants' Slurm (tests/e2e/tenancy/conftest.py)
+# is the box restarted enforcing associations for the module, and back after it.
+RESTARTING_THE_BOX = frozenset({"tenant_slurm"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,6 +49,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "metrics_server: needs metrics-server on the real plane (scripts/kube-local build"
         " --metrics-server); CI deselects it",
     )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """``box_restart`` on a test whose fixtures restart a release's box (before ``-m`` selects)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and RESTARTING_THE_BOX & set(info.names_closure):
+        item.add_marker(pytest.mark.box_restart)
 
 
 @pytest.hookimpl(trylast=True)
