@@ -11,8 +11,13 @@ tokens of the scope have ended, for ``BARRIER_WAIT`` seconds at most (a frozen
 client's open StageIn must not hold the new holder off for good): whatever a
 deposed holder's admitted SubmitJobs creates exists before the new holder's
 first FindJob looks for it, and nothing it sends later is admitted. Reads
-(a log followed for hours, an exec) are not waited for. A call without a
-token is served as before (the original client).
+(a log followed for hours, an exec) are not waited for. A call whose request
+is one message is admitted once that message has arrived: until then it has
+done nothing, so a new holder does not wait for it (a deposed holder's call
+whose headers came through and whose message was held on its way held the
+new holder off for BARRIER_WAIT), and when it arrives the fence as it stands
+then judges it. A call without a token is served as before (the original
+client).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 import structlog
 from grpclib import GRPCError
-from grpclib.const import Handler, Status
+from grpclib.const import Cardinality, Handler, Status
 
 from wlmvk.core import fences
 from wlmvk.core.fences import Token
@@ -108,10 +113,27 @@ class Fences:
         scope.settled = token.number
 
 
+class _Received:
+    """A server stream whose one request message was read before its call was admitted."""
+
+    def __init__(self, stream: Any, message: Any) -> None:
+        self._stream = stream
+        self._message = message
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def recv_message(self) -> Any:
+        message, self._message = self._message, None  # a unary request has no second message
+        return message
+
+
 def fenced(handler: Handler, fences_: Fences, *, rpc: str) -> Handler:
-    """``handler`` (of ``rpc``) run as a call of the token its metadata brings, if any (``admitted``)."""
+    """``handler`` (of ``rpc``) run as a call of the token its metadata brings, if any (``admitted``),
+    a unary request's once its message has arrived."""
     func: Callable[[Any], Awaitable[None]] = handler.func
     writes = rpc in fences.WRITES
+    unary = handler.cardinality in (Cardinality.UNARY_UNARY, Cardinality.UNARY_STREAM)
 
     async def handle(stream: Any) -> None:
         values = stream.metadata.getall(fences.HEADER, []) if stream.metadata else []
@@ -124,6 +146,8 @@ def fenced(handler: Handler, fences_: Fences, *, rpc: str) -> Handler:
             token = fences.parse(str(values[0]))
         except ValueError as exc:
             raise GRPCError(Status.INVALID_ARGUMENT, str(exc)) from exc
+        if unary:
+            stream = _Received(stream, await stream.recv_message())
         async with fences_.admitted(token, writes=writes):
             await func(stream)
 

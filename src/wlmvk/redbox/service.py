@@ -114,12 +114,12 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
 
         SubmitJob's and SubmitJobs' requests and answers are read and written by ``wire.submits``
         and ``wire.batches``, not as messages. A call bringing a fencing token runs only if the
-        token is not stale (``fencing``).
+        token is not stale (``fencing``, which reads a unary request's message, checked, first).
         """
         return {
             path: _unimplemented(handler)
             if path.rsplit("/", 1)[-1] in self.dialect.unserved
-            else fenced(checked(handler), self.fences, rpc=path.rsplit("/", 1)[-1])
+            else checked(fenced(handler, self.fences, rpc=path.rsplit("/", 1)[-1]))
             for path, handler in batches.handlers(submits.handlers(super().__mapping__())).items()
         }
 

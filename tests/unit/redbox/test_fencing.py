@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from grpclib import GRPCError
 from grpclib.client import Channel
-from grpclib.const import Handler, Status
+from grpclib.const import Cardinality, Handler, Status
 from grpclib.server import Server
 
 from wlmvk._proto import api
@@ -196,3 +196,32 @@ async def test_over_grpc_a_malformed_token_is_invalid_argument(
         await stub.cancel_job(api.CancelJobRequest(job_id=9), metadata=metadata)
     assert (refused.value.status, refused.value.message) == (Status.INVALID_ARGUMENT, message)
     assert service.cancelled == []
+
+
+async def test_over_grpc_a_deposed_holders_call_whose_message_is_held_does_not_hold_the_new_holder(
+    served: tuple[StandIn, api.WorkloadManagerStub],
+) -> None:
+    # The deposed holder's call came through up to its headers, its message held on its way (a
+    # partition mid-call): it has done nothing, so the new holder's first call goes at once (it
+    # waited BARRIER_WAIT, 120 s, and a standby did not take over within a minute); the message,
+    # once it arrives, is judged by the fence as it stands then: refused.
+    service, stub = served
+    path = next(p for p in service.__mapping__() if p.endswith("/CancelJob"))
+    held = stub.channel.request(
+        path,
+        Cardinality.UNARY_UNARY,
+        api.CancelJobRequest,
+        api.CancelJobResponse,
+        metadata={HEADER: f"{SCOPE}=1"},
+    )
+    async with held as stream:
+        await stream.send_request()  # the headers, no message yet
+        await asyncio.sleep(0.2)  # red-box has them
+        await asyncio.wait_for(
+            stub.cancel_job(api.CancelJobRequest(job_id=2), metadata={HEADER: f"{SCOPE}=2"}), 10
+        )
+        await stream.send_message(api.CancelJobRequest(job_id=1), end=True)
+        with pytest.raises(GRPCError) as refused:
+            await stream.recv_message()
+    assert refused.value.status is Status.FAILED_PRECONDITION
+    assert service.cancelled == [2]
