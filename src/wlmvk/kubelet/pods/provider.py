@@ -33,7 +33,7 @@ from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.records import PodRecord
 from wlmvk.kubelet.pods.states import Happening, Stage
 from wlmvk.kubelet.pods.tenants import TenantRoutes
-from wlmvk.kubelet.pods.translate import Rejection, job_name, pod_to_job, unused_image
+from wlmvk.kubelet.pods.translate import Rejection, unused_image
 
 _log = structlog.get_logger(__name__)
 
@@ -91,7 +91,7 @@ def not_the_pods(found: JobState, record: PodRecord) -> str:
     """
     if found.idempotency_key != record.uid:
         return f"its key is {found.idempotency_key or 'missing'}, not the pod's UID {record.uid}"
-    if found.name and found.name != (expected := job_name(record.pod)):
+    if found.name and found.name != (expected := record.job_name):
         return f"its name is {found.name!r}, not the pod's {expected!r}"
     return ""
 
@@ -183,14 +183,14 @@ class SlurmProvider:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
         target = translate.target(resources, self.jobs_root, self.gpu_names)
-        translated = pod_to_job(record.pod, target)
-        if isinstance(translated, Rejection):
-            return translated
-        routed = self.tenants.route(record, translated)
+        planned = translate.plan(record.pod, target, name=record.job_name)
+        if isinstance(planned, Rejection):
+            return planned
+        routed = self.tenants.route(record, planned.spec)
         if isinstance(routed, Rejection):
             return routed
         spec, backend, record.user = routed.spec, routed.backend, routed.user
-        record.image_unused = unused_image(record.pod, target)
+        record.image_unused = planned.image_unused
         log.debug("submitting", user=routed.user or None)
         try:
             async with self._submitting:

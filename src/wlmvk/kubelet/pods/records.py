@@ -16,6 +16,7 @@ from wlmvk.core.jobs import JobId, JobState
 from wlmvk.kube import objects
 from wlmvk.kube.bodies import Body
 from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods import translate
 from wlmvk.kubelet.pods.states import Happening, Presence, Stage, advance
 
 
@@ -43,6 +44,15 @@ class PodRecord:
     """Why the pod's image does not run where its job runs ("" when it does, or before it is known)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the job will not change (log followers wait on it)."""
+    _job_name: str | None = field(default=None, init=False, repr=False)
+
+    @property
+    def job_name(self) -> str:
+        """The name of the pod's Slurm job (``translate.job_name``), derived once: the job submitted
+        carries it, and a job found by the pod's key must bear it."""
+        if self._job_name is None:
+            self._job_name = translate.job_name(self.pod)
+        return self._job_name
 
     def advance(self, happening: Happening) -> None:
         before, self.stage = self.stage, advance(self.stage, happening)

@@ -103,8 +103,30 @@ def gpu_request(pod: Body, gpu_names: Mapping[str, str]) -> gpus.Request | None:
     return gpus.request({**(resources.get("requests") or {}), **(resources.get("limits") or {})}, gpu_names)
 
 
-def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Rejection:
-    """The job that runs ``pod`` on ``target``, or why it cannot run."""
+@dataclass(frozen=True)
+class JobPlan:
+    """A pod's Slurm job, translated once on its partition: the job submitted (its name among it)
+    and what of the pod it leaves out. The provider carries it from the translation to red-box."""
+
+    spec: JobSpec | ContainerJobSpec
+    image_unused: str = ""
+    """Why the pod's image does not run there ("" when it does, or the pod is scripted)."""
+
+
+def plan(pod: Body, target: Target, *, name: str) -> JobPlan | Rejection:
+    """The plan of ``pod``'s job on ``target`` named ``name`` (``job_name``, derived once per pod
+    by its record), or why it cannot run."""
+    spec = pod_to_job(pod, target, name=name)
+    if isinstance(spec, Rejection):
+        return spec
+    return JobPlan(spec, unused_image(pod, target))
+
+
+def pod_to_job(
+    pod: Body, target: Target, *, name: str | None = None
+) -> JobSpec | ContainerJobSpec | Rejection:
+    """The job that runs ``pod`` on ``target`` (named ``name``, else ``job_name``), or why it cannot run."""
+    name = job_name(pod) if name is None else name
     spec = objects.spec(pod)
     annotations = objects.annotations(pod)
     problem = _unsupported(spec)
@@ -112,7 +134,7 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
         return problem
     container_request = annotations.get(names.ANNOTATION_CONTAINER_JOB)
     if container_request is not None:
-        return _container_job(pod, container_request, target)
+        return _container_job(pod, container_request, target, name)
     container: Body = spec["containers"][0]
     try:
         asked = gpu_request(pod, target.gpu_names)
@@ -141,12 +163,12 @@ def pod_to_job(pod: Body, target: Target) -> JobSpec | ContainerJobSpec | Reject
         script=script,
         partition=target.partition,
         idempotency_key=objects.uid(pod),
-        name=job_name(pod),
+        name=name,
         working_dir=working_dir,
     )
 
 
-def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec | Rejection:
+def _container_job(pod: Body, request: str, target: Target, name: str) -> ContainerJobSpec | Rejection:
     """A WlmJob's pod: the operator's container-job request, run by red-box's SubmitJobContainer."""
     try:
         decoded = containerjob.decode(request)
@@ -157,7 +179,7 @@ def _container_job(pod: Body, request: str, target: Target) -> ContainerJobSpec 
         decoded,
         partition=target.partition,
         idempotency_key=objects.uid(pod),
-        name=job_name(pod),
+        name=name,
         working_dir=annotations.get(names.ANNOTATION_WORKING_DIR, "") or _default_dir(pod, target),
     )
 
