@@ -17,6 +17,16 @@ the end of its round):
 - ``rest-keys@W``, ``original@W`` for each ``--wide`` W (32): more calls in
   flight on the kubelet's path and on the original's, to see whether they
   fill the machine's cores;
+- ``rest-single@C``: keyed jobs through red-box's slurmrestd, one SubmitJob call
+  per job (as a client without batching sends them); ``rest-keys@C`` goes
+  through the client's batching (``redboxclient.batching``: calls that meet go
+  as one SubmitJobs), as the kubelet's does;
+- ``rest-kubelet``: the kubelet's way in a burst: every job asked at once, so
+  the client sends SubmitJobs of 64 keyed jobs, 2 calls in flight;
+- ``bare-rest@C``: no red-box: a slurmrestd started as red-box starts its own,
+  as the job owner, posted to directly by a plain HTTP client with C requests
+  in flight (bench/bare_restd.py), the same job's body; the limit of the
+  path red-box takes. Its ``server`` CPU column is that plain client's;
 - ``original@C``: the original Go red-box (sylabs/wlm-operator's
   ``cmd/red-box``) behind the same client at the same concurrency, when
   ``--original PATH`` names its binary. CI cannot build it: its figure is a
@@ -27,7 +37,9 @@ another source tree (say the commit before a change, ``git archive REV src | tar
 -x -C DIR``; SRC is DIR/src), through sbatch and through its slurmrestd, so a
 change is measured against its predecessor in the same run.
 
-Every arm submits to the same partition (the original needs one named). Each
+Every arm submits to the same partition (the original needs one named). The
+arms run in a rotated order each round (round 2 starts with the second arm),
+so that no arm always runs first or right after the same one. Each
 figure is the median of the rounds; each ratio (to the loop, and of red-box to
 the original at the same concurrency) is taken within each round and the
 median of the rounds' ratios is printed: arms of one round share its minute
@@ -52,7 +64,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import cpu_meter
-from redbox_common import red_box_process, scancel, wait_serving
+from redbox_common import JOB_OWNER, red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
@@ -122,6 +134,68 @@ async def original_process(binary: str, pids: list[int]) -> AsyncIterator[RedBox
             await proc.wait()
 
 
+async def submitted_one_by_one(client: RedBoxClient, count: int, *, concurrency: int) -> list[int]:
+    """Keyed jobs, each through its own SubmitJob call (no batching), ``concurrency`` in flight."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one() -> JobId:
+        spec = JobSpec(script=SCRIPT, partition=PARTITION, idempotency_key=uuid.uuid4().hex)
+        async with limit:
+            return await client._submit_one(spec)  # the one-call path the batcher falls back to
+
+    return [int(j) for j in await asyncio.gather(*(one() for _ in range(count)))]
+
+
+class BareRestd:
+    """bench/bare_restd.py as the job owner: a slurmrestd posted to directly, no red-box."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def submit(self, count: int, concurrency: int) -> list[int]:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(f"{count} {concurrency}\n".encode())
+        await self.proc.stdin.drain()
+        line = await self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"bench/bare_restd.py ended (exit {await self.proc.wait()})")
+        ids: list[int] = json.loads(line)
+        return ids
+
+
+@contextlib.asynccontextmanager
+async def bare_restd(pids: list[int]) -> AsyncIterator[BareRestd]:
+    """A bare slurmrestd and its plain client (their process's pid appended to ``pids``)."""
+    helper = Path(__file__).with_name("bare_restd.py")
+    argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups"]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        sys.executable,
+        str(helper),
+        PARTITION,
+        SCRIPT,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        cwd="/tmp",
+    )
+    pids.append(proc.pid)
+    assert proc.stdout is not None
+    assert proc.stdin is not None
+    try:
+        ready = await asyncio.wait_for(proc.stdout.readline(), 30)
+        if not ready.startswith(b"ready "):
+            raise RuntimeError(f"bench/bare_restd.py did not start (exit {await proc.wait()})")
+        yield BareRestd(proc)
+    finally:
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
 @contextlib.asynccontextmanager
 async def red_box_from(
     source: str, pids: list[int], *, args: tuple[str, ...] = (), owner: bool = False
@@ -148,8 +222,20 @@ def _arm(server: RedBoxClient, concurrency: int, *, keyed: bool) -> Arm:
     return lambda count: through(server, count, concurrency=concurrency, keyed=keyed)
 
 
+def rotated(names: list[str], number: int) -> list[str]:
+    """``names`` starting at the ``number``-th (modulo their count): round ``number``'s order."""
+    at = number % len(names)
+    return names[at:] + names[:at]
+
+
 async def measure(
-    count: int, rounds: int, concurrency: list[int], original: str, before: str, wide: list[int]
+    count: int,
+    rounds: int,
+    concurrency: list[int],
+    original: str,
+    before: str,
+    wide: list[int],
+    bare_arms: bool = True,
 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Each arm's jobs/s per round, and its CPU per job by part of the system per round."""
     rates: dict[str, list[float]] = {}
@@ -159,6 +245,7 @@ async def measure(
     theirs_pid: list[int] = []
     older_pid: list[int] = []
     older_rest_pid: list[int] = []
+    bare_pid: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
         ours = await stack.enter_async_context(red_box_process(pids=ours_pid, args=("--slurm-api", "cli")))
         rest_args = ("--slurm-api", "rest")
@@ -188,6 +275,15 @@ async def measure(
             for name, server, keyed, pids in servers:
                 if server is not None:
                     arms[f"{name}@{c}"] = (_arm(server, c, keyed=keyed), pids[0])
+        bare = await stack.enter_async_context(bare_restd(bare_pid)) if bare_arms else None
+        for c in concurrency:
+            arms[f"rest-single@{c}"] = (
+                lambda count, c=c: submitted_one_by_one(rest, count, concurrency=c),
+                rest_pid[0],
+            )
+            if bare is not None:
+                arms[f"bare-rest@{c}"] = (lambda count, c=c: bare.submit(count, c), bare_pid[0])
+        arms["rest-kubelet"] = (_arm(rest, 10**6, keyed=True), rest_pid[0])
         for c in wide:  # only the kubelet's path and the original: whether more in flight fills the cores
             for name, server, keyed, pids in servers:
                 if server is not None and name in ("rest-keys", "original"):
@@ -200,7 +296,8 @@ async def measure(
                 scancel(await through(client, 20, concurrency=4, keyed=client is not theirs))
         await cpu_meter.settled()
         for number in range(rounds):
-            for name, (arm, server) in arms.items():
+            for name in rotated(list(arms), number):
+                arm, server = arms[name]
                 before_cpu = cpu_meter.reading(server)
                 started = time.perf_counter()
                 ids = await arm(count)
@@ -217,6 +314,10 @@ async def measure(
 
 def _ratio(arm: list[float], base: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(arm, base, strict=True))
+
+
+def _in_flight(name: str) -> int:
+    return int(name.partition("@")[2] or 0)
 
 
 def main() -> int:
@@ -241,8 +342,9 @@ def main() -> int:
         measure(args.count, args.rounds, concurrency, args.original, args.before, wide)
     )
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
-    print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7}   rounds")
+    print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7} {'x bare':>7}   rounds")
     figures = {}
+    widest_bare = max((n for n in rates if n.startswith("bare-rest@")), default="", key=_in_flight)
     for name, values in rates.items():
         figure: dict[str, object] = {"jobs_per_s": statistics.median(values), "rounds": values}
         figure["cpu_ms_per_job"] = costs[name]
@@ -252,12 +354,21 @@ def main() -> int:
         original = rates.get("original@" + name.partition("@")[2])
         if original is not None and "@" in name:
             figure["x_original"] = _ratio(values, original)
+        # red-box through its slurmrestd against the bare slurmrestd at the same number in flight
+        # (the kubelet's burst against the widest bare arm).
+        if name.startswith("rest-"):
+            bare = rates.get(widest_bare if name == "rest-kubelet" else "bare-rest@" + name.partition("@")[2])
+            if bare is not None:
+                figure["x_bare"] = _ratio(values, bare)
         spread = " ".join(f"{v:.0f}" for v in values)
-        versus = f"{figure['x_original']:7.2f}" if "x_original" in figure else " " * 7
+        versus = " ".join(
+            f"{figure[key]:7.2f}" if key in figure else " " * 7 for key in ("x_original", "x_bare")
+        )
         print(f"{name:<18} {statistics.median(values):7.1f} {figure['x_loop']:7.2f} {versus}   {spread}")
         figures[name] = figure
     print("\nCPU per job (ms, median of the rounds), by part of the system; the server's reaped")
-    print("children are its sbatch; for the loops, sbatch is this process's children:")
+    print("children are its sbatch; for the loops, sbatch is this process's children; for")
+    print("bare-rest, the server is the plain client that posts to slurmrestd:")
     for line in cpu_meter.table(costs):
         print(line)
     if args.json:
