@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 
+from wlmvk.core import logging as wlog
 from wlmvk.redbox import scripts
 from wlmvk.redbox.slurm.rest import fields as restfields
 from wlmvk.redbox.slurm.rest.daemon import Restd
@@ -105,6 +106,7 @@ async def serve(partition: str, script: str) -> int:
 
 def main() -> int:
     partition, script = sys.argv[1], sys.argv[2]
+    wlog.configure("warning")  # on stderr: stdout carries the answers
     return asyncio.run(serve(partition, script))
 
 

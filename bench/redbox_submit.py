@@ -185,7 +185,7 @@ async def bare_restd(pids: list[int]) -> AsyncIterator[BareRestd]:
     try:
         ready = await asyncio.wait_for(proc.stdout.readline(), 30)
         if not ready.startswith(b"ready "):
-            raise RuntimeError(f"bench/bare_restd.py did not start (exit {await proc.wait()})")
+            raise RuntimeError(f"bench/bare_restd.py did not start: {ready[:300]!r}")
         yield BareRestd(proc)
     finally:
         proc.stdin.close()
