@@ -162,21 +162,22 @@ def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> li
     arms = result["arms"]
     rows = [
         "| arm | jobs/s | x the sequential `sbatch` loop | x the original, same concurrency "
-        "| rounds (jobs/s) |",
-        "|---|---|---|---|---|",
+        "| x a bare slurmrestd, same concurrency | rounds (jobs/s) |",
+        "|---|---|---|---|---|---|",
     ]
     for name, arm in arms.items():
         rounds = " ".join(f"{r:.0f}" for r in arm["rounds"])
         versus = f"{arm['x_original']:.2f}" if "x_original" in arm else ""
+        bare = f"{arm['x_bare']:.2f}" if "x_bare" in arm else ""
         rate = f"{arm['jobs_per_s']:.0f}"
-        rows.append(f"| {describe(name)} | {rate} | {arm['x_loop']:.2f} | {versus} | {rounds} |")
+        rows.append(f"| {describe(name)} | {rate} | {arm['x_loop']:.2f} | {versus} | {bare} | {rounds} |")
     if reference is not None and not any(n.startswith("original@") for n in arms):
         when = reference["machine"]["date"]
         for name, arm in reference["arms"].items():
             if name.startswith("original@"):
                 rows.append(
                     f"| {describe(name)} (recorded reference, {when}) | {arm['jobs_per_s']:.0f} "
-                    f"| {arm['x_loop']:.2f} (against that run's loop) | | |"
+                    f"| {arm['x_loop']:.2f} (against that run's loop) | | | |"
                 )
     return rows
 
@@ -281,6 +282,9 @@ def describe(arm: str) -> str:
         "original": "the original Go red-box",
         "before-keys": "red-box before the change (`--before`), keys",
         "before-rest-keys": "red-box before the change (`--before`) through its slurmrestd, keys",
+        "rest-single": "red-box through its slurmrestd, keys, one SubmitJob call per job",
+        "rest-kubelet": "red-box through its slurmrestd, keys, the kubelet's burst (SubmitJobs of 64 x 2)",
+        "bare-rest": "a bare slurmrestd posted to directly (no red-box)",
     }
     text = words.get(name, name)
     return f"{text}, {concurrency} in flight" if concurrency else text
