@@ -38,6 +38,7 @@ Singularity and are refused. The network is the host's, as Singularity's.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Sequence
 
@@ -197,26 +198,45 @@ def sif_name(image: str) -> str:
 # What a SIF runtime is given when the job has GPUs: the host's NVIDIA driver libraries and
 # device files bound into the container (Apptainer and Singularity alike). Without a driver on
 # the node Apptainer only warns ("could not find any nv files") and runs the container.
+# A site whose GPUs want others says so (the kubelet's --sif-gpu-flags: ``--rocm`` for AMD's,
+# ``--nvccli`` for NVIDIA's container CLI); ``check_gpu_flags`` is the rule for what it may give.
 GPU_FLAGS = ("--nv",)
+_GPU_FLAG = re.compile(r"--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:/-]+)?")
 
 
-def gpu_flags(gpus: int) -> tuple[str, ...]:
-    """The SIF runtime's flags for a job that was given ``gpus`` GPUs (any kind): ``--nv`` when
-    it has one or more, nothing otherwise."""
-    return GPU_FLAGS if gpus > 0 else ()
+def check_gpu_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """``flags`` as given for GPU jobs, each an option (``--nv``, ``--rocm``, ``--nvccli``,
+    ``--opt=value``); ``InvalidInput`` naming the first that is not."""
+    for flag in flags:
+        if not _GPU_FLAG.fullmatch(flag):
+            raise InvalidInput(f"SIF runtime GPU flag {flag!r}: expected an option such as --nv or --rocm")
+    return tuple(flags)
 
 
-def pod_lines(image: str, command: Sequence[str], args: Sequence[str], *, gpus: int = 0) -> list[str]:
+def gpu_flags(gpus: int, site: Sequence[str] = GPU_FLAGS) -> tuple[str, ...]:
+    """The SIF runtime's flags for a job that was given ``gpus`` GPUs (any kind): the site's
+    (``--nv`` unless it says otherwise) when it has one or more, nothing otherwise."""
+    return tuple(site) if gpus > 0 else ()
+
+
+def pod_lines(
+    image: str,
+    command: Sequence[str],
+    args: Sequence[str],
+    *,
+    gpus: int = 0,
+    gpu_flags_of_site: Sequence[str] = GPU_FLAGS,
+) -> list[str]:
     """The lines that run a plain pod's ``image`` through Apptainer or Singularity, whichever is there.
 
     A pod's command replaces the image's entrypoint (``exec``); without one the
     image's runscript gets the args (``run``). A bare name is a Docker Hub image; an absolute
     path is a SIF file (from a site's image directory: ``sif_name``). A pod given ``gpus``
-    GPUs gets ``gpu_flags``.
+    GPUs gets ``gpu_flags`` (the site's, ``gpu_flags_of_site``).
     """
     reference = image if "://" in image or image.startswith("/") else f"docker://{image}"
     pick = f"if command -v {APPTAINER} >/dev/null 2>&1; then rt={APPTAINER}; else rt={SINGULARITY}; fi"
-    flags = "".join(f" {flag}" for flag in gpu_flags(gpus))
+    flags = "".join(f" {shlex.quote(flag)}" for flag in gpu_flags(gpus, gpu_flags_of_site))
     if command:
         return [
             pick,

@@ -142,6 +142,7 @@ class Kubelet:
                 workers=s.workers,
                 submissions=s.submissions,
                 gpu_names=dict(s.gpu_names),
+                sif_gpu_flags=s.sif_gpu_flags,
             ),
             tenants=self.tenants,
         )

@@ -7,7 +7,8 @@ import os
 import socket
 from dataclasses import dataclass
 
-from wlmvk.core import names
+from wlmvk.core import names, runtimes
+from wlmvk.core.errors import InvalidInput
 from wlmvk.kubelet.api.auth import gate
 from wlmvk.kubelet.node import addresses
 from wlmvk.slurm import gpus
@@ -46,6 +47,8 @@ class Settings:
     jobs_root: str = "pods"
     gpu_names: tuple[tuple[str, str], ...] = ()
     """The site's GPU extended resource names -> Slurm GRES types (core.gpus)."""
+    sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
+    """The SIF runtime's flags for a plain pod's image with GPUs (core.runtimes.gpu_flags)."""
     workers: int = 32
     submissions: int = 16
     wlm_timeout: float = 30.0
@@ -159,6 +162,14 @@ def parse(argv: list[str]) -> Settings:
         " repeatable. Without one: nvidia.com/gpu any GPU, nvidia.com/mig-<profile> and"
         " nvidia.com/gpu.<type> that type",
     )
+    add(
+        "--sif-gpu-flags",
+        default=" ".join(runtimes.GPU_FLAGS),
+        metavar="FLAGS",
+        help="Apptainer's/Singularity's options for a plain pod's image with GPUs, space-separated,"
+        " given as --sif-gpu-flags=FLAGS (default --nv; --rocm for AMD GPUs, --nvccli for NVIDIA's"
+        " container CLI; '' none)",
+    )
     add("--workers", type=int, default=32, help="pods reconciled concurrently")
     add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
@@ -227,6 +238,7 @@ def parse(argv: list[str]) -> Settings:
         max_pods=args.max_pods,
         jobs_root=args.jobs_root,
         gpu_names=_gpu_names(parser, args.gpu_name),
+        sif_gpu_flags=_sif_gpu_flags(parser, args.sif_gpu_flags),
         workers=args.workers,
         submissions=args.submissions,
         wlm_timeout=args.wlm_timeout,
@@ -236,6 +248,13 @@ def parse(argv: list[str]) -> Settings:
         leader_renew_interval=args.leader_renew_interval,
         leader_retry_interval=args.leader_retry_interval,
     )
+
+
+def _sif_gpu_flags(parser: argparse.ArgumentParser, given: str) -> tuple[str, ...]:
+    try:
+        return runtimes.check_gpu_flags(given.split())
+    except InvalidInput as exc:
+        parser.error(f"--sif-gpu-flags: {exc.message}")
 
 
 def _gpu_names(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple[str, str], ...]:

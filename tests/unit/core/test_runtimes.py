@@ -170,6 +170,35 @@ def test_a_job_with_gpus_gets_nv_and_one_without_gets_nothing(gpus: int, flags: 
     assert runtimes.gpu_flags(gpus) == flags
 
 
+@pytest.mark.parametrize(
+    ("gpus", "site", "flags"),
+    [
+        (1, ("--rocm",), ("--rocm",)),
+        (2, ("--nv", "--nvccli"), ("--nv", "--nvccli")),
+        (1, (), ()),
+        (0, ("--rocm",), ()),
+    ],
+)
+def test_a_site_names_its_own_gpu_flags(gpus: int, site: tuple[str, ...], flags: tuple[str, ...]) -> None:
+    assert runtimes.gpu_flags(gpus, site) == flags
+
+
+@pytest.mark.parametrize(
+    "good", [("--nv",), ("--rocm",), ("--nvccli",), ("--bind=/opt/cuda:/usr/local/cuda",), ()]
+)
+def test_gpu_flags_that_are_options_are_taken(good: tuple[str, ...]) -> None:
+    assert runtimes.check_gpu_flags(good) == good
+
+
+@pytest.mark.parametrize("bad", ["nv", "-n", "--nv;reboot", "--NV", "--bind=$(id)", "--x y"])
+def test_a_gpu_flag_that_is_not_an_option_is_refused_by_name(bad: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        runtimes.check_gpu_flags(["--nv", bad])
+    assert refused.value.message == (
+        f"SIF runtime GPU flag {bad!r}: expected an option such as --nv or --rocm"
+    )
+
+
 PICK = "if command -v apptainer >/dev/null 2>&1; then rt=apptainer; else rt=singularity; fi"
 
 
@@ -194,3 +223,8 @@ def test_pod_lines_put_nv_before_the_image_only_when_the_pod_has_gpus(
     image: str, command: list[str], args: list[str], gpus: int, line: str
 ) -> None:
     assert runtimes.pod_lines(image, command, args, gpus=gpus) == [PICK, line]
+
+
+def test_pod_lines_give_a_gpu_pod_the_sites_flags_instead_of_nv() -> None:
+    lines = runtimes.pod_lines("/s/rocm.sif", ["rocm-smi"], [], gpus=1, gpu_flags_of_site=("--rocm",))
+    assert lines == [PICK, 'exec "$rt" --quiet exec --rocm /s/rocm.sif rocm-smi']

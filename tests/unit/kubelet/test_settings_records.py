@@ -66,6 +66,22 @@ def test_a_gpu_name_that_is_not_resource_equals_type_is_refused(
     assert f"--gpu-name wants RESOURCE=TYPE (nvidia.com/a100=a100), not {bad!r}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("given", "flags"),
+    [(None, ("--nv",)), ("--rocm", ("--rocm",)), ("--nv --nvccli", ("--nv", "--nvccli")), ("", ())],
+)
+def test_a_sites_sif_gpu_flags(given: str | None, flags: tuple[str, ...]) -> None:
+    argv = [] if given is None else [f"--sif-gpu-flags={given}"]  # its value starts with --
+    assert settings.parse(argv).sif_gpu_flags == flags
+
+
+def test_a_sif_gpu_flag_that_is_not_an_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        settings.parse(["--sif-gpu-flags=--nv ;reboot"])
+    assert exited.value.code == 2
+    assert "--sif-gpu-flags: SIF runtime GPU flag ';reboot': expected an option" in capsys.readouterr().err
+
+
 def test_the_any_gpu_resource_cannot_name_a_type(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         settings.parse(["--gpu-name", "nvidia.com/gpu=a100"])

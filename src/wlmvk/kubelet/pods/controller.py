@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from wlmvk.core import names
+from wlmvk.core import names, runtimes
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Conflict, InvalidInput, NotFound, Unavailable
 from wlmvk.core.tasks import restarting
@@ -74,6 +74,8 @@ class PodSettings:
     lookup_grace: float = 3.0
     # The site's GPU resource names -> Slurm GRES types (core.gpus).
     gpu_names: Mapping[str, str] = field(default_factory=dict)
+    # The SIF runtime's flags for a plain pod's image with GPUs (core.runtimes.gpu_flags).
+    sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
 
 
 class PodController:
@@ -106,6 +108,7 @@ class PodController:
             metrics=metrics,
             jobs_root=settings.jobs_root,
             gpu_names=settings.gpu_names,
+            sif_gpu_flags=settings.sif_gpu_flags,
             submissions=settings.submissions,
             lookup_grace=settings.lookup_grace,
             tenants=tenants,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from wlmvk.core import names
+from wlmvk.core import names, runtimes
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import LimitReached, NotFound, Unavailable, Unsupported, WlmvkError
 from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
@@ -104,6 +104,8 @@ class SlurmProvider:
     jobs_root: str
     gpu_names: Mapping[str, str] = field(default_factory=dict)
     """The site's GPU resource names -> Slurm GRES types."""
+    sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
+    """The SIF runtime's flags for a plain pod's image with GPUs (the site's)."""
     submissions: int
     """Submissions in flight at once (red-box's concurrency)."""
     lookup_grace: float
@@ -182,7 +184,7 @@ class SlurmProvider:
             if self.directory.partitions:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
-        target = translate.target(resources, self.jobs_root, self.gpu_names)
+        target = translate.target(resources, self.jobs_root, self.gpu_names, self.sif_gpu_flags)
         planned = translate.plan(record.pod, target, name=record.job_name)
         if isinstance(planned, Rejection):
             return planned
@@ -226,7 +228,7 @@ class SlurmProvider:
         """An adopted pod's image, judged on its partition as when it was submitted."""
         resources = self.directory.partition_of(record.node)
         if resources is not None:
-            target = translate.target(resources, self.jobs_root, self.gpu_names)
+            target = translate.target(resources, self.jobs_root, self.gpu_names, self.sif_gpu_flags)
             record.image_unused = unused_image(record.pod, target)
 
     @staticmethod

@@ -77,9 +77,16 @@ class Target:
     # red-box's --image-dir ("" = images are pulled) and the SIF files in it.
     image_dir: str = ""
     images: tuple[str, ...] = ()
+    # The SIF runtime's flags for a job with GPUs (the kubelet's --sif-gpu-flags).
+    sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
 
 
-def target(resources: PartitionResources, jobs_root: str, gpu_names: Mapping[str, str]) -> Target:
+def target(
+    resources: PartitionResources,
+    jobs_root: str,
+    gpu_names: Mapping[str, str],
+    sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS,
+) -> Target:
     """The Target of a partition as red-box reports it: its GPUs are known when reported per type."""
     per_node = {k.kind: k.per_node for k in resources.gpu_kinds}
     known = gpus.capacity(per_node, gpu_names) if resources.gpu_kinds else None
@@ -91,6 +98,7 @@ def target(resources: PartitionResources, jobs_root: str, gpu_names: Mapping[str
         gpu_names,
         resources.image_dir,
         resources.images,
+        sif_gpu_flags,
     )
 
 
@@ -353,7 +361,9 @@ def _container_script(pod: Body, container: Body, target: Target, *, gpus: int) 
         resolved = _sif_image(image, target)
         if isinstance(resolved, Rejection):
             return resolved
-        lines += runtimes.pod_lines(resolved, command, args, gpus=gpus)
+        lines += runtimes.pod_lines(
+            resolved, command, args, gpus=gpus, gpu_flags_of_site=target.sif_gpu_flags
+        )
     elif command:
         lines.append(f"exec {shlex.join(command + args)}")
     else:

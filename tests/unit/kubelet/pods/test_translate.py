@@ -196,6 +196,22 @@ def test_container_runtime_runs_the_image_through_apptainer() -> None:
     assert "apptainer" in spec.script
 
 
+@pytest.mark.parametrize(
+    ("site", "flags"), [((), ""), (("--rocm",), " --rocm"), (("--nv", "--nvccli"), " --nv --nvccli")]
+)
+def test_a_gpu_pods_image_runs_with_the_sites_gpu_flags(site: tuple[str, ...], flags: str) -> None:
+    body = pod(
+        container={
+            "image": "rocm:6",
+            "command": ["rocm-smi"],
+            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+        }
+    )
+    runs_images = PartitionResources("gpu", 1, 8, 16000, None, gpu_per_node=2, container_runtime=True)
+    spec = job(body, target(runs_images, "", {}, site))
+    assert f'exec "$rt" --quiet exec{flags} docker://rocm:6 rocm-smi' in spec.script.splitlines()
+
+
 def test_container_runtime_without_command_runs_the_image_entrypoint() -> None:
     body = pod()
     del body["spec"]["containers"][0]["command"]
