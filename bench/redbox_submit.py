@@ -236,6 +236,7 @@ async def measure(
     before: str,
     wide: list[int],
     bare_arms: bool = True,
+    only: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Each arm's jobs/s per round, and its CPU per job by part of the system per round."""
     rates: dict[str, list[float]] = {}
@@ -295,6 +296,8 @@ async def measure(
             if client is not None:
                 scancel(await through(client, 20, concurrency=4, keyed=client is not theirs))
         await cpu_meter.settled()
+        if only:
+            arms = {name: arm for name, arm in arms.items() if name == "loop" or name.split("@")[0] in only}
         for number in range(rounds):
             for name in rotated(list(arms), number):
                 arm, server = arms[name]
@@ -333,13 +336,24 @@ def main() -> int:
     p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
     p.add_argument("--before", default="", help="also red-box from this source tree (its src directory)")
     p.add_argument("--json", default="", help="also write the figures here")
+    p.add_argument(
+        "--arms", default="", help="only these arms (comma list of names without @C; the loop always runs)"
+    )
     args = p.parse_args()
     wlog.configure("warning")
     concurrency = [int(c) for c in args.concurrency.split(",")]
     wide = [int(c) for c in args.wide.split(",") if c]
     # On the loop the kubelet runs on (wlmvk.core.loop): this process is the kubelet's client.
     rates, costs = event_loop.run(
-        measure(args.count, args.rounds, concurrency, args.original, args.before, wide)
+        measure(
+            args.count,
+            args.rounds,
+            concurrency,
+            args.original,
+            args.before,
+            wide,
+            only=frozenset(a for a in args.arms.split(",") if a),
+        )
     )
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
     print(f"{'arm':<18} {'jobs/s':>7} {'x loop':>7} {'x orig':>7} {'x bare':>7}   rounds")
