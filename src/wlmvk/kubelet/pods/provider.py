@@ -25,7 +25,7 @@ import structlog
 from wlmvk.core import names, runtimes
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import LimitReached, NotFound, Unavailable, Unsupported, WlmvkError
-from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus
+from wlmvk.core.jobs import ContainerJobSpec, JobId, JobState, JobStatus, PartitionResources
 from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import status as pod_status
@@ -184,7 +184,7 @@ class SlurmProvider:
             if self.directory.partitions:
                 return Rejection("PartitionGone", f"node {record.node} has no Slurm partition any more")
             return Later()  # no partition known yet (red-box unreachable since start)
-        target = translate.target(resources, self.jobs_root, self.gpu_names, self.sif_gpu_flags)
+        target = self._target(resources)
         planned = translate.plan(record.pod, target, name=record.job_name)
         if isinstance(planned, Rejection):
             return planned
@@ -228,8 +228,12 @@ class SlurmProvider:
         """An adopted pod's image, judged on its partition as when it was submitted."""
         resources = self.directory.partition_of(record.node)
         if resources is not None:
-            target = translate.target(resources, self.jobs_root, self.gpu_names, self.sif_gpu_flags)
+            target = self._target(resources)
             record.image_unused = unused_image(record.pod, target)
+
+    def _target(self, resources: PartitionResources) -> translate.Target:
+        """Where a pod runs: its partition as red-box reports it, with this kubelet's site settings."""
+        return translate.target(resources, self.jobs_root, self.gpu_names, self.sif_gpu_flags)
 
     @staticmethod
     def _adopt(record: PodRecord, found: JobState) -> None:
