@@ -197,7 +197,7 @@ class RedBoxClient(Observing):
 
     async def submit(self, spec: JobSpec) -> JobId:
         if await self._has("SubmitJobs"):
-            return await self._batcher.call(spec)  # with the others asked meanwhile (wlm.batching)
+            return await self._batcher.call(spec)  # with the others asked meanwhile (redboxclient.batching)
         return await self._submit_one(spec)
 
     async def _submit_many(self, specs: list[JobSpec]) -> list[JobId | WlmvkError]:
