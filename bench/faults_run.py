@@ -190,7 +190,9 @@ def chosen_faults(args: argparse.Namespace) -> list[str]:
 
 def real_plane(scratch: Path) -> RealKube:
     """dev/scripts/kube-local's plane (up already), the project's manifests applied, the rounds' namespace."""
-    if subprocess.run([str(ROOT / "dev" / "scripts" / "kube-local"), "status"], capture_output=True).returncode:
+    if subprocess.run(
+        [str(ROOT / "dev" / "scripts" / "kube-local"), "status"], capture_output=True
+    ).returncode:
         raise RuntimeError("the real control plane is not up (dev/scripts/kube-local up)")
     env = dict(
         line.removeprefix("export ").split("=", 1) for line in kube_local("env").splitlines() if "=" in line

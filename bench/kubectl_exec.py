@@ -43,7 +43,9 @@ PARTITION = "long"
 
 
 def kubectl() -> str:
-    built = subprocess.run([str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True)
+    built = subprocess.run(
+        [str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True
+    )
     path = Path(built.stdout.strip()) / "kubectl"
     return str(path) if built.returncode == 0 and path.is_file() else shutil.which("kubectl") or "kubectl"
 

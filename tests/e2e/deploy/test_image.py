@@ -32,7 +32,11 @@ MAX_MB = 320
 @pytest.fixture(scope="module")
 def image() -> str:
     done = subprocess.run(
-        [str(ROOT / "dev" / "scripts" / "image"), "build"], capture_output=True, text=True, check=False, timeout=1800
+        [str(ROOT / "dev" / "scripts" / "image"), "build"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
     )
     if done.returncode != 0:
         pytest.fail(f"dev/scripts/image build failed:\n{done.stderr[-4000:]}", pytrace=False)

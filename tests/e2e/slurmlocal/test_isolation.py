@@ -31,7 +31,9 @@ WLMVK = str(Path(sys.executable).parent / "wlmvk")
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="mounts a namespace and starts daemons as root"),
     pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)"),
-    pytest.mark.skipif(shutil.which("slurmctld") is None, reason="needs Slurm (dev/scripts/slurm-local up once)"),
+    pytest.mark.skipif(
+        shutil.which("slurmctld") is None, reason="needs Slurm (dev/scripts/slurm-local up once)"
+    ),
 ]
 
 SITE_SLURM_CONF = b"""# The site's own cluster: a login node's config that nothing of wlmvk may touch.

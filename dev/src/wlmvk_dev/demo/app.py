@@ -103,10 +103,14 @@ class Demo:
         if self.args.tenants:
             tenancy.use_own_slurm(self.state)
         localslurm.use()
-        title = "Slurm is up (dev/scripts/slurm-local" + (", its own, enforcing)" if self.args.tenants else ")")
+        title = "Slurm is up (dev/scripts/slurm-local" + (
+            ", its own, enforcing)" if self.args.tenants else ")"
+        )
         with self.progress.step(title, log=str(localslurm.base() / "log")):
             subprocess.run([str(localslurm.SCRIPT), "up"], check=True, capture_output=True)
-            subprocess.run([str(ROOT / "dev" / "scripts" / "install-kubectl")], check=True, capture_output=True)
+            subprocess.run(
+                [str(ROOT / "dev" / "scripts" / "install-kubectl")], check=True, capture_output=True
+            )
 
     def job_owner(self) -> str:
         with self.progress.step(f"job owner (uid {JOB_UID})"):
