@@ -27,7 +27,7 @@ from wlmvk.kube.bodies import NODES
 from wlmvk_dev import localslurm
 
 ROOT = Path(__file__).resolve().parents[1]
-localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here
+localslurm.use()  # the local Slurm of dev/scripts/slurm-local, for every Slurm command from here
 JOBS = localslurm.jobs_root()
 SLURM_COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "scontrol", "sinfo")
 

@@ -109,7 +109,7 @@ NOT_RUN = [
 def machine() -> dict[str, str]:
     versions = dict(
         line.split("=", 1)
-        for line in (ROOT / "scripts" / "kube-versions.env").read_text().splitlines()
+        for line in (ROOT / "dev" / "scripts" / "kube-versions.env").read_text().splitlines()
         if "=" in line and not line.startswith("#")
     )
     # The local Slurm's (slurm-local), as the benchmarks use it: without its SLURM_CONF, sinfo

@@ -13,7 +13,7 @@ together on one worker in order:
 
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
-Under a release (the release subset, scripts/test-releases) the tests whose fixtures restart the
+Under a release (the release subset, dev/scripts/test-releases) the tests whose fixtures restart the
 release's box (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after the others.
 """
 
@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "metrics_server: needs metrics-server on the real plane (scripts/kube-local build"
+        "metrics_server: needs metrics-server on the real plane (dev/scripts/kube-local build"
         " --metrics-server); CI deselects it",
     )
 

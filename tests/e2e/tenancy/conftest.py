@@ -1,12 +1,12 @@
 """Two tenants on a Slurm of their own that enforces associations (docs/tenancy.md).
 
-``tenant_slurm`` starts ``scripts/slurm-local`` in its own base directory, on its own ports
+``tenant_slurm`` starts ``dev/scripts/slurm-local`` in its own base directory, on its own ports
 (the shared Slurm's plus 70, and 3 more per pytest worker) and cluster name, with
 ``AccountingStorageEnforce=associations,limits,qos``, and makes the two tenants' accounts, QoS
 and users with ``sacctmgr``. The shared Slurm, which the rest of the suite uses, keeps running
 unchanged. Under a release (``WLMVK_SLURM_RELEASE``, the release subset) the release's box is the
 tenants' Slurm: restarted enforcing for the module (``WLMVK_SLURM_ENFORCE`` of
-``scripts/slurm-release``), and without after it. The two Unix users are the ones the suite
+``dev/scripts/slurm-release``), and without after it. The two Unix users are the ones the suite
 already has: the job owner (uid 1000) and ``slurmuser`` (made by slurm-local).
 """
 
@@ -32,7 +32,7 @@ __all__ = ["operator", "tenancy"]
 
 @dataclass(frozen=True)
 class ReleaseBox:
-    """A Slurm release's box (``scripts/slurm-release``) as the tenants' Slurm."""
+    """A Slurm release's box (``dev/scripts/slurm-release``) as the tenants' Slurm."""
 
     release: str
     cluster: str
