@@ -172,10 +172,20 @@ class RealPlane:
         kubeconfig = Path(env.split("KUBECONFIG=", 1)[1].split()[0])
         return cls(kubeconfig, kubeconfig.parent / "run")
 
-    def cpu_seconds(self) -> float:
-        """CPU time used so far by the plane's processes together."""
-        pid_files = [self.run / f"{part}.pid" for part in PLANE_PARTS]
-        return sum(cpu_meter.process_times(int(f.read_text()))[0] for f in pid_files if f.exists())
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by the plane's parts: kube-apiserver, etcd, and the controller-manager
+        and scheduler together (``controllers``)."""
+        seconds = {}
+        for part in PLANE_PARTS:
+            pid_file = self.run / f"{part}.pid"
+            seconds[part] = (
+                cpu_meter.process_times(int(pid_file.read_text()))[0] if pid_file.exists() else 0.0
+            )
+        return {
+            "apiserver": seconds["kube-apiserver"],
+            "etcd": seconds["etcd"],
+            "controllers": seconds["kube-controller-manager"] + seconds["kube-scheduler"],
+        }
 
 
 def scancel_name_prefix(prefix: str) -> None:

@@ -100,13 +100,17 @@ async def red_box_only(stack: Stack, count: int, concurrency: int, prefix: str) 
 
 def cpu_reading(stack: Stack, real: RealPlane | None) -> dict[str, float]:
     """CPU seconds so far by part: red-box and its reaped ``sbatch``, Slurm's daemons, the
-    API server (the real plane's four processes together), the kubelet, and this process (it
-    creates and watches the pods)."""
+    API server (on the real plane: kube-apiserver, etcd, the controller-manager and scheduler),
+    the kubelet, and this process (it creates and watches the pods)."""
     reading = cpu_meter.reading(stack.processes[1].pid)
     reading["red-box"] = reading.pop("server")
     stack_cpu = stack.cpu_seconds()
-    apiserver = real.cpu_seconds() if real is not None else stack_cpu["apiserver"]
-    return reading | {"apiserver": apiserver, "kubelet": stack_cpu.get("kubelet", 0.0)}
+    plane = (
+        real.cpu_seconds()
+        if real is not None
+        else {"apiserver": stack_cpu["apiserver"], "etcd": 0.0, "controllers": 0.0}
+    )
+    return reading | plane | {"kubelet": stack_cpu.get("kubelet", 0.0)}
 
 
 async def warm_up(kube: KubeClient, prefix: str, node: str) -> None:

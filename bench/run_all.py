@@ -270,8 +270,8 @@ def pods_cpu(result: dict[str, Any]) -> list[str]:
     parts = list(cpus[planes[0]][0])
     rows = [
         "CPU per pod while the pods went through the kubelet (ms, median of the rounds; `sbatch` is"
-        " red-box's reaped children, apiserver is kube-apiserver, etcd, controller-manager and scheduler"
-        " together on the real plane, client is the benchmark creating and watching the pods). The"
+        " red-box's reaped children, apiserver is kube-apiserver or the in-memory one, controllers the"
+        " controller-manager and scheduler, client is the benchmark creating and watching the pods). The"
         f" bound is the most the pods could reach with all {cores} cores busy at this CPU per pod,"
         " against each round's loop (median of the rounds):",
         "",
