@@ -124,23 +124,46 @@ def logs_section(result: dict[str, Any]) -> list[str]:
     ]
 
 
+SLURMJOBS_PLANES = {"real": "kube-apiserver", "memory": "in-memory API server"}
+
+
 def slurmjobs_section(result: dict[str, Any]) -> list[str]:
+    """docs/performance.md's section of ``slurmjobs_e2e.py``: a row per plane, and ``sbatch`` alone."""
     m = result["machine"]
-    return [
+    planes = result.get("planes") or {"memory": result}
+    sbatch = result.get("sbatch")
+    rows = [
         f"`bench/slurmjobs_e2e.py --count {result['count']}`, {m['date']} (load {m['load']}): one"
         f" `kubectl apply` of {result['count']} SlurmJobs (no staging, each a one-line batch script)"
-        " through the whole system as processes (in-memory API server with its scheduler, operator,"
+        " through the whole system as processes (a control plane with its scheduler, operator,"
         " kubelet, red-box, real Slurm), until every one has Succeeded; latency from the apply to each"
-        f" one Succeeded. Raw output: `docs/raw/{SLURMJOBS}.txt`.",
+        " one Succeeded"
+        + (
+            "; beside it the same scripts by `sbatch` alone to the same Slurm, timed from the first"
+            " submission to each job leaving the queue"
+            if sbatch
+            else ""
+        )
+        + f". Raw output: `docs/raw/{SLURMJOBS}.txt`.",
         "",
-        "| SlurmJobs | Succeeded | Failed | all settled (s) | SlurmJobs/s | p50 (s) | p95 (s) "
+        "| way | jobs | Succeeded | Failed | all settled (s) | jobs/s | p50 (s) | p95 (s) | x sbatch's time "
         "| operator CPU (s) | operator peak RSS sampled / VmHWM (MB) |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {result['count']} | {result['succeeded']} | {result['failed']} | {result['total_s']:.0f} "
-        f"| {result['per_s']:.2f} | {result['p50_s']:.1f} | {result['p95_s']:.1f} "
-        f"| {result['operator_cpu_s']:.1f} | {result['operator_rss_peak_sampled_mb']:.0f}"
-        f" / {result['operator_rss_hwm_mb']:.0f} |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    for plane, r in planes.items():
+        ratio = f"{r['x_sbatch_time']:.2f}" if "x_sbatch_time" in r else ""
+        rows.append(
+            f"| SlurmJobs, {SLURMJOBS_PLANES[plane]} | {result['count']} | {r['succeeded']} | {r['failed']}"
+            f" | {r['total_s']:.0f} | {r['per_s']:.2f} | {r['p50_s']:.1f} | {r['p95_s']:.1f} | {ratio}"
+            f" | {r['operator_cpu_s']:.1f} | {r['operator_rss_peak_sampled_mb']:.0f}"
+            f" / {r['operator_rss_hwm_mb']:.0f} |"
+        )
+    if sbatch:
+        rows.append(
+            f"| `sbatch` alone | {sbatch['count']} | | | {sbatch['total_s']:.0f} | {sbatch['per_s']:.2f}"
+            f" | {sbatch['p50_s']:.1f} | {sbatch['p95_s']:.1f} | 1.00 | | |"
+        )
+    return rows
 
 
 TENANTS = "tenants-scale"

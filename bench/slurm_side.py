@@ -225,6 +225,7 @@ async def apiserver_and_kubelet(
     *kubelet_args: str,
     client_ca: bool = True,
     controllers: bool = False,
+    real: Path | None = None,
 ) -> tuple[Path, str, subprocess.Popen[bytes]]:
     """``wlmvk dev apiserver`` and ``wlmvk kubelet`` beside red-box, from red-box's source tree.
 
@@ -232,25 +233,28 @@ async def apiserver_and_kubelet(
     process. With ``client_ca`` the kubelet trusts the API server's kubelet-client CA, so
     ``kubectl logs``/``exec`` through the API server are let in. With ``controllers`` the API
     server runs its controllers (the scheduler binds pods nobody bound, as the operator's are).
+    With ``real`` (a real control plane's kubeconfig, kubelet_stack.RealPlane) no in-memory
+    API server is started and the kubelet registers there.
     """
-    kubeconfig = red_box.base / "kubeconfig"
-    quiet = [] if controllers else ["--no-controllers"]
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
-                 "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-                "apiserver.log")  # fmt: skip
+    kubeconfig = real or red_box.base / "kubeconfig"
     ca = red_box.base / "kubelet-client-ca.crt"
-    written = [kubeconfig, ca] if client_ca else [kubeconfig]
-    await wait_until(lambda: asyncio.sleep(0, all(p.exists() for p in written)), timeout=30, every=0.1)
-    await asyncio.sleep(0.5)
+    if real is None:
+        quiet = [] if controllers else ["--no-controllers"]
+        procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
+                     "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
+                    "apiserver.log")  # fmt: skip
+        written = [kubeconfig, ca] if client_ca else [kubeconfig]
+        await wait_until(lambda: asyncio.sleep(0, all(p.exists() for p in written)), timeout=30, every=0.1)
+        await asyncio.sleep(0.5)
     cluster = f"{prefix}{uuid.uuid4().hex[:5]}"
     env = {**os.environ, "PYTHONPATH": pythonpath(red_box.source)}
     argv = [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
             "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
             "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
             *kubelet_args]  # fmt: skip
-    if client_ca:
+    if client_ca and real is None:
         argv += ["--client-ca", str(ca)]
-    return kubeconfig, cluster, procs.spawn(argv, "kubelet.log", env=env)
+    return kubeconfig, cluster, procs.spawn(argv, f"kubelet-{cluster}.log", env=env)
 
 
 def process_cpu(pid: int) -> float:
