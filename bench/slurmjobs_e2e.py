@@ -138,7 +138,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             )
             print(f"{plane}: all settled in {figures['planes'][plane]['x_sbatch_time']:.2f}x sbatch's time")
     # The first plane's figures at the top level (bench/run-all's table), each plane's apart.
-    return figures | figures["planes"][planes[0]] | {"plane": planes[0]}
+    first: dict[str, Any] = figures["planes"][planes[0]]
+    return figures | first | {"plane": planes[0]}
 
 
 async def measured(
