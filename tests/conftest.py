@@ -14,7 +14,8 @@ together on one worker in order:
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
 Under a release (the release subset, dev/scripts/test-releases) the tests whose fixtures restart the
-release's box (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after the others.
+release's box or stop one of its daemons (``RESTARTING_THE_BOX``) are marked ``box_restart``, and
+run alone after the others.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ pytest_plugins = [
 
 REAL_GROUP = "real"
 # Fixtures that, under a release, restart its box: the tenants' Slurm (tests/e2e/tenancy/conftest.py)
-# is the box restarted enforcing associations for the module, and back after it.
-RESTARTING_THE_BOX = frozenset({"tenant_slurm"})
+# is the box restarted enforcing associations for the module, and back after it; or stop one of its
+# daemons: the fault suite's own Slurm (tests/faults/conftest.py) is the box, whose slurmctld the
+# slurmctld-stopped test stops (SIGSTOP) past MessageTimeout.
+RESTARTING_THE_BOX = frozenset({"tenant_slurm", "own_slurm"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
