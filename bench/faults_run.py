@@ -475,7 +475,7 @@ def main() -> int:
     parser.add_argument(
         "--slurm-release",
         choices=("24.11", "26.05"),
-        help="run every row on this Slurm release's box (dev/scripts/slurm-release) instead of the host's Slurm",
+        help="run every row on this Slurm release's box (dev/scripts/slurm-release), not the host's Slurm",
     )
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()

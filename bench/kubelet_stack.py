@@ -174,6 +174,11 @@ class RealPlane:
         kubeconfig = Path(env.split("KUBECONFIG=", 1)[1].split()[0])
         return cls(kubeconfig, kubeconfig.parent / "run")
 
+    @property
+    def kubelet_client_ca(self) -> Path:
+        """The CA of the certificate kube-apiserver presents to kubelets (a kubelet's --client-ca)."""
+        return self.run.parent / "pki" / "ca.crt"
+
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time used so far by the plane's parts: kube-apiserver, etcd, and the controller-manager
         and scheduler together (``controllers``)."""

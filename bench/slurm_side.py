@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
-from kubelet_stack import counting_shims, free_port, wait_until
+from kubelet_stack import RealPlane, counting_shims, free_port, wait_until
 
 from wlmvk_dev import localslurm
 
@@ -225,7 +225,7 @@ async def apiserver_and_kubelet(
     *kubelet_args: str,
     client_ca: bool = True,
     controllers: bool = False,
-    real: Path | None = None,
+    real: RealPlane | None = None,
 ) -> tuple[Path, str, subprocess.Popen[bytes]]:
     """``wlmvk dev apiserver`` and ``wlmvk kubelet`` beside red-box, from red-box's source tree.
 
@@ -233,11 +233,11 @@ async def apiserver_and_kubelet(
     process. With ``client_ca`` the kubelet trusts the API server's kubelet-client CA, so
     ``kubectl logs``/``exec`` through the API server are let in. With ``controllers`` the API
     server runs its controllers (the scheduler binds pods nobody bound, as the operator's are).
-    With ``real`` (a real control plane's kubeconfig, kubelet_stack.RealPlane) no in-memory
-    API server is started and the kubelet registers there.
+    With ``real`` (kubelet_stack.RealPlane) no in-memory API server is started and the kubelet
+    registers there (trusting kube-apiserver's kubelet-client CA with ``client_ca``).
     """
-    kubeconfig = real or red_box.base / "kubeconfig"
-    ca = red_box.base / "kubelet-client-ca.crt"
+    kubeconfig = real.kubeconfig if real is not None else red_box.base / "kubeconfig"
+    ca = real.kubelet_client_ca if real is not None else red_box.base / "kubelet-client-ca.crt"
     if real is None:
         quiet = [] if controllers else ["--no-controllers"]
         procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
@@ -252,7 +252,7 @@ async def apiserver_and_kubelet(
             "--red-box-socket", red_box.socket, "--cluster-name", cluster, "--listen", "127.0.0.1",
             "--port", str(free_port()), "--metrics-port", "-1", "--log-level", "warning",
             *kubelet_args]  # fmt: skip
-    if client_ca and real is None:
+    if client_ca:
         argv += ["--client-ca", str(ca)]
     return kubeconfig, cluster, procs.spawn(argv, f"kubelet-{cluster}.log", env=env)
 

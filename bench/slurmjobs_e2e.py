@@ -131,8 +131,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_system() as (red_box, procs):
         figures["sbatch"] = await asyncio.to_thread(sbatch_alone, args.count, "sjsbatch", args.timeout)
         for plane in planes:
-            kubeconfig = real.kubeconfig if plane == "real" and real is not None else None
-            figures["planes"][plane] = await measured(args, red_box, procs, kubeconfig)
+            figures["planes"][plane] = await measured(args, red_box, procs, real if plane == "real" else None)
             figures["planes"][plane]["x_sbatch_time"] = (
                 figures["planes"][plane]["total_s"] / figures["sbatch"]["total_s"]
             )
@@ -143,9 +142,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def measured(
-    args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, real: Path | None
+    args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, real: RealPlane | None
 ) -> dict[str, Any]:
-    """The SlurmJobs on one plane: the real one at ``real`` (its kubeconfig), else in memory."""
+    """The SlurmJobs on one plane: ``real``, else the in-memory one."""
     kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
         red_box, procs, "sj", client_ca=False, controllers=True, real=real
     )
