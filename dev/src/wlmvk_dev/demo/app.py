@@ -33,7 +33,7 @@ import yaml
 
 from wlmvk.core import names
 from wlmvk_dev import localslurm
-from wlmvk_dev.demo import examples, runas, tenancy
+from wlmvk_dev.demo import examples, runas, tenancy, tenantusers
 from wlmvk_dev.demo.clusters import CLUSTERS, IMAGE, JOB_UID, RED_BOX_LABEL, ROOT, SOCKET_DIR
 from wlmvk_dev.demo.options import parse
 from wlmvk_dev.demo.processes import Processes
@@ -123,6 +123,22 @@ class Demo:
                 work.mkdir(parents=True, exist_ok=True)
                 os.chown(work, JOB_UID, JOB_UID)
         return user
+
+    def tenant_users(self, owner: str) -> tuple[str, str]:
+        """The tenants' two Unix users: the demo's own (``tenantusers``), unless a site runs Slurm here."""
+        site = tenantusers.site_slurm()
+        if site is not None:
+            users = tenantusers.fallback(owner)
+            self.progress.line(
+                f"tenant users {' and '.join(users)}: this machine has {site}, the demo makes none"
+            )
+            return users
+        with self.progress.step(f"tenant users {' and '.join(tenantusers.USERS)} (useradd, removed at down)"):
+            users = tenantusers.make(self.state)
+        for user in users:
+            shown = subprocess.run(["id", user], capture_output=True, text=True, check=True)
+            self.progress.command(["id", user], shown.stdout)
+        return users
 
     def red_boxes(self, user: str) -> None:
         for cluster in CLUSTERS:
@@ -369,6 +385,9 @@ class Demo:
         stopped = self.procs.stop_all()
         if tenancy.tear_down(self.state):
             stopped.append("the tenants' Slurm (scripts/slurm-local down)")
+        removed = tenantusers.remove(self.state)
+        if removed:
+            stopped.append(f"the tenant users (userdel {' '.join(removed)})")
         if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
             self.kube_local("down", "--wipe")
             stopped.append("the control plane (scripts/kube-local down --wipe)")
@@ -381,9 +400,9 @@ class Demo:
             user = self.job_owner()
             if self.args.tenants:
                 self.tenants = tenancy.TenantsDemo(
-                    user, kubectl=self.kubectl, progress=self.progress, state=self.state
+                    self.tenant_users(user), kubectl=self.kubectl, progress=self.progress, state=self.state
                 )
-                self.tenants.associate()
+                self.tenants.associate(user)
             self.red_boxes(user)
             if self.real:
                 self.control_plane()
