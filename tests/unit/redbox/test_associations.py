@@ -5,7 +5,9 @@ partition with QoS normal,qos-a (default qos-a), acct-p on partition cpu only wi
 users at once (``sacctmgr_assoc_users.txt``, as slurmuser on the local Slurm 22.05, cluster
 gpush5: ``show assoc where users=slurmuser,cloudsdk,nounixuser,nosuchuser``): slurmuser as above,
 cloudsdk in acct-p with qos-x, nounixuser (a Slurm user without a Unix account) in acct-a with
-normal and no default QoS, nosuchuser absent (no association).
+normal and no default QoS, nosuchuser absent (no association). The same question with
+``PrivateData=users`` in slurmdbd.conf (``sacctmgr_assoc_users_private.txt``): slurmuser's own
+rows only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from wlmvk.core.errors import InvalidInput
 from wlmvk.redbox.slurm.cli import sacctmgr as associations
 from wlmvk.redbox.slurm.cli.commands import Slurm
 from wlmvk.redbox.slurm.processes.runner import Completed
-from wlmvk.slurm.tenantstatus import Association, AssociationLook
+from wlmvk.slurm.tenantstatus import Association, AssociationLook, Associations, seen
 from wlmvk.wire import associations as wire
 
 CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
@@ -132,3 +134,13 @@ def test_a_look_travels_the_wire_unchanged() -> None:
     )
     back = wire.look_from_wire(api.ObserveAssociationsResponse().parse(bytes(wire.look_to_wire(look))))
     assert back == look
+
+
+def test_with_private_users_a_look_shows_its_own_user_only_and_tells_nothing_of_the_others() -> None:
+    text = (CAPTURED / "sacctmgr_assoc_users_private.txt").read_text()
+    rows = associations.user_rows(text)
+    assert list(rows) == ["slurmuser"]
+    look = AssociationLook("gpush5", "slurmuser", rows, frozenset({"normal", "qos-a", "qos-x"}))
+    assert seen(look, "slurmuser") == Associations("slurmuser", "gpush5", rows["slurmuser"], look.qos)
+    # cloudsdk has an association, hidden here: asked of its own red-box, never judged unknown.
+    assert seen(look, "cloudsdk") is None
