@@ -12,7 +12,10 @@ redone, so no cluster's entry is overwritten by another's.
 
 A tenant is checked when its kubelet starts, at once when its object changes (its generation;
 no sooner than ``CHANGE_FLOOR`` after its last check), and every ``interval`` (60 s) otherwise.
-A user the look cannot tell of (``tenantstatus.seen``: the site's PrivateData may hide it), or
+The user's own red-box is asked only whether it answers (WorkloadInfo, which costs Slurm nothing
+once that red-box has answered it: a tenant whose red-box is down reads Unknown, and the
+red-box is ready before the tenant's first pod). A user the look cannot tell of
+(``tenantstatus.seen``: the site's PrivateData may hide it), or
 every user when the default red-box has no ObserveAssociations (an original, an older one) or
 it failed, is asked of its own red-box (``--red-box USER=SOCKET``; the Associations rpc, which
 answers about that red-box's own user only): at most once per round, however many tenants
@@ -30,6 +33,7 @@ from typing import Any, Protocol
 import structlog
 
 from wlmvk.core.errors import Conflict, NotFound, Unsupported, WlmvkError
+from wlmvk.core.jobs import WorkloadInfo
 from wlmvk.kube import objects, times
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
@@ -44,6 +48,8 @@ CHANGE_FLOOR = 5.0
 
 class AssociationSource(Protocol):
     async def associations(self, user: str) -> Associations: ...
+
+    async def info(self) -> WorkloadInfo: ...
 
 
 class AssociationObserver(Protocol):
@@ -146,6 +152,10 @@ class TenantStatusWriter:
             return Condition("", "False", "NoRedBox", why)
         known = tenantstatus.seen(look, user) if look is not None else None
         if known is not None:
+            try:
+                await red_box.info()  # the user's own red-box answers: Slurm is asked nothing once it has
+            except WlmvkError as exc:
+                return Condition("", "Unknown", "CheckFailed", exc.message)
             return known
         try:
             return await red_box.associations(user)

@@ -1,4 +1,4 @@
-"""What the SlurmTenants' status check costs slurmdbd, with 2 tenant users and with 9 (docs/tenancy.md).
+"""What the SlurmTenants' status check costs slurmdbd, with 2 tenant users and with 6 (docs/tenancy.md).
 
 Counted from slurmdbd's own counters (``sacctmgr show stats``, by user) on the tenancy Slurm: the
 RPCs of the red-boxes' users (the job owner, A's and the default red-box's; ``slurmuser``, B's)
@@ -7,10 +7,10 @@ checked yet: every tenant due at once). One look through the default red-box ans
 tenant user: two sacctmgr (``show assoc where users=...``: 5 RPCs; ``show qos``: 4), 9 RPCs
 whatever the number of tenants; before, each tenant user's red-box ran both (9 RPCs per user).
 
-The 7 tenants added for the second count name Slurm users without a Unix account (no red-box
-runs for them: the kubelet is given a socket no one serves); their status is True only if the
-look judged them, and one of them names a user Slurm does not know, which shows on that tenant
-only.
+The 4 tenants added for the second count each have a Unix user of their own, made for the test
+(``useradd --system``, removed after, as bench/tenants_scale.py makes its users) with its own
+red-box, which the kubelet asks only whether it answers; three are Slurm users, the fourth one
+Slurm does not know (a typo'd user), which shows on that tenant only.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from tests.faults import ownslurm
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.fixtures.redbox import RedBox
-from tests.fixtures.shared_dirs import SharedDir
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS
 from wlmvk.kubelet.app import Kubelet
@@ -41,9 +40,9 @@ from wlmvk_dev.tenants import associate
 pytestmark = [pytest.mark.slurm]
 
 ROOT = Path(__file__).resolve().parents[3]
-EXTRA = [Tenant(f"team-s{i}", f"tenant-s{i}", f"wlmvk-st-{i}", A.account, A.qos) for i in range(1, 7)]
-"""Six more tenants, each its own Slurm user (no Unix account) in A's account and QoS."""
-UNKNOWN = Tenant("team-s9", "tenant-s9", "wlmvk-st-nosuch", A.account, A.qos)
+EXTRA = [Tenant(f"team-s{i}", f"tenant-s{i}", f"wlmvk-st{i}", A.account, A.qos) for i in range(1, 4)]
+"""Three more tenants, each its own user, in Slurm in A's account and QoS."""
+UNKNOWN = Tenant("team-s9", "tenant-s9", "wlmvk-st9", A.account, A.qos)
 """A tenant whose user Slurm does not know (a typo)."""
 _BY_USER = re.compile(r"^\s+\S+\s+\(\s*(\d+)\)\s+count:(\d+)", re.M)
 
@@ -57,33 +56,39 @@ def dbd_rpcs_by_uid() -> dict[int, int]:
 
 
 @pytest.fixture
-def slurm_users(tenant_slurm: ownslurm.Instance) -> Iterator[None]:
-    """The extra tenants' users in Slurm (associations only); removed after."""
-    for tenant in EXTRA:
-        associate(tenant, tenant_slurm.cluster)
-    yield
-    for tenant in EXTRA:
-        subprocess.run(["sacctmgr", "-i", "delete", "user", tenant.user], capture_output=True, check=False)
+def extra_users(tenant_slurm: ownslurm.Instance) -> Iterator[None]:
+    """The extra tenants' Unix users, and the known ones' associations in Slurm; removed after."""
+    made = []
+    try:
+        for tenant in (*EXTRA, UNKNOWN):
+            argv = ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin"]
+            subprocess.run([*argv, tenant.user], check=True, capture_output=True)
+            made.append(tenant.user)
+        for tenant in EXTRA:
+            associate(tenant, tenant_slurm.cluster)
+        yield
+    finally:
+        for user in made:
+            subprocess.run(["sacctmgr", "-i", "delete", "user", user], capture_output=True, check=False)
+            subprocess.run(["userdel", user], capture_output=True, check=False)
 
 
 @pytest.fixture
 async def kubelet(
-    slurm_users: None,
+    extra_users: None,
     apiserver: RunningApiServer,
     redbox_factory: Callable[..., RedBox],
     kubelet_factory: StartKubelet,
-    shared_dir: SharedDir,
 ) -> AsyncIterator[Kubelet]:
-    """A red-box each for A's and B's users (A's the default); the kubelet told of every tenant user."""
+    """A red-box per tenant user (A's the default), the kubelet told of each."""
     crd = await apiserver.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
     assert crd.returncode == 0, crd.stderr
-    boxes = {t.user: redbox_factory("--slurm-api=cli", user=t.user).socket for t in TENANTS}
-    nobody = shared_dir("wlmvk-no-red-box-")
-    unserved = {t.user: str(nobody / f"{t.user}.sock") for t in (*EXTRA, UNKNOWN)}
+    users = [t.user for t in (*TENANTS, *EXTRA, UNKNOWN)]
+    boxes = {user: redbox_factory("--slurm-api=cli", user=user).socket for user in users}
     started = await kubelet_factory(
         kubeconfig=apiserver.kubeconfig_for("wlmvk-kubelet"),
         red_box_socket=boxes[A.user],
-        red_boxes=tuple({**boxes, **unserved}.items()),
+        red_boxes=tuple(boxes.items()),
         status_interval=3600.0,
     )
     yield started
@@ -109,7 +114,7 @@ async def readiness(kube: KubeClient, tenants: list[Tenant]) -> dict[str, tuple[
 
 
 async def one_check(kubelet: Kubelet, kube: KubeClient, tenants: list[Tenant]) -> dict[str, int]:
-    """slurmdbd's RPCs by A's and B's users over one check of every tenant, once the kubelet's own
+    """slurmdbd's RPCs by each tenant user over one check of every tenant, once the kubelet's own
     loop has checked them all (so it asks nothing meanwhile)."""
 
     async def checked() -> bool:
@@ -118,14 +123,14 @@ async def one_check(kubelet: Kubelet, kube: KubeClient, tenants: list[Tenant]) -
     await eventually(checked, timeout=60, every=0.5)
     assert kubelet.tenant_status is not None
     fresh = dataclasses.replace(kubelet.tenant_status)  # the same parts, nothing checked yet
-    uids = {t.user: pwd.getpwnam(t.user).pw_uid for t in TENANTS}
+    uids = {t.user: pwd.getpwnam(t.user).pw_uid for t in (*TENANTS, *EXTRA, UNKNOWN)}
     before = dbd_rpcs_by_uid()
     await fresh.round()
     after = dbd_rpcs_by_uid()
     return {user: after.get(uid, 0) - before.get(uid, 0) for user, uid in uids.items()}
 
 
-async def test_a_check_costs_slurmdbd_the_same_with_two_tenant_users_and_with_nine(
+async def test_a_check_costs_slurmdbd_the_same_with_two_tenant_users_and_with_six(
     kubelet: Kubelet, apiserver: RunningApiServer, kube: KubeClient
 ) -> None:
     two = list(TENANTS)
@@ -133,13 +138,14 @@ async def test_a_check_costs_slurmdbd_the_same_with_two_tenant_users_and_with_ni
     with_two = await one_check(kubelet, kube, two)
     assert await readiness(kube, two) == {t.name: ("True", "Known") for t in two}
 
-    nine = [*two, *EXTRA, UNKNOWN]
+    six = [*two, *EXTRA, UNKNOWN]
     await apply(apiserver, [*EXTRA, UNKNOWN])
-    with_nine = await one_check(kubelet, kube, nine)
-    assert await readiness(kube, nine) == {
+    with_six = await one_check(kubelet, kube, six)
+    assert await readiness(kube, six) == {
         **{t.name: ("True", "Known") for t in [*two, *EXTRA]},
         UNKNOWN.name: ("False", "UserUnknown"),
     }
-    print(f"slurmdbd RPCs per check, by user: 2 tenants {with_two}, 9 tenants {with_nine}")
-    # Two sacctmgr by the default red-box's user (A's), none by B's own red-box: 9 RPCs each time.
-    assert with_two == with_nine == {A.user: 9, B.user: 0}
+    print(f"slurmdbd RPCs per check, by user: 2 tenants {with_two}, 6 tenants {with_six}")
+    # Two sacctmgr by the default red-box's user (A's), none by any other: 9 RPCs each time.
+    nothing = {t.user: 0 for t in (B, *EXTRA, UNKNOWN)}
+    assert with_two == with_six == {A.user: 9, **nothing}

@@ -17,6 +17,7 @@ import pytest
 
 from tests.fixtures.apiserver import RunningApiServer
 from wlmvk.core.errors import Unavailable, Unsupported, WlmvkError
+from wlmvk.core.jobs import WorkloadInfo
 from wlmvk.kube.bodies import Body, Resource
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
@@ -33,7 +34,13 @@ class Slurm:
     """What a red-box answers of its user: alice in account physics with QoS normal; every call counted."""
 
     def __init__(self, cluster: str, *, down: bool = False) -> None:
-        self.cluster, self.down, self.asked = cluster, down, 0
+        self.cluster, self.down, self.asked, self.answered = cluster, down, 0, 0
+
+    async def info(self) -> WorkloadInfo:
+        if self.down:
+            raise Unavailable("WorkloadInfo: red-box socket /run/alice.sock does not exist")
+        self.answered += 1
+        return WorkloadInfo(name="slurm", version="22.05.8", uid=1000, cluster_name=self.cluster)
 
     async def associations(self, user: str) -> Associations:
         self.asked += 1
@@ -207,6 +214,7 @@ async def test_one_look_answers_every_tenant_user_and_a_typo_shows_on_its_own_te
         await writer.round()
         assert observer.asked == [users], "one look, for the users with a red-box here"
         assert [box.asked for box in boxes.values()] == [0] * 6
+        assert [box.answered for box in boxes.values()] == [1] * 6, "each asked only whether it answers"
         ready = await readiness(kube, *(f"team-{i}" for i in range(1, 7)), "team-x")
         known = ("True", "Known", "")
         assert ready == {
@@ -265,3 +273,28 @@ async def test_a_user_the_look_cannot_tell_of_is_asked_of_its_own_red_box(kube: 
 @pytest.mark.parametrize("fails", [Unsupported("ObserveAssociations: UNIMPLEMENTED"), Unavailable("gone")])
 async def test_without_a_look_each_tenant_users_red_box_is_asked(kube: KubeClient, fails: WlmvkError) -> None:
     assert await alice_and_bob(kube, Observer("default", set(), fails=fails)) == (1, 1, 1)
+
+
+async def test_a_tenant_the_look_knows_whose_red_box_is_down_reads_unknown(kube: KubeClient) -> None:
+    await kube.create(SLURMTENANTS, tenant("team-a", "physics"))
+    await kube.create(SLURMTENANTS, tenant("team-b", "physics", user="bob"))
+    watch, task = await watching(kube)
+    try:
+        await settled(watch, {"team-a", "team-b"})
+        alice, bob = Slurm("hpc"), Slurm("hpc", down=True)
+        observer = Observer("default", {"alice", "bob"})
+        writer = TenantStatusWriter(
+            client=kube, watch=watch, cluster="hpc", red_boxes={"alice": alice, "bob": bob}, observer=observer
+        )
+        await writer.round()
+        assert await readiness(kube, "team-a", "team-b") == {
+            "team-a": ("True", "Known", ""),
+            "team-b": (
+                "Unknown",
+                "CheckFailed",
+                "WorkloadInfo: red-box socket /run/alice.sock does not exist",
+            ),
+        }
+        assert (len(observer.asked), alice.asked, bob.asked) == (1, 0, 0)
+    finally:
+        task.cancel()
