@@ -11,10 +11,12 @@ together on one worker in order:
   the fixture (a wheel, a Go build) is made once and never twice at the same time;
 - a test marked ``xdist_group(name)`` (pytest-xdist's own marker): with the others of that name.
 
+- under a release (the release subset, scripts/test-releases), every tenancy test (``TENANTS_SLURM``
+  among its fixtures), whatever its module: they share the release's one box, whose tenants' QoS
+  limits and default accounts some of them change for a while.
+
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
-Under a release (the release subset, scripts/test-releases) the tests whose fixtures restart the
-release's box (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after the others.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ pytest_plugins = [
 ]
 
 REAL_GROUP = "real"
-# Fixtures that, under a release, restart its box: the tenants' Slurm (tests/e2e/tenancy/conftest.py)
-# is the box restarted enforcing associations for the module, and back after it.
-RESTARTING_THE_BOX = frozenset({"tenant_slurm"})
+TENANCY_GROUP = "tenancy"
+# The tenants' Slurm (tests/e2e/tenancy/conftest.py): under a release, the box every test shares.
+TENANTS_SLURM = "tenant_slurm"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,13 +51,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "metrics_server: needs metrics-server on the real plane (scripts/kube-local build"
         " --metrics-server); CI deselects it",
     )
-
-
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """``box_restart`` on a test whose fixtures restart a release's box (before ``-m`` selects)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is not None and RESTARTING_THE_BOX & set(info.names_closure):
-        item.add_marker(pytest.mark.box_restart)
 
 
 @pytest.hookimpl(trylast=True)
@@ -89,6 +84,7 @@ def pytest_collection_modifyitems(
 
 def xdist_group(item: pytest.Item) -> str | None:
     """The worker group ``item`` must run in, or None when it may run anywhere (see above)."""
+    from tests.fixtures import slurm_release
     from tests.fixtures.controlplane import plane_of
 
     if (named := item.get_closest_marker("xdist_group")) is not None:
@@ -97,6 +93,8 @@ def xdist_group(item: pytest.Item) -> str | None:
     closure = set(info.names_closure) if info is not None else set()
     if plane_of(item) == "real" or "real_kube" in closure:
         return REAL_GROUP
+    if slurm_release.RELEASE is not None and TENANTS_SLURM in closure:
+        return TENANCY_GROUP
     if info is not None:
         for name in closure:
             defs = info.name2fixturedefs.get(name) or ()
