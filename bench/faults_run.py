@@ -14,14 +14,14 @@ same rounds are tests/faults/test_churn.py.
     bench/run-all --only reliability --fault kill9-real   # one row: raw output kept, the doc's table
     nice -n 10 .venv/bin/python bench/faults_run.py --kube real --only takeover
 
-``--kube real`` runs the rounds on the real control plane of scripts/kube-local (it
+``--kube real`` runs the rounds on the real control plane of dev/scripts/kube-local (it
 must be up; it is shared with the tests, so the rounds take a cluster, node and
 namespace of their own, ``faultbench``, and the kubelets run as the ServiceAccount
 wlmvk/wlmvk-kubelet, as deployed); the watch row needs the in-memory server's store.
 
 A run with the ``slurmctld`` row (its slurmctld stopped with SIGTERM and started
 again once per round) runs all its rows on a Slurm of its own (tests/faults/ownslurm.py:
-``scripts/slurm-local`` in /var/tmp/wlmvk-faults-slurm, ports 6927-6929 and 3327),
+``dev/scripts/slurm-local`` in /var/tmp/wlmvk-faults-slurm, ports 6927-6929 and 3327),
 started before the rounds and stopped after them: the shared local Slurm is never
 restarted.
 The rows of issue 32 strike at Slurm's side and at red-box's clock (tests/faults/slurmside.py):
@@ -189,9 +189,11 @@ def chosen_faults(args: argparse.Namespace) -> list[str]:
 
 
 def real_plane(scratch: Path) -> RealKube:
-    """scripts/kube-local's plane (up already), the project's manifests applied, the rounds' namespace."""
-    if subprocess.run([str(ROOT / "scripts" / "kube-local"), "status"], capture_output=True).returncode:
-        raise RuntimeError("the real control plane is not up (scripts/kube-local up)")
+    """dev/scripts/kube-local's plane (up already), the project's manifests applied, the rounds' namespace."""
+    if subprocess.run(
+        [str(ROOT / "dev" / "scripts" / "kube-local"), "status"], capture_output=True
+    ).returncode:
+        raise RuntimeError("the real control plane is not up (dev/scripts/kube-local up)")
     env = dict(
         line.removeprefix("export ").split("=", 1) for line in kube_local("env").splitlines() if "=" in line
     )
@@ -420,7 +422,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument(
         "--kube", choices=("memory", "real"), default="memory",
-        help="the control plane: the in-memory API server in this process, or scripts/kube-local's",
+        help="the control plane: the in-memory API server in this process, or dev/scripts/kube-local's",
     )  # fmt: skip
     parser.add_argument("--markdown", help="also write the table to this file")
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")

@@ -2,7 +2,7 @@
 
 One pod runs a real Slurm job (``sleep``); red-box runs as the benchmarks' own
 Slurm user; the in-memory API server passes kubectl's WebSocket through to the
-kubelet (the kubectl built by scripts/kube-local when there is one). Three arms,
+kubelet (the kubectl built by dev/scripts/kube-local when there is one). Three arms,
 interleaved round by round, all measured in this run:
 
 - ``exec``: ``kubectl exec <pod> -- true``, a whole command: kubectl's start,
@@ -43,7 +43,9 @@ PARTITION = "long"
 
 
 def kubectl() -> str:
-    built = subprocess.run([str(ROOT / "scripts" / "kube-local"), "bin"], capture_output=True, text=True)
+    built = subprocess.run(
+        [str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True
+    )
     path = Path(built.stdout.strip()) / "kubectl"
     return str(path) if built.returncode == 0 and path.is_file() else shutil.which("kubectl") or "kubectl"
 

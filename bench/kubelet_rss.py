@@ -1,7 +1,7 @@
 """Benchmark: resident memory of the kubelet holding N pods on 4 nodes.
 
 The pods' jobs stay PENDING in a stub backend (an in-memory red-box stand-in, so that neither
-the shared Slurm, whose MaxJobCount is 50,000 in scripts/slurm-local but which other work
+the shared Slurm, whose MaxJobCount is 50,000 in dev/scripts/slurm-local but which other work
 uses at the same time, nor red-box is the limit). The kubelet runs
 in this process against the in-memory API server (a subprocess); RSS is read from /proc
 before the kubelet starts and once it tracks every pod (all annotated, Pending status

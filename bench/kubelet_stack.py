@@ -1,5 +1,7 @@
 """Shared setup of the kubelet benchmarks: the in-memory API server and red-box as subprocesses
 (so they do not share the kubelet's event loop), Slurm command counting shims, and helpers.
+``RealPlane`` is the real control plane of dev/scripts/kube-local (kube-apiserver, etcd,
+controller-manager, scheduler) for benchmarks that measure on it too.
 
 Not a benchmark itself. Every process started here is stopped by ``Stack.close()``.
 """
@@ -27,7 +29,7 @@ from wlmvk.kube.bodies import NODES
 from wlmvk_dev import localslurm
 
 ROOT = Path(__file__).resolve().parents[1]
-localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here
+localslurm.use()  # the local Slurm of dev/scripts/slurm-local, for every Slurm command from here
 JOBS = localslurm.jobs_root()
 SLURM_COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "scontrol", "sinfo")
 
@@ -107,12 +109,17 @@ class Stack:
             )
 
     def kubelet(
-        self, *, cluster: str, submissions: int = 16, status_interval: float = 5.0
+        self,
+        *,
+        cluster: str,
+        submissions: int = 16,
+        status_interval: float = 5.0,
+        kubeconfig: Path | None = None,
     ) -> subprocess.Popen[bytes]:
-        """``wlmvk kubelet`` as a subprocess against this stack."""
+        """``wlmvk kubelet`` as a subprocess against this stack (or the plane of ``kubeconfig``)."""
         argv = [
             sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
-            "kubelet", "--kubeconfig", str(self.kubeconfig), "--red-box-socket", self.socket,
+            "kubelet", "--kubeconfig", str(kubeconfig or self.kubeconfig), "--red-box-socket", self.socket,
             "--cluster-name", cluster, "--listen", "127.0.0.1", "--port", str(free_port()),
             "--metrics-port", "-1", "--submissions", str(submissions),
             "--status-interval", str(status_interval),
@@ -145,6 +152,40 @@ class Stack:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+KUBE_LOCAL = ROOT / "dev" / "scripts" / "kube-local"
+PLANE_PARTS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+
+
+@dataclass(frozen=True)
+class RealPlane:
+    """The real control plane of dev/scripts/kube-local (started if it is not running)."""
+
+    kubeconfig: Path
+    run: Path  # its pid files
+
+    @classmethod
+    def up(cls) -> RealPlane:
+        subprocess.run([str(KUBE_LOCAL), "up"], check=True, stdout=subprocess.DEVNULL)
+        env = subprocess.run([str(KUBE_LOCAL), "env"], check=True, capture_output=True, text=True).stdout
+        kubeconfig = Path(env.split("KUBECONFIG=", 1)[1].split()[0])
+        return cls(kubeconfig, kubeconfig.parent / "run")
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by the plane's parts: kube-apiserver, etcd, and the controller-manager
+        and scheduler together (``controllers``)."""
+        seconds = {}
+        for part in PLANE_PARTS:
+            pid_file = self.run / f"{part}.pid"
+            seconds[part] = (
+                cpu_meter.process_times(int(pid_file.read_text()))[0] if pid_file.exists() else 0.0
+            )
+        return {
+            "apiserver": seconds["kube-apiserver"],
+            "etcd": seconds["etcd"],
+            "controllers": seconds["kube-controller-manager"] + seconds["kube-scheduler"],
+        }
 
 
 def scancel_name_prefix(prefix: str) -> None:

@@ -8,7 +8,7 @@ steady ticks must write nothing (no per-pod polling, no per-pod API traffic).
 
 Two backends:
 - default: the in-memory HeldBackend of bench/kubelet_rss.py (every job PENDING, JobHeldUser),
-  so that neither the shared Slurm (MaxJobCount 50,000 in scripts/slurm-local, shared with other
+  so that neither the shared Slurm (MaxJobCount 50,000 in dev/scripts/slurm-local, shared with other
   work) nor red-box is the limit: 10,000 pods;
 - ``--real``: real red-box and Slurm, every pod a ``#SBATCH --hold`` job on the partitions
   debug/long/gpu/unlimited (cancelled at the end); Slurm commands counted by PATH shims.

@@ -2,7 +2,7 @@
 
 ``--pods`` pods run real Slurm jobs (red-box as the benchmarks' own Slurm user) that print
 their clock (``date +%s.%N``) every 0.25 s; ``--followers`` real ``kubectl logs -f``
-processes (the kubectl built by scripts/kube-local when there is one) follow them at once,
+processes (the kubectl built by dev/scripts/kube-local when there is one) follow them at once,
 spread over the pods, through the in-memory API server's pods/log proxy to the kubelet's
 HTTPS API, which follows the job's output through red-box. Each line's latency = the time
 kubectl printed it - the time in it (same host, same clock); lines written before their
@@ -34,7 +34,9 @@ from wlmvk.kube.client import KubeClient
 
 
 def kubectl() -> str:
-    built = subprocess.run([str(ROOT / "scripts" / "kube-local"), "bin"], capture_output=True, text=True)
+    built = subprocess.run(
+        [str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True
+    )
     path = Path(built.stdout.strip()) / "kubectl"
     return str(path) if built.returncode == 0 and path.is_file() else shutil.which("kubectl") or "kubectl"
 

@@ -26,7 +26,7 @@ from wlmvk.redbox.app import Assembly, build
 from wlmvk.redboxclient.client import RedBoxClient
 from wlmvk_dev import localslurm
 
-localslurm.use()  # the local Slurm of scripts/slurm-local, for every Slurm command from here
+localslurm.use()  # the local Slurm of dev/scripts/slurm-local, for every Slurm command from here
 JOBS_ROOT = localslurm.jobs_root()
 
 

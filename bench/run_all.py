@@ -109,7 +109,7 @@ NOT_RUN = [
 def machine() -> dict[str, str]:
     versions = dict(
         line.split("=", 1)
-        for line in (ROOT / "scripts" / "kube-versions.env").read_text().splitlines()
+        for line in (ROOT / "dev" / "scripts" / "kube-versions.env").read_text().splitlines()
         if "=" in line and not line.startswith("#")
     )
     # The local Slurm's (slurm-local), as the benchmarks use it: without its SLURM_CONF, sinfo
@@ -182,18 +182,30 @@ def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> li
     return rows
 
 
+PLANE_NAMES = {"real": "kube-apiserver", "memory": "in-memory API server"}
+
+
 def pods_table(result: dict[str, Any]) -> list[str]:
+    """Each round's times, and the kubelet's on each plane it ran on (the real one first)."""
+    planes = list(result.get("planes") or {"memory": result})
+    heads = "".join(
+        f"| pods through the kubelet, {PLANE_NAMES[p]} (s) | x the loop | x red-box's time " for p in planes
+    )
     rows = [
-        "| round | sequential `sbatch` loop (s) | red-box alone (s) | pods through the kubelet (s) "
-        "| x the loop | x red-box's time |",
-        "|---|---|---|---|---|---|",
+        f"| round | sequential `sbatch` loop (s) | red-box alone (s) {heads}|",
+        "|---|---|---" + "|---|---|---" * len(planes) + "|",
     ]
     for number, r in enumerate(result["rounds"], 1):
+        times = [(r.get("planes") or {"memory": r})[p]["kubelet_s"] for p in planes]
         rows.append(
-            f"| {number} | {r['loop_s']:.1f} | {r['redbox_s']:.1f} | {r['kubelet_s']:.1f} "
-            f"| {r['loop_s'] / r['kubelet_s']:.2f} | {r['kubelet_s'] / r['redbox_s']:.2f} |"
+            f"| {number} | {r['loop_s']:.1f} | {r['redbox_s']:.1f} "
+            + "".join(f"| {t:.1f} | {r['loop_s'] / t:.2f} | {t / r['redbox_s']:.2f} " for t in times)
+            + "|"
         )
-    rows.append(f"| median | | | | {result['x_loop']:.2f} | {result['x_redbox_time']:.2f} |")
+    medians = [(result.get("planes") or {"memory": result})[p] for p in planes]
+    rows.append(
+        "| median | | " + "".join(f"| | {m['x_loop']:.2f} | {m['x_redbox_time']:.2f} " for m in medians) + "|"
+    )
     return rows
 
 
@@ -246,28 +258,41 @@ def cpu_table(result: dict[str, Any]) -> list[str]:
 
 
 def pods_cpu(result: dict[str, Any]) -> list[str]:
-    """CPU per pod by part of the system through the kubelet (median of the rounds), and the most
-    the pods could reach on the machine's cores at that CPU per pod."""
-    rounds = [r for r in result["rounds"] if "cpu_ms_per_pod" in r]
-    if not rounds:
+    """CPU per pod by part of the system through the kubelet (median of the rounds), on each plane,
+    and the most the pods could reach on the machine's cores at that CPU per pod."""
+    planes = list(result.get("planes") or {"memory": result})
+    cpus = {
+        p: [(r.get("planes") or {"memory": r})[p]["cpu_ms_per_pod"] for r in result["rounds"]] for p in planes
+    }
+    if not all(all(cpu for cpu in cpus[p]) for p in planes):
         return []
     cores = int(result["machine"]["cores"])
-    parts = list(rounds[0]["cpu_ms_per_pod"])
-    medians = {part: cpu_meter.median([r["cpu_ms_per_pod"][part] for r in rounds]) for part in parts}
-    # Each round's bound against its own loop, then their median (as the speedups are taken).
-    bound = cpu_meter.median(
-        [cores * 1000 / r["cpu_ms_per_pod"]["total"] * r["loop_s"] / result["pods"] for r in rounds]
-    )
-    return [
+    parts = list(cpus[planes[0]][0])
+    rows = [
         "CPU per pod while the pods went through the kubelet (ms, median of the rounds; `sbatch` is"
-        " red-box's reaped children, client is the benchmark creating and watching the pods). The"
+        " red-box's reaped children, apiserver is kube-apiserver or the in-memory one, controllers the"
+        " controller-manager and scheduler, client is the benchmark creating and watching the pods). The"
         f" bound is the most the pods could reach with all {cores} cores busy at this CPU per pod,"
         " against each round's loop (median of the rounds):",
         "",
-        "| " + " | ".join(parts) + " | bound on the cores, x the loop |",
-        "|" + "---|" * (len(parts) + 1),
-        "| " + " | ".join(f"{medians[p]:.2f}" for p in parts) + f" | {bound:.2f} |",
+        "| plane | " + " | ".join(parts) + " | bound on the cores, x the loop |",
+        "|---|" + "---|" * (len(parts) + 1),
     ]
+    for p in planes:
+        medians = {part: cpu_meter.median([cpu[part] for cpu in cpus[p]]) for part in parts}
+        # Each round's bound against its own loop, then their median (as the speedups are taken).
+        bound = cpu_meter.median(
+            [
+                cores * 1000 / cpu["total"] * r["loop_s"] / result["pods"]
+                for cpu, r in zip(cpus[p], result["rounds"], strict=True)
+            ]
+        )
+        rows.append(
+            f"| {PLANE_NAMES[p]} | "
+            + " | ".join(f"{medians[part]:.2f}" for part in parts)
+            + f" | {bound:.2f} |"
+        )
+    return rows
 
 
 def describe(arm: str) -> str:
@@ -310,7 +335,9 @@ def write_docs(
             f" {pods['workers']} submissions in flight"
             + (", red-box through its slurmrestd as the job owner" if pods.get("slurm_api") == "rest" else "")
             + "; the time from creating the first pod to every pod"
-            " annotated with its job id, end to end (in-memory API server, kubelet, red-box, Slurm):",
+            " annotated with its job id, end to end (API server, kubelet, red-box, Slurm), on "
+            + " and on ".join(PLANE_NAMES[p] for p in (pods.get("planes") or {"memory": pods}))
+            + " (each plane's order rotated from round to round):",
             "",
             *pods_table(pods),
             "",

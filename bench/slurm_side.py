@@ -4,7 +4,7 @@ Slurm here is shared with other work, so what red-box costs Slurm is read
 off the daemons' own per-user counters: slurmctld's (``sdiag``, "by user")
 and slurmdbd's (``sacctmgr show stats``, "by user"), for a user only these
 benchmarks run as (``wlmvk-bench``, created when missing, the way
-scripts/slurm-local creates the job owner). Counters are read before and after
+dev/scripts/slurm-local creates the job owner). Counters are read before and after
 a window and subtracted: nobody else's counters are reset. A window during which
 a daemon restarted (or someone ran ``sdiag -r``) shows as a changed "Data since"
 and is reported as such.

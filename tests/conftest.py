@@ -11,7 +11,7 @@ together on one worker in order:
   the fixture (a wheel, a Go build) is made once and never twice at the same time;
 - a test marked ``xdist_group(name)`` (pytest-xdist's own marker): with the others of that name.
 
-- under a release (the release subset, scripts/test-releases), every tenancy test (``TENANTS_SLURM``
+- under a release (the release subset, dev/scripts/test-releases), every tenancy test (``TENANTS_SLURM``
   among its fixtures), whatever its module: they share the release's one box, whose tenants' QoS
   limits and default accounts some of them change for a while.
 
@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "metrics_server: needs metrics-server on the real plane (scripts/kube-local build"
+        "metrics_server: needs metrics-server on the real plane (dev/scripts/kube-local build"
         " --metrics-server); CI deselects it",
     )
 

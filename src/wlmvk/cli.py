@@ -44,7 +44,7 @@ def _stage(argv: list[str]) -> int:
 DEV_MISSING = (
     "wlmvk dev: the development tools are not installed. They are the separate wlmvk-dev\n"
     "distribution in the dev/ folder of a wlmvk checkout: pip install -e ./dev\n"
-    "(scripts/bootstrap installs it)."
+    "(dev/scripts/bootstrap installs it)."
 )
 
 

@@ -1,6 +1,6 @@
 """A Slurm of the fault suite's own, whose slurmctld may be restarted: the shared one's never is.
 
-``scripts/slurm-local`` in another base directory, on other ports and under
+``dev/scripts/slurm-local`` in another base directory, on other ports and under
 another cluster name (its own munged, MariaDB, slurmdbd, slurmctld and slurmd;
 the job owner account is the machine's, shared). ``running`` starts it, points
 this process at it (``SLURM_CONF``, ``WLMVK_SLURM_BASE``: every Slurm command
@@ -39,7 +39,7 @@ class Instance:
     """The node's GPUs (``WLMVK_SLURM_GPUS``): slurm-local's default unless given."""
 
     def variables(self) -> dict[str, str]:
-        """What ``scripts/slurm-local`` reads to run this instance and no other."""
+        """What ``dev/scripts/slurm-local`` reads to run this instance and no other."""
         return localslurm.instance(
             self.base, self.ctld_port, self.cluster, enforce=self.enforce, gpus=self.gpus
         )

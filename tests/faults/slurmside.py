@@ -37,7 +37,7 @@ FAKETIME_PACKAGE = "faketime"
 
 SLURMCTLD_STOPPED = 15.0
 """Seconds slurmctld stays stopped: past MessageTimeout (10 s, Slurm's default, which
-scripts/lib/slurm-conf.sh keeps), so its clients give up on it while it holds their requests."""
+dev/scripts/lib/slurm-conf.sh keeps), so its clients give up on it while it holds their requests."""
 
 RESTD_REPLACED = 60.0
 """Seconds red-box has to replace a stopped slurmrestd before the round counts a problem."""

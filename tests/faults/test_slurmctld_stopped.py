@@ -1,7 +1,7 @@
 """slurmctld stopped (SIGSTOP) past its MessageTimeout during a burst of keyed submissions: one job per key.
 
 On a Slurm of the test's own (``own_slurm``: the shared one's slurmctld is never stopped),
-MessageTimeout 10 s (scripts/lib/slurm-conf.sh states none: Slurm's default). 60 keyed submissions
+MessageTimeout 10 s (dev/scripts/lib/slurm-conf.sh states none: Slurm's default). 60 keyed submissions
 go in (half by SubmitJob, half by SubmitJobs), 8 at a time, each asked again with its key until it
 answers, through sbatch (``cli``) and through red-box's slurmrestd (``rest``). Once 8 have answered
 slurmctld is stopped for 15 s: the calls in flight get "Socket timed out" (sbatch) or error 5004

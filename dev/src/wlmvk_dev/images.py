@@ -9,9 +9,9 @@ entrypoint as the image's command. Pure file writing, no tool needed.
 runs the entrypoint; SCIF apps under ``/scif/apps``), for Apptainer/Singularity.
 
 ``python -m wlmvk_dev.images FILE`` builds the image that examples/wlmjob.yaml
-names (``scripts/container-local up`` runs it); ``python -m wlmvk_dev.images
+names (``dev/scripts/container-local up`` runs it); ``python -m wlmvk_dev.images
 FILE.sif APPTAINER`` builds the same image as a SIF with that ``apptainer``
-(``scripts/apptainer-local image``).
+(``dev/scripts/apptainer-local image``).
 """
 
 from __future__ import annotations

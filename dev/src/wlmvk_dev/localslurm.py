@@ -1,4 +1,4 @@
-"""The local Slurm of ``scripts/slurm-local``, as tests, benchmarks and the demo reach it.
+"""The local Slurm of ``dev/scripts/slurm-local``, as tests, benchmarks and the demo reach it.
 
 That Slurm keeps its configuration, munged and state in a base directory of
 its own (never /etc/slurm), so a Slurm command finds it only through
@@ -18,12 +18,12 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SCRIPT = ROOT / "scripts" / "slurm-local"
+SCRIPT = ROOT / "dev" / "scripts" / "slurm-local"
 
 
 @functools.cache
 def environment() -> dict[str, str]:
-    """The variables ``scripts/slurm-local env`` exports (SLURM_CONF, WLMVK_SLURM_BASE)."""
+    """The variables ``dev/scripts/slurm-local env`` exports (SLURM_CONF, WLMVK_SLURM_BASE)."""
     out = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True, check=True).stdout
     found: dict[str, str] = {}
     for line in out.splitlines():
@@ -56,7 +56,7 @@ def jobs_root() -> Path:
 def instance(
     base: Path, ctld_port: int, cluster: str, *, enforce: str = "", gpus: str = ""
 ) -> dict[str, str]:
-    """What ``scripts/slurm-local`` reads to run an instance of its own beside the shared one:
+    """What ``dev/scripts/slurm-local`` reads to run an instance of its own beside the shared one:
     its base, cluster name and ports (the ctld's and the three after it, MariaDB's moved by as
     much from its default), ``AccountingStorageEnforce`` (none unless ``enforce``) and, when
     ``gpus`` is given, its node's GPUs (``[type:]count,...``)."""
@@ -82,7 +82,7 @@ _PID_FILES = {
 
 
 def pid_file(daemon: str) -> Path:
-    """Where ``scripts/slurm-local`` keeps ``daemon``'s pid (munged, mariadbd, slurmdbd,
+    """Where ``dev/scripts/slurm-local`` keeps ``daemon``'s pid (munged, mariadbd, slurmdbd,
     slurmctld, slurmd): of this Slurm's own daemon, not of any other on the machine."""
     return base() / _PID_FILES[daemon]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ENFORCE = "associations,limits,qos"
-"""``AccountingStorageEnforce`` (``WLMVK_SLURM_ENFORCE`` of scripts/slurm-local) for tenancy."""
+"""``AccountingStorageEnforce`` (``WLMVK_SLURM_ENFORCE`` of dev/scripts/slurm-local) for tenancy."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The contract between the Kubernetes side and a workload manager.
 
 The kubelet, the operator's staging commands and the configurator speak to
-a WLM only through this Protocol. ``wlm.client`` implements it over the
+a WLM only through this Protocol. ``redboxclient.client`` implements it over the
 red-box gRPC API; another WLM plugs in by serving that API (or by
 implementing this Protocol). Methods raise ``core.errors`` classes:
 ``Unavailable`` when the WLM cannot be reached, ``Unsupported`` when the peer

@@ -1,7 +1,7 @@
 """The Kubernetes version wlmvk implements, and the one its virtual nodes report.
 
 ``KUBERNETES_VERSION`` is the control plane the kubelet is built and tested against: the release
-pinned in scripts/kube-versions.env (``KUBE_VERSION``), which tests/unit/kube/test_version.py holds
+pinned in dev/scripts/kube-versions.env (``KUBE_VERSION``), which tests/unit/kube/test_version.py holds
 equal to this constant; the development plane serves it as its ``/version``.
 
 A virtual node reports, as its ``kubeletVersion`` (``kubectl get nodes`` shows it, and the API

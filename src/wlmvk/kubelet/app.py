@@ -35,8 +35,7 @@ from wlmvk.kube.fencing import FencedClient
 from wlmvk.kube.leader import Elector
 from wlmvk.kube.tenants import TenantWatch
 from wlmvk.kube.version import kubelet_version
-from wlmvk.kubelet import settings as settings_mod
-from wlmvk.kubelet import standby
+from wlmvk.kubelet import flags, standby
 from wlmvk.kubelet.api import server
 from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
 from wlmvk.kubelet.api.exec import executing
@@ -339,7 +338,7 @@ async def serve(settings: Settings) -> int:
 
 
 def main(argv: list[str]) -> int:
-    settings = settings_mod.parse(argv)
+    settings = flags.parse(argv)
     wlmvk_logging.configure(settings.log_level, cache=True)
     try:
         return event_loop.run(serve(settings))

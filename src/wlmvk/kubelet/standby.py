@@ -13,7 +13,7 @@ The holder's writes are fenced three times. Its API client
 (``FencedBackend``: submit, cancel, stage in) first check that its proof of
 the Lease is still valid (``Elector.check``); red-box's client checks again
 just before each call is sent, a batch's and a retry's included
-(``LeaseFence``, ``wlm.fencing``); and each call carries the Lease's
+(``LeaseFence``, ``redboxclient.fencing``); and each call carries the Lease's
 transitions count as a fencing token that red-box never accepts lower than
 the highest it has seen (``core.fences``). So a holder that lost the Lease, or
 was frozen past it, changes nothing, even with calls already on their way;

@@ -1,50 +1,27 @@
 """Tar streams in and out (StageIn/StageOut) and the dptech fork's zip files.
 
-Unpacking is where a hostile archive strikes: an entry named
-``../../.ssh/authorized_keys``, an absolute path, a symlink pointing out of
-the target followed by a file written through it, a device node. Tar
-entries go through ``core.tarsafe``, the one policy red-box and staging
-share, which refuses all of these with ``InvalidInput``; zip entries are
-checked for zip-slip. Packing streams a tar archive from a worker thread
-through a small bounded queue, so a large result directory is never held
-in memory.
-
-Every thread started here ends when its caller is cancelled (a client gone
-mid-call): the workers check a stop event between entries (``in_thread``),
-and the packer's reader is released. The pool has only cpus+4 threads: one
-kept by each cancelled call would soon hang every file rpc of red-box.
+Tar entries go through ``core.tarsafe``, the one safe-extraction policy red-box and
+staging share, which refuses hostile entries with ``InvalidInput``; zip entries are
+checked for zip-slip. The threads behind the streams are ``core.tarstreams``' (the one
+bridge between tarfile and the loop). An upload is spooled to disk before a pool
+thread extracts it, unlike staging's streaming ``unpack``: red-box serves every client
+from a pool of cpus+4 threads, and a slow client must hold none of them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import io
 import os
-import queue
 import tarfile
 import tempfile
 import threading
 import zipfile
-from collections.abc import AsyncGenerator, AsyncIterable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO
 
-from wlmvk.core import tarsafe
+from wlmvk.core import tarsafe, tarstreams
 from wlmvk.core.errors import InvalidInput, NotFound
-
-CHUNK = 256 * 1024
-
-T = TypeVar("T")
-
-
-async def in_thread(work: Callable[[threading.Event], T]) -> T:
-    """Run ``work(stop)`` in a pool thread; a cancelled caller sets ``stop``, which ``work`` checks."""
-    stop = threading.Event()
-    try:
-        return await asyncio.to_thread(work, stop)
-    finally:
-        stop.set()
 
 
 def _check(stop: threading.Event | None) -> None:
@@ -70,82 +47,27 @@ async def receive_tar(chunks: AsyncIterable[bytes], dest: Path) -> tuple[int, in
         async for chunk in chunks:
             spool.write(chunk)
         spool.seek(0)
-        return await in_thread(lambda stop: extract_tar(spool, dest, stop))
+        return await tarstreams.in_thread(lambda stop: extract_tar(spool, dest, stop))
 
 
 # --- tar out ------------------------------------------------------------------------------
 
 
-class _QueueWriter(io.RawIOBase):
-    """A file object whose writes become chunks on a bounded queue (consumer in asyncio)."""
-
-    def __init__(self, chunks: queue.Queue[bytes | BaseException | None], stop: threading.Event) -> None:
-        self._chunks = chunks
-        self._stop = stop
-        self._buffer = bytearray()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        self._buffer.extend(data)
-        if len(self._buffer) >= CHUNK:
-            self.flush_chunk()
-        return len(data)
-
-    def flush_chunk(self) -> None:
-        if self._buffer:
-            self.put(bytes(self._buffer))
-            self._buffer.clear()
-
-    def put(self, item: bytes | BaseException | None) -> None:
-        while not self._stop.is_set():
-            try:
-                self._chunks.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-        raise InterruptedError("the reader went away")
-
-
-def _pack(path: Path, arcname: str, writer: _QueueWriter) -> None:
-    try:
-        with tarfile.open(fileobj=writer, mode="w|") as archive:
-            archive.add(path, arcname=arcname, recursive=True)
-        writer.flush_chunk()
-        writer.put(None)
-    except InterruptedError:
-        return
-    except BaseException as exc:  # handed to the consumer, re-raised there
-        with contextlib.suppress(InterruptedError):
-            writer.put(exc)
-
-
 async def send_tar(path: Path, arcname: str) -> AsyncGenerator[bytes, None]:
-    """A tar stream of ``path`` (file or directory) whose top entry is ``arcname``."""
-    chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=8)
-    stop = threading.Event()
-    worker = threading.Thread(target=_pack, args=(path, arcname, _QueueWriter(chunks, stop)), daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = await asyncio.to_thread(chunks.get)
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                if isinstance(item, OSError):
-                    raise InvalidInput(f"{path}: {item}") from item
-                raise item
-            yield item
-    finally:
-        # A cancelled call leaves a pool thread blocked in ``chunks.get``: the packer
-        # stops at its next put, and a last item, after the drain, releases that thread
-        # (else each cancelled StageOut would keep one of the few pool threads for good).
-        stop.set()
-        with contextlib.suppress(queue.Empty):
-            while True:
-                chunks.get_nowait()
-        chunks.put_nowait(None)
+    """A tar stream of ``path`` (file or directory) whose top entry is ``arcname``.
+
+    Close it (``contextlib.aclosing``) to stop its thread.
+    """
+
+    def add(archive: tarfile.TarFile) -> None:
+        archive.add(path, arcname=arcname, recursive=True)
+
+    async with contextlib.aclosing(tarstreams.pack(add)) as chunks:
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except OSError as exc:
+            raise InvalidInput(f"{path}: {exc}") from exc
 
 
 # --- the dptech fork's zip rpcs -----------------------------------------------------------

@@ -106,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
         default="",
         metavar="DIR[:DIR...]",
         help="directories searched for the container runtime ahead of PATH, by red-box and by its jobs "
-        "(a plain pod's image line), e.g. a built Apptainer's bin (scripts/apptainer-local path); "
+        "(a plain pod's image line), e.g. a built Apptainer's bin (dev/scripts/apptainer-local path); "
         "default: PATH alone",
     )
     p.add_argument(

@@ -26,7 +26,7 @@ from grpclib import GRPCError
 from grpclib.const import Handler, Status
 
 from wlmvk._proto import api
-from wlmvk.core import runtimes
+from wlmvk.core import runtimes, tarstreams
 from wlmvk.core.errors import FailedPrecondition, InvalidInput, NotFound, WlmvkError
 from wlmvk.core.execs import Started
 from wlmvk.core.jobs import JobId, JobSpec, JobStatus, PartitionResources
@@ -346,7 +346,7 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
         target = self.confinement.resolve(zip_request.target or f"{zip_request.path}.zip")
         files.refuse_special(source, zip_request.path)
         files.refuse_special(target, zip_request.target)
-        await archives.in_thread(lambda stop: archives.zip_path(source, target, stop))
+        await tarstreams.in_thread(lambda stop: archives.zip_path(source, target, stop))
         return api.ZipResponse()
 
     @unary("Unzip", files=True)
@@ -354,7 +354,7 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
         source = self.confinement.resolve(unzip_request.source)
         files.refuse_special(source, unzip_request.source)
         dest = self.confinement.directory(unzip_request.path or ".", create=True)
-        await archives.in_thread(lambda stop: archives.unzip_into(source, dest, stop))
+        await tarstreams.in_thread(lambda stop: archives.unzip_into(source, dest, stop))
         return api.UnzipResponse()
 
     @unary("StageIn", files=True)

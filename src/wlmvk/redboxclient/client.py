@@ -17,9 +17,9 @@ Contracts:
   CreateFile+Unzip / Zip+OpenFile (leaving the zip file on the Slurm side)
   and raise ``Unsupported`` when those are missing too.
 - Submissions made while others are on their way go together as one
-  SubmitJobs (``wlm.batching``), each answered as its own SubmitJob.
+  SubmitJobs (``redboxclient.batching``), each answered as its own SubmitJob.
 - ``fence_with``: each call is checked and carries the holder's token just
-  before it is sent (``wlm.fencing``); red-box's refusal is ``Unavailable``.
+  before it is sent (``redboxclient.fencing``); red-box's refusal is ``Unavailable``.
 - ``timeout`` bounds every unary call; streams (exec, open_file, tail_file,
   stage_in, stage_out) have no deadline: the caller stops them by closing
   the iterator (``aclose()``) or cancelling its task.
@@ -197,7 +197,7 @@ class RedBoxClient(Observing):
 
     async def submit(self, spec: JobSpec) -> JobId:
         if await self._has("SubmitJobs"):
-            return await self._batcher.call(spec)  # with the others asked meanwhile (wlm.batching)
+            return await self._batcher.call(spec)  # with the others asked meanwhile (redboxclient.batching)
         return await self._submit_one(spec)
 
     async def _submit_many(self, specs: list[JobSpec]) -> list[JobId | WlmvkError]:

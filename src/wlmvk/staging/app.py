@@ -34,8 +34,10 @@ from wlmvk.core import loop as event_loop
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import Unavailable, WlmvkError
 from wlmvk.core.names import DEFAULT_RED_BOX_SOCKET
+from wlmvk.core.tarsafe import Totals
+from wlmvk.core.tarstreams import unpack
 from wlmvk.redboxclient.client import RedBoxClient
-from wlmvk.staging.tarstreams import Totals, pack, unpack
+from wlmvk.staging.packing import pack
 
 BackendFactory = Callable[[str, float], Backend]
 TERMINATION_LOG = Path("/dev/termination-log")

@@ -11,7 +11,7 @@ them): a field this reading does not know is skipped, as protobuf skips it;
 one of a known number with another wire type, or a string that is not UTF-8,
 is refused (the request does not decode: INVALID_ARGUMENT).
 
-The client does the same from its side (``wlm.client``, about 0.3 ms of the
+The client does the same from its side (``redboxclient.client``, about 0.3 ms of the
 kubelet's CPU per pod as messages): ``write_spec`` writes the request's bytes
 straight from the ``JobSpec``, and ``read_job_id`` reads the answer's one
 varint. Both write and read exactly what the message classes do (empty

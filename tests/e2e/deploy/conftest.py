@@ -12,6 +12,6 @@ __all__ = ["real_node", "registry"]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "real_node: needs a real node (scripts/kube-node: a kubelet and containerd) on a control plane"
+        "real_node: needs a real node (dev/scripts/kube-node: a kubelet and containerd) on a control plane"
         " of its own; CI runs it in a step of its own",
     )

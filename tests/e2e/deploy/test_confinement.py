@@ -1,7 +1,7 @@
 """docs/security.md's confinement recipe on the real API server: every pod wlmvk needs is admitted.
 
 The recipe enforces Pod Security "baseline" by default, exempts the operator's ServiceAccount (the
-suite's plane runs with that exemption: scripts/kube-local's admission configuration), holds the
+suite's plane runs with that exemption: dev/scripts/kube-local's admission configuration), holds the
 operator by manifests/confine/, and leaves the namespace ``wlmvk`` at "privileged" by its label
 (manifests/namespace.yaml) for the configurator's hostPath. A cluster-wide default of baseline
 would change every other test's namespaces, so a namespace labelled baseline stands for an

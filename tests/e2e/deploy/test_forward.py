@@ -1,7 +1,7 @@
 """The forward as docs/deployment.md sets it up: deploy/red-box-forward through a real sshd, logged in
 with a key the login node lets only forward (``restrict,port-forwarding,command="/bin/false"``).
 
-The whole install under systemd (units, tmpfiles, restarts) is scripts/site-systemd's, kept in
+The whole install under systemd (units, tmpfiles, restarts) is dev/scripts/site-systemd's, kept in
 docs/raw/site-systemd.txt: it boots a machine, too slow for the suite.
 """
 

@@ -1,6 +1,6 @@
 """The image the Containerfile builds, run: what the manifests' pods get.
 
-``scripts/image build`` builds it from this checkout (on a Debian 12 base made with debootstrap
+``dev/scripts/image build`` builds it from this checkout (on a Debian 12 base made with debootstrap
 here, where no registry is reachable; cached, so a rebuild with the same sources takes seconds),
 then each test runs it with Podman as the manifests run it: the image's own user, a read-only
 root, no capabilities. Root Podman here may not raise rlimits (no CAP_SYS_RESOURCE), so every
@@ -32,10 +32,14 @@ MAX_MB = 320
 @pytest.fixture(scope="module")
 def image() -> str:
     done = subprocess.run(
-        [str(ROOT / "scripts" / "image"), "build"], capture_output=True, text=True, check=False, timeout=1800
+        [str(ROOT / "dev" / "scripts" / "image"), "build"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
     )
     if done.returncode != 0:
-        pytest.fail(f"scripts/image build failed:\n{done.stderr[-4000:]}", pytrace=False)
+        pytest.fail(f"dev/scripts/image build failed:\n{done.stderr[-4000:]}", pytrace=False)
     return IMAGE
 
 

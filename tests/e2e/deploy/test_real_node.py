@@ -182,7 +182,7 @@ async def test_the_chart_installs_the_registrys_image_and_uninstalls_to_nothing(
     test's `kubectl apply` would leave objects Helm does not own)."""
     kube, node = real_node.kube, real_node.name
     if not HELM.exists():
-        missing(f"Helm at {HELM}: scripts/helm-build builds it")
+        missing(f"Helm at {HELM}: dev/scripts/helm-build builds it")
     box = redbox_factory(user=JOB_OWNER)
     virtual = names.node_name(node, "cpu")
     kube.must("label", "node", node, f"{RED_BOX_LABEL}=true", "--overwrite")

@@ -62,7 +62,7 @@ def test_wlmvk_dev_without_the_tools_says_how_to_install_them(wheel: Path, tmp_p
     assert done.stderr == (
         "wlmvk dev: the development tools are not installed. They are the separate wlmvk-dev\n"
         "distribution in the dev/ folder of a wlmvk checkout: pip install -e ./dev\n"
-        "(scripts/bootstrap installs it).\n"
+        "(dev/scripts/bootstrap installs it).\n"
     )
 
 

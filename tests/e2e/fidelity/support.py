@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from tests.fixtures.apiserver import failure_status
 from wlmvk_dev.apiserver.objects.resources import CRDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -105,20 +106,8 @@ async def take(events: AsyncIterator[dict[str, Any]], count: int | None) -> list
     return taken
 
 
-def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A Failure Status as kube-apiserver writes it."""
-    body: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details is not None:
-        body["details"] = details
-    return body
+status = failure_status
+"""A Failure Status as kube-apiserver writes it."""
 
 
 def install_crds(apiserver: Any) -> None:

@@ -125,7 +125,7 @@ async def test_users_and_tokens_are_authorized_by_the_api_server(stack: Stack, t
 
 
 def sign(pki: Path, out: Path, user: str) -> tuple[Path, Path]:
-    """A client certificate for ``user`` signed by scripts/kube-local's cluster CA."""
+    """A client certificate for ``user`` signed by dev/scripts/kube-local's cluster CA."""
     key, csr, cert = out / f"{user}.key", out / f"{user}.csr", out / f"{user}.crt"
     request = ["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={user}"]
     subprocess.run([*request, "-keyout", str(key), "-out", str(csr)], check=True, capture_output=True)

@@ -1,11 +1,11 @@
 """Plain pods' images through Apptainer: resolved in the site's directory of SIFs, or refused.
 
 red-box (as the job owner) runs with ``--container-runtime apptainer``, the Apptainer that
-``scripts/apptainer-local build`` built (``--runtime-path``), and ``--image-dir`` a directory
+``dev/scripts/apptainer-local build`` built (``--runtime-path``), and ``--image-dir`` a directory
 holding ``hello.sif`` (``wlmvk_dev.images``: busybox, built here). A pod's image names a file
 there (``core.runtimes.sif_name``); its command, args and env run inside that image. In the
 release subsets (``slurm_releases``) all of it runs in the release's box, where the same build
-is bound at the same path (scripts/slurm-release).
+is bound at the same path (dev/scripts/slurm-release).
 """
 
 from __future__ import annotations

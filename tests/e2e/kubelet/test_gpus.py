@@ -1,7 +1,7 @@
 """GPU pods on a real Slurm with typed and MIG-like GRES: what a job gets, what a node advertises.
 
 The suite's shared Slurm has two untyped GPUs; these tests start a Slurm of their own
-(``scripts/slurm-local`` in another base, on other ports, without accounting, one per pytest
+(``dev/scripts/slurm-local`` in another base, on other ports, without accounting, one per pytest
 worker) whose node has
 ``Gres=gpu:tesla:2,gpu:1g.10gb:6``: character devices that are not GPUs, as slurmd accepts
 (``WLMVK_SLURM_GPUS``). red-box runs as the job owner with that Slurm's ``SLURM_CONF``; the
@@ -9,8 +9,8 @@ kubelet runs in-process on the in-memory API server, whose scheduler counts exte
 resources against allocatable as kube-scheduler does. Slurm numbers the node's GPUs in
 gres.conf's order: tesla 0-1, the slices 2-7; a job sees its indices in ``SLURM_JOB_GPUS`` and
 ``CUDA_VISIBLE_DEVICES``. With ``WLMVK_SLURM_RELEASE`` (24.11, 26.05) they run on that release's
-box, whose node has the same GRES (``scripts/slurm-release``'s default ``WLMVK_SLURM_GPUS``): they
-are in the release subsets (scripts/test-releases), and pass there unchanged.
+box, whose node has the same GRES (``dev/scripts/slurm-release``'s default ``WLMVK_SLURM_GPUS``): they
+are in the release subsets (dev/scripts/test-releases), and pass there unchanged.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
     """The environment that points Slurm commands (and red-box) at this module's own Slurm.
 
     With ``WLMVK_SLURM_RELEASE``, the release's box instead, started with ``WLMVK_SLURM_GPUS``
-    as here (``scripts/slurm-release up``): its red-box runs inside it.
+    as here (``dev/scripts/slurm-release up``): its red-box runs inside it.
     """
     if slurm_release.RELEASE is not None:
         gres = run_slurm({}, "scontrol", "-o", "show", "node").split("Gres=", 1)[-1].split()[0]
@@ -71,7 +71,7 @@ def typed_slurm(slurm: str) -> Iterator[dict[str, str]]:
         yield {}
         return
     if os.geteuid() != 0:
-        prerequisites.missing("root, to start a Slurm of the test's own (scripts/slurm-local)")
+        prerequisites.missing("root, to start a Slurm of the test's own (dev/scripts/slurm-local)")
     OWN.script("up", "--no-accounting")
     env = {"SLURM_CONF": str(OWN.conf)}
     try:

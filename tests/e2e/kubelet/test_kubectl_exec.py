@@ -40,7 +40,7 @@ from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import eventually, job_pod, unique
 from tests.e2e.kubelet.test_api_access import client_context
 from tests.e2e.kubelet.test_kubelet import wait_phase
-from tests.fixtures.apiserver import KUBECTL, RealApiServer
+from tests.fixtures.apiserver import KUBECTL, RealApiServer, failure_status, upgrade_refused_line
 from tests.fixtures.shared_dirs import SharedDir
 from wlmvk.core import names
 from wlmvk.kube.bodies import PODS
@@ -247,19 +247,24 @@ async def test_a_job_that_is_not_running_is_refused_clearly(stack: Stack, client
     await stack.kube.create(PODS, held, namespace="default")
     job_id = await eventually(lambda: job_state(stack, name, "JobHeldUser"))
     done = await kubectl_with(stack, client, "exec", name, "--", "true")
-    # kube-apiserver's StreamTranslator (the real plane's WebSocket) reports the kubelet's refusal
-    # of its SPDY upgrade as an internal error; passed through, kubectl reads the refusal itself.
-    translated = stack.apiserver.plane == "real" and client == "websocket"
-    assert (done.returncode, done.stdout, done.stderr) == (
-        1,
-        "",
-        # The kubelet's refusal before any upgrade, in kubectl's words for one (as for a container
-        # a real kubelet cannot find).
-        "error: "
-        + ("Internal error occurred: " if translated else "")
-        + f'unable to upgrade connection: container "main" in pod "{name}" is not running:'
-        f" Slurm job {job_id} is PENDING (JobHeldUser)\n",
-    )
+    refusal = f'container "main" in pod "{name}" is not running: Slurm job {job_id} is PENDING (JobHeldUser)'
+    if isinstance(stack.apiserver, RealApiServer) and client == "websocket":
+        # kube-apiserver's StreamTranslator (the real plane's WebSocket) dials the kubelet with
+        # SPDY itself and reports the refusal it reads: v1.36 as an internal error, v1.35 as is.
+        translated = (
+            f"error: Internal error occurred: unable to upgrade connection: {refusal}\n"
+            if stack.apiserver.real.server_minor() >= 36
+            else f"error: {refusal}\n"
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", translated)
+    else:
+        # Passed through (SPDY, or the in-memory plane, where kubectl falls back to SPDY),
+        # the kubelet's refusal, a Status, is read by kubectl itself.
+        assert (done.returncode, done.stdout, done.stderr) == (
+            1,
+            "",
+            upgrade_refused_line(refusal, "BadRequest"),
+        )
 
 
 async def test_a_finished_pod_is_refused_by_kubectl(stack: Stack) -> None:
@@ -278,12 +283,14 @@ async def test_the_kubelet_refuses_what_it_does_not_run(stack: Stack, tmp_path: 
     cert = stack.apiserver.kubelet_client  # what the API server presents to kubelets
     async with aiohttp.ClientSession() as session:
         async with session.get(url, ssl=client_context(*cert), headers={"Connection": "Upgrade"}) as reply:
-            assert (reply.status, await reply.text()) == (
+            assert (reply.status, await reply.json()) == (
                 404,
-                'pod "no-such-pod" not found on this kubelet\n',
+                failure_status(404, "NotFound", 'pod "no-such-pod" not found on this kubelet'),
             )
         async with session.get(url.replace("command=true&", ""), ssl=client_context(*cert)) as reply:
-            assert (reply.status, await reply.text()) == (
+            assert (reply.status, await reply.json()) == (
                 400,
-                "exec needs a command: no 'command' query parameter was given\n",
+                failure_status(
+                    400, "BadRequest", "exec needs a command: no 'command' query parameter was given"
+                ),
             )

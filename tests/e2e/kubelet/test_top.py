@@ -3,11 +3,11 @@
 A pod whose job spins in its script (no srun) shows CPU in ``kubectl top pod``
 and on its node in ``kubectl top node``, from Slurm's own accounting (sstat
 through red-box's JobUsage). On the real plane metrics-server v0.8.0
-(scripts/kube-local) scrapes the kubelet's /metrics/resource/<node>; on the
+(dev/scripts/kube-local) scrapes the kubelet's /metrics/resource/<node>; on the
 in-memory plane its stand-in reads /stats/summary. A finished job uses
 nothing and has no metrics.
 
-metrics-server is built only on request (``scripts/kube-local build --metrics-server``), so
+metrics-server is built only on request (``dev/scripts/kube-local build --metrics-server``), so
 ``kubectl top`` on the real plane is marked ``metrics_server`` (CI deselects it). What it
 reads is proved on both planes without it: the kubelet's /stats/summary and
 /metrics/resource, with the job in them, through the API server's node proxy (``kubectl get
@@ -209,7 +209,7 @@ metadata: {name: test-scraper}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test-scraper}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: test-scraper}]
 """
-"""What metrics-server's ClusterRole grants for scraping (scripts/kube-local applies it only with
+"""What metrics-server's ClusterRole grants for scraping (dev/scripts/kube-local applies it only with
 metrics-server), for a user of the test's own."""
 
 

@@ -1,6 +1,6 @@
 """WlmJobs run SIF images through Apptainer on real Slurm, each option taking effect inside.
 
-Apptainer is the one ``scripts/apptainer-local build`` built from its Go module; red-box
+Apptainer is the one ``dev/scripts/apptainer-local build`` built from its Go module; red-box
 (as the job owner, UID 1000) finds it through ``--runtime-path`` and runs it with
 ``--container-runtime apptainer``. Images are SIFs built here (``wlmvk_dev.images.sif``:
 busybox and a SCIF app, ``apptainer build`` of a directory); no registry is reached. The
@@ -114,7 +114,7 @@ async def test_a_sif_runs_with_singularitys_defaults(stack: Stack, shared_dir: S
 
 async def test_example_wlmjob_runs_through_apptainer(stack: Stack, shared_dir: SharedDir) -> None:
     """examples/wlmjob.yaml, its oci-archive pulled into a SIF by Apptainer. Two paths are this
-    test's own: the image, built as scripts/container-local builds the example's (whichever
+    test's own: the image, built as dev/scripts/container-local builds the example's (whichever
     checkout ran that last wrote the shared one), and the results, which the staging pods (UID
     1000) can write."""
     doc = yaml.safe_load(EXAMPLE.read_text())
@@ -169,7 +169,7 @@ def subordinate_ids() -> None:
     for file in ("/etc/subuid", "/etc/subgid"):
         lines = Path(file).read_text().splitlines() if Path(file).exists() else []
         if not any(line.startswith(f"{JOB_OWNER}:") for line in lines):
-            prerequisites.missing(f"{JOB_OWNER} has no range in {file} (scripts/container-local up)")
+            prerequisites.missing(f"{JOB_OWNER} has no range in {file} (dev/scripts/container-local up)")
 
 
 async def test_fake_root_makes_the_job_owner_root_inside(stack: Stack, shared_dir: SharedDir) -> None:

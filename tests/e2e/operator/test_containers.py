@@ -2,7 +2,7 @@
 
 The images are built here (``wlmvk_dev.images``: Debian's busybox-static in
 an OCI archive); no registry is reached. Needs Podman on the Slurm side
-(``scripts/container-local up``); red-box's ``--container-runtime auto``
+(``dev/scripts/container-local up``); red-box's ``--container-runtime auto``
 picks it.
 """
 
@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.kubectl,
     WITH_AGENT_HOST,
     prerequisites.unless_installed(
-        shutil.which("podman") is None, "Podman is not installed (scripts/container-local up)"
+        shutil.which("podman") is None, "Podman is not installed (dev/scripts/container-local up)"
     ),
 ]
 

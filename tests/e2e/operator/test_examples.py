@@ -5,7 +5,7 @@ and its pod's ``kubectl logs`` are exactly what its job prints: nothing of the
 machinery (a runtime's warning, a shell's noise) comes before or after. Only
 what the node decides (host name, job id, GPU index, CPU count) is a pattern.
 The container job (wlmjob.yaml) needs Podman and its image on the Slurm side
-(``scripts/container-local up``, which also gives the job owner the
+(``dev/scripts/container-local up``, which also gives the job owner the
 subordinate ids rootless Podman asks for). The README example
 (prepare-and-results) has its own test.
 """

@@ -32,7 +32,7 @@ def archive(shared_dir: SharedDir, entrypoint: str) -> str:
 
 
 @prerequisites.unless_installed(
-    shutil.which("podman") is None, "Podman is not installed (scripts/container-local up)"
+    shutil.which("podman") is None, "Podman is not installed (dev/scripts/container-local up)"
 )
 async def test_podman_runs_the_image_and_its_exit_code_is_the_jobs(
     redbox_factory: Callable[..., RedBox], shared_dir: SharedDir

@@ -1,4 +1,4 @@
-"""A Slurm release's box (scripts/slurm-release) as tests and red-box meet it.
+"""A Slurm release's box (dev/scripts/slurm-release) as tests and red-box meet it.
 
 The release is pinned (``sinfo -V`` inside is the release asked), the jobs
 directory is one directory seen at the same path from both sides with the same
@@ -28,7 +28,7 @@ def test_an_unknown_release_is_refused_naming_the_known_ones() -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "slurm-release: error: unknown release '21.08' (known: 24.11 = Debian trixie, 26.05 = Debian sid;"
-        " the host's own is scripts/slurm-local's default)"
+        " the host's own is dev/scripts/slurm-local's default)"
     )
 
 

@@ -15,5 +15,5 @@ rc=0
 "$wlmvk" dev up --state-dir "$state" --port "$port" --examples "$examples" >"$out" 2>&1 || rc=$?
 # Its processes' logs, for a failure's message (the state dir goes with the test).
 cp -r "$state/logs" "$out.logs" 2>/dev/null || true
-"$root/scripts/slurm-local" down
+"$root/dev/scripts/slurm-local" down
 exit "$rc"

@@ -3,7 +3,7 @@
 Each test runs in a private mount namespace (``unshare --mount``) where tmpfs
 covers /etc/slurm, /etc/munge and munged's directories, holding a fake site's
 slurm.conf, gres.conf and munge key and a "site" munged on the default socket
-(site.sh): nothing of the real host's is written. In it ``scripts/slurm-local``
+(site.sh): nothing of the real host's is written. In it ``dev/scripts/slurm-local``
 comes up in a fresh base directory on free ports (so it also runs beside the
 machine's other local Slurms), runs a job as the job owner and goes down; or
 the demo (``wlmvk dev up``, what scripts/demo runs) brings it up and runs the
@@ -31,7 +31,9 @@ WLMVK = str(Path(sys.executable).parent / "wlmvk")
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="mounts a namespace and starts daemons as root"),
     pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)"),
-    pytest.mark.skipif(shutil.which("slurmctld") is None, reason="needs Slurm (scripts/slurm-local up once)"),
+    pytest.mark.skipif(
+        shutil.which("slurmctld") is None, reason="needs Slurm (dev/scripts/slurm-local up once)"
+    ),
 ]
 
 SITE_SLURM_CONF = b"""# The site's own cluster: a login node's config that nothing of wlmvk may touch.

@@ -1,6 +1,6 @@
 """Two tenants on a Slurm of their own that enforces associations (docs/tenancy.md).
 
-``tenant_slurm`` starts ``scripts/slurm-local`` in its own base directory, on its own ports
+``tenant_slurm`` starts ``dev/scripts/slurm-local`` in its own base directory, on its own ports
 (the shared Slurm's plus 70, and 3 more per pytest worker) and cluster name, with
 ``AccountingStorageEnforce=associations,limits,qos``, and makes the two tenants' accounts, QoS
 and users with ``sacctmgr``. The shared Slurm, which the rest of the suite uses, keeps running
@@ -32,7 +32,7 @@ __all__ = ["operator", "tenancy"]
 
 @dataclass(frozen=True)
 class ReleaseBox:
-    """A Slurm release's box (``scripts/slurm-release``) as the tenants' Slurm."""
+    """A Slurm release's box (``dev/scripts/slurm-release``) as the tenants' Slurm."""
 
     release: str
     cluster: str

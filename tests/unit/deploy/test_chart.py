@@ -1,7 +1,7 @@
 """deploy/chart renders manifests/ itself: `helm template` equals `kubectl kustomize` of the same
 settings (the image, red-box's socket, the cluster's name, confinement), and `helm lint` passes.
 
-Helm is built from its Go module by scripts/helm-build, which CI runs in the background: the
+Helm is built from its Go module by dev/scripts/helm-build, which CI runs in the background: the
 tests are skipped where that build is absent, saying so (a failure under CI); docs/raw/chart-test.txt
 keeps a run.
 """
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [
     pytest.mark.kubectl,
     # A failure under CI, which builds it (scripts/test).
-    unless_installed(not HELM.exists(), f"no Helm at {HELM}: scripts/helm-build builds it"),
+    unless_installed(not HELM.exists(), f"no Helm at {HELM}: dev/scripts/helm-build builds it"),
 ]
 
 Objects = dict[tuple[str, str, str], dict[str, Any]]

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from wlmvk.kubelet import settings
+from wlmvk.kubelet import flags
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL_KUBELET_PORTS = {10250, 10255}
@@ -38,7 +38,7 @@ def test_configurator_runs_on_the_pods_network_with_its_own_ports() -> None:
     }
     args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["args"]]
     assert args[0] == "kubelet"
-    parsed = settings.parse(args[1:])
+    parsed = flags.parse(args[1:])
     assert parsed.node_ip == "{status.podIP}", "the nodes advertise the pod's own address"
     assert parsed.metrics_port not in REAL_KUBELET_PORTS
     assert parsed.metrics_port != parsed.port
@@ -60,4 +60,4 @@ def test_the_cluster_is_the_agent_host_unless_wlmvk_cluster_names_one(monkeypatc
         args = [
             a.replace("$(WLMVK_CLUSTER)", value) for a in container["args"] if "$(" not in a or "WLMVK" in a
         ]
-        assert settings.parse(args[1:]).cluster_name == cluster
+        assert flags.parse(args[1:]).cluster_name == cluster

@@ -1,6 +1,6 @@
 """deploy/: the systemd units, the tmpfiles entry and the manifests name the same paths and user.
 
-How they behave under systemd (restarts, the directory's inode) is scripts/site-systemd's run,
+How they behave under systemd (restarts, the directory's inode) is dev/scripts/site-systemd's run,
 kept in docs/raw/site-systemd.txt.
 """
 

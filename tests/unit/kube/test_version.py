@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def pinned() -> dict[str, str]:
-    lines = (ROOT / "scripts" / "kube-versions.env").read_text().splitlines()
+    lines = (ROOT / "dev" / "scripts" / "kube-versions.env").read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
 
 

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures import polling
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import RunningApiServer, failure_status
 from tests.fixtures.kubelet import StartKubelet
 from tests.unit.kubelet.fakebackend import FakeBackend
 from wlmvk.core import names
@@ -385,12 +385,19 @@ async def test_logs_follow_over_https(
         async with session.get(f"{base}/containerLogs/default/talker/main?previous=true", ssl=context) as r:
             assert r.status == 400
         async with session.get(f"{base}/exec/default/talker/main", ssl=context) as r:
-            assert (r.status, await r.text()) == (
+            assert (r.status, await r.json()) == (
                 400,
-                "exec needs a command: no 'command' query parameter was given\n",
+                failure_status(
+                    400, "BadRequest", "exec needs a command: no 'command' query parameter was given"
+                ),
             )
         async with session.get(f"{base}/attach/default/talker/main", ssl=context) as r:
-            assert r.status == 501
+            assert (r.status, await r.json()) == (
+                501,
+                failure_status(
+                    501, "", "attach is not supported: a Slurm batch job has no terminal to attach to"
+                ),
+            )
         async with session.get(f"{base}/containerLogs/default/nobody/main", ssl=context) as r:
             assert r.status == 404
         async with session.get(f"{base}/containerLogs/default/talker/main?follow=true", ssl=context) as r:

@@ -23,7 +23,7 @@ from wlmvk.core.tasks import stop
 from wlmvk.kube.bodies import LEASES, NODES, PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.leader import ElectionConfig, Fenced
-from wlmvk.kubelet import settings, standby
+from wlmvk.kubelet import flags, standby
 from wlmvk.kubelet.app import Kubelet
 
 LEADING = {"leader_elect": True, "leader_lease_duration": 3, "leader_renew_interval": 0.3,
@@ -45,21 +45,19 @@ def test_takeover_is_bounded_by_the_duration_and_two_looks() -> None:
 
 
 def test_flags() -> None:
-    parsed = settings.parse(
-        ["--leader-elect", "--leader-lease-duration", "20", "--leader-retry-interval", "1"]
-    )
+    parsed = flags.parse(["--leader-elect", "--leader-lease-duration", "20", "--leader-retry-interval", "1"])
     assert (parsed.leader_elect, parsed.leader_lease_duration, parsed.leader_renew_interval) == (
         True,
         20,
         5.0,
     )
     assert parsed.leader_retry_interval == 1.0
-    assert not settings.parse([]).leader_elect
+    assert not flags.parse([]).leader_elect
 
 
 def test_a_renewal_slower_than_the_fence_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        settings.parse(["--leader-elect", "--leader-lease-duration", "6", "--leader-renew-interval", "4"])
+        flags.parse(["--leader-elect", "--leader-lease-duration", "6", "--leader-renew-interval", "4"])
     assert "--leader-renew-interval (4) must be above 0 and below --leader-lease-duration minus 2 s (4)" in (
         capsys.readouterr().err
     )

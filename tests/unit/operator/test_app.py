@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from wlmvk.operator import app
+from wlmvk.operator import app, flags
+from wlmvk.operator.settings import OperatorSettings
 
 
-def parse(*argv: str) -> app.OperatorSettings:
-    return app.settings_from(app._parser().parse_args(list(argv)))
+def parse(*argv: str) -> OperatorSettings:
+    return flags.settings_from(flags.parser().parse_args(list(argv)))
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

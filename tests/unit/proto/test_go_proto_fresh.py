@@ -1,4 +1,4 @@
-"""The committed Go stubs in contract/go/api match proto/ (scripts/gen-go-proto was run).
+"""The committed Go stubs in contract/go/api match proto/ (dev/scripts/gen-go-proto was run).
 
 Generation uses the venv's grpcio-tools protoc and the protoc-gen-go and
 protoc-gen-go-grpc versions pinned in contract/go/go.mod. grpcio-tools is not
@@ -32,7 +32,7 @@ def test_generated_go_code_is_fresh(tmp_path: Path) -> None:
         pytest.skip("go is not installed: the Go stubs (contract/go/api) cannot be regenerated")
     out = tmp_path / "api"
     subprocess.run(
-        [str(ROOT / "scripts" / "gen-go-proto"), str(out)],
+        [str(ROOT / "dev" / "scripts" / "gen-go-proto"), str(out)],
         check=True,
         env={**os.environ, "PYTHON": sys.executable, "WLMVK_GO_CACHE": str(go_cache_root())},
         timeout=600,
@@ -40,4 +40,4 @@ def test_generated_go_code_is_fresh(tmp_path: Path) -> None:
     fresh, committed = _tree(out), _tree(GO_MODULE / "api")
     assert sorted(fresh) == sorted(committed)
     stale = [name for name in fresh if fresh[name] != committed[name]]
-    assert stale == [], f"regenerate with scripts/gen-go-proto: {stale}"
+    assert stale == [], f"regenerate with dev/scripts/gen-go-proto: {stale}"

@@ -1,4 +1,4 @@
-"""The generated betterproto code matches proto/ (scripts/gen-proto was run)."""
+"""The generated betterproto code matches proto/ (dev/scripts/gen-proto was run)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
         pytest.fail("betterproto's protoc plugin is missing: install the project's dev extra")
     out = tmp_path / "gen"
     subprocess.run(
-        [str(ROOT / "scripts" / "gen-proto"), str(out)],
+        [str(ROOT / "dev" / "scripts" / "gen-proto"), str(out)],
         check=True,
         env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
     )
     fresh, committed = _tree(out), _tree(ROOT / "src" / "wlmvk" / "_proto")
     assert sorted(fresh) == sorted(committed)
     stale = [name for name in fresh if not filecmp.cmp(fresh[name], committed[name], shallow=False)]
-    assert stale == [], f"regenerate with scripts/gen-proto: {stale}"
+    assert stale == [], f"regenerate with dev/scripts/gen-proto: {stale}"
 
 
 def test_original_field_numbers_are_kept() -> None:

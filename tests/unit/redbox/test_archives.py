@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from wlmvk.core import tarstreams
 from wlmvk.core.errors import InvalidInput, NotFound
 from wlmvk.redbox import archives
 
@@ -116,7 +117,7 @@ async def test_send_tar_streams_a_tree_in_chunks(tmp_path: Path) -> None:
     (top / "sub" / "big.bin").write_bytes(payload)
     chunks = [c async for c in archives.send_tar(top, "results")]
     assert len(chunks) > 1
-    assert max(len(c) for c in chunks) <= archives.CHUNK + tarfile.RECORDSIZE
+    assert max(len(c) for c in chunks) <= tarstreams.CHUNK + tarfile.RECORDSIZE
     with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as archive:
         member = archive.extractfile("results/sub/big.bin")
         assert member is not None
@@ -124,10 +125,10 @@ async def test_send_tar_streams_a_tree_in_chunks(tmp_path: Path) -> None:
 
 
 async def test_send_tar_stops_its_worker_when_the_reader_leaves(tmp_path: Path) -> None:
-    (tmp_path / "big.bin").write_bytes(b"x" * (archives.CHUNK * 40))
+    (tmp_path / "big.bin").write_bytes(b"x" * (tarstreams.CHUNK * 40))
     stream = archives.send_tar(tmp_path / "big.bin", "big.bin")
     assert await anext(stream)
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
 
 
 def test_zip_and_unzip_like_the_dptech_fork(tmp_path: Path) -> None:
@@ -183,7 +184,7 @@ async def test_in_thread_stops_its_work_when_the_caller_is_cancelled() -> None:
         stop.wait(60)
         finished.set()
 
-    call = asyncio.ensure_future(archives.in_thread(work))
+    call = asyncio.ensure_future(tarstreams.in_thread(work))
     await asyncio.to_thread(started.wait, 60)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):

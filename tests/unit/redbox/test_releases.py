@@ -1,6 +1,6 @@
 """The same jobs read the same on every Slurm release: 22.05 (the host's), 24.11 and 26.05.
 
-Captured by scripts/slurm-capture (branch slurm-rel) from real runs of each release, one directory
+Captured by dev/scripts/slurm-capture (branch slurm-rel) from real runs of each release, one directory
 per release under tests/fixtures/slurm_captured/releases/ (its README.txt lists every command line
 and the jobs' ids): a job that exits 0, one that exits 3, one past its time limit, one cancelled
 while it ran, an array of 3 tasks, one with --output/--error patterns (``o-%j.txt``); then squeue

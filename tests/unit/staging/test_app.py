@@ -10,8 +10,9 @@ import structlog
 
 from wlmvk.core.backend import Backend
 from wlmvk.core.errors import InvalidInput, Unavailable
+from wlmvk.core.tarstreams import unpack
 from wlmvk.staging import app
-from wlmvk.staging.tarstreams import pack, unpack
+from wlmvk.staging.packing import pack
 
 
 def make_dir(path: str) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wlmvk.staging.tarstreams import pack, unpack
+from wlmvk.core.tarstreams import unpack
+from wlmvk.staging.packing import pack
 
 name = st.text(alphabet="abcdefgh-_. é", min_size=1, max_size=12).filter(lambda n: n not in {".", ".."})
 paths = st.lists(name, min_size=1, max_size=4).map(lambda parts: "/".join(parts))

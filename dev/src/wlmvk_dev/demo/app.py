@@ -1,7 +1,7 @@
 """The demo's flow: bring everything up, run every example, show what a user would see.
 
 ``wlmvk dev up`` (``scripts/demo``) starts, on one machine: a real Slurm
-(scripts/slurm-local), two red-box daemons as the non-root job owner (two
+(dev/scripts/slurm-local), two red-box daemons as the non-root job owner (two
 "clusters" over the one Slurm, with different configs), the in-memory API
 server, one kubelet per red-box and the operator; applies manifests/ with the
 real kubectl; then applies each example and prints ``kubectl get``/``logs``
@@ -9,7 +9,7 @@ output as it goes. Without ``--keep`` everything is stopped at the end (or on
 Ctrl-C); with it, the system stays up and ``scripts/demo down`` stops it.
 
 ``--kube real`` runs the same on a real control plane of its own
-(scripts/kube-local, under the state directory, apiserver on ``--port``): the
+(dev/scripts/kube-local, under the state directory, apiserver on ``--port``): the
 host node ``minikube`` is a ``wlmvk dev node`` labelled as the agent host whose
 ``--image`` runs this checkout's ``wlmvk`` for the manifests' image, so the
 real DaemonSet controller's configurator pod runs the first cluster's kubelet
@@ -103,10 +103,14 @@ class Demo:
         if self.args.tenants:
             tenancy.use_own_slurm(self.state)
         localslurm.use()
-        title = "Slurm is up (scripts/slurm-local" + (", its own, enforcing)" if self.args.tenants else ")")
+        title = "Slurm is up (dev/scripts/slurm-local" + (
+            ", its own, enforcing)" if self.args.tenants else ")"
+        )
         with self.progress.step(title, log=str(localslurm.base() / "log")):
             subprocess.run([str(localslurm.SCRIPT), "up"], check=True, capture_output=True)
-            subprocess.run([str(ROOT / "scripts" / "install-kubectl")], check=True, capture_output=True)
+            subprocess.run(
+                [str(ROOT / "dev" / "scripts" / "install-kubectl")], check=True, capture_output=True
+            )
 
     def job_owner(self) -> str:
         with self.progress.step(f"job owner (uid {JOB_UID})"):
@@ -161,10 +165,10 @@ class Demo:
                 self.kubectl("apply", "-f", str(ROOT / "manifests" / "crds" / "slurmtenants.yaml"))
 
     def kube_local(self, *args: str) -> str:
-        """``scripts/kube-local ARGS`` for the demo's own control plane; its stdout."""
+        """``dev/scripts/kube-local ARGS`` for the demo's own control plane; its stdout."""
         with (self.procs.logs / "kube-local.log").open("a") as log:
             done = subprocess.run(
-                [str(ROOT / "scripts" / "kube-local"), *args],
+                [str(ROOT / "dev" / "scripts" / "kube-local"), *args],
                 env={**os.environ, **self.kube_env},
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -174,12 +178,12 @@ class Demo:
         if done.returncode != 0:
             # Its last lines said here: a test's state directory is removed at its teardown.
             last = "".join(Path(log.name).read_text(errors="replace").splitlines(keepends=True)[-40:])
-            raise RuntimeError(f"scripts/kube-local {' '.join(args)} failed (log: {log.name}):\n{last}")
+            raise RuntimeError(f"dev/scripts/kube-local {' '.join(args)} failed (log: {log.name}):\n{last}")
         return done.stdout
 
     def control_plane(self) -> None:
         log = self.procs.logs / "kube-local.log"
-        title = f"Kubernetes control plane on 127.0.0.1:{self.args.port} (scripts/kube-local)"
+        title = f"Kubernetes control plane on 127.0.0.1:{self.args.port} (dev/scripts/kube-local)"
         with self.progress.step(title, log=str(log)):
             self.kube_local("build")  # the first build on a fresh machine takes about 10 minutes
             # The demo's own plane starts empty, like the in-memory one: no objects of a past run.
@@ -368,10 +372,10 @@ class Demo:
     def down(self) -> int:
         stopped = self.procs.stop_all()
         if tenancy.tear_down(self.state):
-            stopped.append("the tenants' Slurm (scripts/slurm-local down)")
+            stopped.append("the tenants' Slurm (dev/scripts/slurm-local down)")
         if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
             self.kube_local("down", "--wipe")
-            stopped.append("the control plane (scripts/kube-local down --wipe)")
+            stopped.append("the control plane (dev/scripts/kube-local down --wipe)")
         self.progress.line(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
         return 0
 
@@ -443,7 +447,7 @@ def main(argv: list[str]) -> int:
     if os.geteuid() != 0:
         print("wlmvk dev up: run as root (it installs Slurm and starts daemons)", file=sys.stderr)
         return 2
-    if shutil.which("kubectl") is None and not (ROOT / "scripts" / "install-kubectl").exists():
+    if shutil.which("kubectl") is None and not (ROOT / "dev" / "scripts" / "install-kubectl").exists():
         print("wlmvk dev up: kubectl is missing", file=sys.stderr)
         return 2
     return demo.up()

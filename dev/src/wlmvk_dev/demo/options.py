@@ -24,7 +24,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--kube",
         choices=["memory", "real"],
         default="memory",
-        help="control plane: the in-memory API server, or a real one built by scripts/kube-local",
+        help="control plane: the in-memory API server, or a real one built by dev/scripts/kube-local",
     )
     parser.add_argument(
         "--tenants",

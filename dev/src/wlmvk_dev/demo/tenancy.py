@@ -6,7 +6,7 @@ associations (``sacctmgr``), one red-box per tenant user (run as that user, with
 allow-lists, its socket in a directory of its own), the second cluster's kubelet told where
 each is (``--red-box USER=SOCKET``), two SlurmTenants mapping two namespaces. Then one pod in
 each namespace, and what ``sacct`` says of each job. The two Unix users are the ones the
-demo's local setup already has: the demo's job owner and scripts/slurm-local's job user
+demo's local setup already has: the demo's job owner and dev/scripts/slurm-local's job user
 (``WLMVK_JOB_USER``, default ``slurmuser``); no other user is made. Everything made here is
 removed at the end; the red-boxes and the Slurm stop with the demo.
 """
@@ -215,7 +215,7 @@ def use_own_slurm(state: Path) -> None:
 
 
 def tear_down(state: Path) -> bool:
-    """If the demo started a Slurm of its own: stopped (``scripts/slurm-local down``) and its base
+    """If the demo started a Slurm of its own: stopped (``dev/scripts/slurm-local down``) and its base
     removed (its database, with the tenants' associations, accounts and QoS, and the jobs' files:
     the next run starts afresh), and the tenants' socket directories; after the red-boxes stopped."""
     record = state / "tenants-slurm.json"

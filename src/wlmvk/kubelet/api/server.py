@@ -69,7 +69,11 @@ _NOT_SUPPORTED = {
 }
 
 
-def _http_error(exc: WlmvkError) -> web.HTTPException:
+# metav1.StatusReason for the codes an upgrade is refused with.
+_REASONS = {400: "BadRequest", 404: "NotFound", 409: "Conflict", 503: "ServiceUnavailable"}
+
+
+def _code_of(exc: WlmvkError) -> int:
     status = {
         InvalidInput: 400,
         FailedPrecondition: 400,
@@ -78,8 +82,34 @@ def _http_error(exc: WlmvkError) -> web.HTTPException:
         Unsupported: 501,
         Unavailable: 503,
     }
-    code = next((value for kind, value in status.items() if isinstance(exc, kind)), 500)
-    return _exception(code, exc.message)
+    return next((value for kind, value in status.items() if isinstance(exc, kind)), 500)
+
+
+def _http_error(exc: WlmvkError) -> web.HTTPException:
+    return _exception(_code_of(exc), exc.message)
+
+
+def _upgrade_refusal(code: int, message: str) -> web.HTTPException:
+    """A refused exec/attach/port-forward upgrade: a ``metav1.Status`` in JSON, not text.
+
+    kube-apiserver passes the answer to a refused upgrade on as it is, and clients read it
+    differently: client-go up to v1.35 decodes the body as a Status with its universal
+    decoder, so a text message with ": " in it reads as a YAML mapping and arrives as an
+    empty Status (kubectl: "Error from server: "); v1.36's ``k8s.io/streaming`` takes a JSON
+    body's ``message`` or else the text. A Status in JSON reads as its message in both.
+    """
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": _REASONS.get(code, "InternalError" if code == 500 else ""),
+        "code": code,
+    }
+    error = web.HTTPException(text=json.dumps(body), content_type="application/json")
+    error.set_status(code)
+    return error
 
 
 def _exception(code: int, message: str) -> web.HTTPException:
@@ -151,7 +181,7 @@ def kubelet_app(handlers: Handlers, *, gate: Gate | None = None) -> web.Applicat
 
     async def exec_session(request: web.Request) -> web.StreamResponse:
         if handlers.exec is None:
-            raise _exception(501, _NOT_SUPPORTED["exec"])
+            raise _upgrade_refusal(501, _NOT_SUPPORTED["exec"])
         info = request.match_info
         query = {key: request.query.getall(key) for key in request.query}
         try:
@@ -159,7 +189,7 @@ def kubelet_app(handlers: Handlers, *, gate: Gate | None = None) -> web.Applicat
             if handlers.exec_check is not None:
                 await handlers.exec_check(exec_request)
         except WlmvkError as exc:
-            raise _http_error(exc) from exc
+            raise _upgrade_refusal(_code_of(exc), exc.message) from exc
         if websocket.is_websocket_upgrade(request):
             return await websocket.serve(request, exec_request, handlers.exec)
         if spdy.is_spdy_upgrade(request):
@@ -168,7 +198,7 @@ def kubelet_app(handlers: Handlers, *, gate: Gate | None = None) -> web.Applicat
 
     def unsupported(kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(request: web.Request) -> web.Response:
-            raise _exception(501, _NOT_SUPPORTED[kind])
+            raise _upgrade_refusal(501, _NOT_SUPPORTED[kind])
 
         return handler
 

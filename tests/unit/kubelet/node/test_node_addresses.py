@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.kubelet import settings
+from wlmvk.kubelet import flags
 from wlmvk.kubelet.node import addresses
 
 CAPTURED = Path(__file__).resolve().parents[3] / "fixtures" / "proc" / "net-route-eth0.txt"
@@ -62,5 +62,5 @@ def test_the_default_is_the_source_address_the_host_routes_from(monkeypatch: pyt
     words = route.stdout.split()
     expected = words[words.index("src") + 1]
     assert expected != "127.0.0.1"
-    assert settings.parse([]).node_ip == expected
-    assert settings.parse(["--listen", "127.0.0.1"]).node_ip == "127.0.0.1"
+    assert flags.parse([]).node_ip == expected
+    assert flags.parse(["--listen", "127.0.0.1"]).node_ip == "127.0.0.1"

@@ -11,9 +11,8 @@ kube-apiserver renames it (``command``, ``input``, ``output``, ``error``,
 kubelet is relayed to the client with its headers, and from then on the
 bytes flow both ways untouched until either side closes: the WebSocket's
 subprotocol, key and frames are the client's and the kubelet's own. Any
-other answer becomes a Status the client decodes (400 BadRequest, 404
-NotFound, else InternalError, with the kubelet's text), so kubectl prints
-what the kubelet said.
+other answer is passed on as it came (its code, type and body), so kubectl
+reads what the kubelet said.
 
 The container defaults as for logs (``logproxy.choose_container``); a pod
 without a node is kube-apiserver's 400.
@@ -104,13 +103,10 @@ async def _proxy(
         writer.write(_head(request, host.strip("[]"), port, target))
         status, headers, rest = await _response_head(reader)
         if status != 101:
-            text = (rest + await _read_some(reader, _MAX_ERROR - len(rest)))[:_MAX_ERROR]
-            message = text.decode("utf-8", "replace").strip() or f"the kubelet answered {status}"
-            if status == 400:
-                raise bad_request(message)
-            if status == 404:
-                raise ApiError(404, "NotFound", message)
-            raise ApiError(500, "InternalError", message)
+            # Passed on as it came, as kube-apiserver's UpgradeAwareHandler does.
+            body = (rest + await _read_some(reader, _MAX_ERROR - len(rest)))[:_MAX_ERROR]
+            kind = next((v for k, v in headers if k.lower() == "content-type"), "text/plain")
+            return web.Response(status=status, body=body, headers={"Content-Type": kind})
         return await _splice(request, headers, rest, reader, writer)
     finally:
         writer.close()

@@ -12,6 +12,7 @@ import json
 import aiohttp
 import pytest
 
+from tests.fixtures.apiserver import failure_status
 from tests.unit.kubelet.execstub import ExecServer
 from wlmvk.kubelet.api.exec.requests import ExecRequest, Resize, StdinClosed, StdinData, exit_status
 
@@ -85,14 +86,14 @@ async def test_a_handlers_error_is_a_failure_status(exec_server: ExecServer) -> 
 
 
 @pytest.mark.parametrize(
-    ("pod", "status", "text"),
+    ("pod", "status", "reason", "text"),
     [
-        ("gone", 404, 'pod "gone" not found on this kubelet\n'),
-        ("held", 400, 'container "c" in pod "held" is not running: Slurm job 9 is PENDING\n'),
+        ("gone", 404, "NotFound", 'pod "gone" not found on this kubelet'),
+        ("held", 400, "BadRequest", 'container "c" in pod "held" is not running: Slurm job 9 is PENDING'),
     ],
 )
 async def test_refusals_come_before_any_upgrade(
-    exec_server: ExecServer, pod: str, status: int, text: str
+    exec_server: ExecServer, pod: str, status: int, reason: str, text: str
 ) -> None:
     base, stub = exec_server.base, exec_server.stub
     async with aiohttp.ClientSession() as client:
@@ -100,7 +101,11 @@ async def test_refusals_come_before_any_upgrade(
             await client.ws_connect(url(base, pod, "true"), protocols=("v5.channel.k8s.io",))
         assert refused.value.status == status
         async with client.get(url(base, pod, "true"), headers={"Upgrade": "websocket"}) as reply:
-            assert (reply.status, await reply.text()) == (status, text)
+            assert (reply.status, reply.content_type, await reply.json()) == (
+                status,
+                "application/json",
+                failure_status(status, reason, text),
+            )
     assert stub.requests == []
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from wlmvk.core.errors import InvalidInput, NotFound
-from wlmvk.staging.tarstreams import CHUNK, pack, unpack
+from wlmvk.core.tarstreams import CHUNK, unpack
+from wlmvk.staging.packing import pack
 
 
 async def collect(stream: AsyncIterator[bytes]) -> list[bytes]:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The first process of a Slurm release's box (scripts/slurm-release up): PID 1
+# The first process of a Slurm release's box (dev/scripts/slurm-release up): PID 1
 # of its own pid namespace, in the release's root filesystem (pivot_root). It starts
 # munged, MariaDB and slurmdbd (with accounting), slurmctld and slurmd, writes
 # $S/run/ready once the node is idle, reaps every orphan the daemons leave (they

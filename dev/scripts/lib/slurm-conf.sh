@@ -1,11 +1,11 @@
 # shellcheck shell=bash
 # The local Slurm's configuration, in one place: slurm.conf, gres.conf and
 # slurmdbd.conf for a single-host cluster on loopback. Sourced by
-# scripts/slurm-local (the host's own Slurm release) and by scripts that run
+# dev/scripts/slurm-local (the host's own Slurm release) and by scripts that run
 # other releases in their own namespaces; nothing here starts a daemon, creates
 # a directory or writes anywhere but the config directory it is given.
 #
-#   . scripts/lib/slurm-conf.sh
+#   . dev/scripts/lib/slurm-conf.sh
 #   slurm_conf_write CONF_DIR base=/var/tmp/x mode=accounting ctld_port=6917 ...
 #
 # Keys (key=value words; defaults in brackets):
@@ -103,7 +103,7 @@ AccountingStorageEnforce=$enforce"
         storage="AccountingStorageType=accounting_storage/none"
     fi
     cat > "$dir/slurm.conf" <<CONF
-# Written by wlmvk scripts/lib/slurm-conf.sh: a single-host Slurm on loopback,
+# Written by wlmvk dev/scripts/lib/slurm-conf.sh: a single-host Slurm on loopback,
 # with its own ports and munged socket so it runs beside a site's Slurm.
 ClusterName=$cluster
 SlurmctldHost=$host(127.0.0.1)
@@ -158,7 +158,7 @@ CONF
     printf '%s' "$gres_lines" > "$dir/gres.conf"
     if [ "$mode" = accounting ]; then
         (umask 077; cat > "$dir/slurmdbd.conf" <<CONF
-# Written by wlmvk scripts/lib/slurm-conf.sh.
+# Written by wlmvk dev/scripts/lib/slurm-conf.sh.
 AuthType=auth/munge
 AuthInfo=socket=$munge_socket
 DbdHost=localhost

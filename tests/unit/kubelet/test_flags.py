@@ -4,7 +4,7 @@ import pytest
 
 from tests.unit.kubelet.podbodies import pod
 from wlmvk.core import names
-from wlmvk.kubelet import settings
+from wlmvk.kubelet import flags
 from wlmvk.kubelet.node import addresses
 from wlmvk.kubelet.pods.records import job_id_of, slim
 
@@ -12,7 +12,7 @@ from wlmvk.kubelet.pods.records import job_id_of, slim
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("NODE_NAME", "HOST_NAME", "NODE_IP"):
         monkeypatch.delenv(var, raising=False)
-    parsed = settings.parse([])
+    parsed = flags.parse([])
     assert parsed.red_box_socket == "/var/run/syslurm/red-box.sock"
     assert parsed.node_ip == addresses.default_node_ip()  # test_node_addresses: which one
     assert (parsed.listen_host, parsed.port) == ("0.0.0.0", 10250)
@@ -34,14 +34,14 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_daemonset_environment_names_the_agent_host_and_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NODE_NAME", "worker-7")
     monkeypatch.setenv("NODE_IP", "10.0.0.7")
-    parsed = settings.parse([])
+    parsed = flags.parse([])
     assert (parsed.agent_host, parsed.cluster_name, parsed.node_ip) == ("worker-7", "worker-7", "10.0.0.7")
-    explicit = settings.parse(["--cluster-name", "hpc", "--agent-host", "login", "--node-ip", "10.0.0.9"])
+    explicit = flags.parse(["--cluster-name", "hpc", "--agent-host", "login", "--node-ip", "10.0.0.9"])
     assert (explicit.agent_host, explicit.cluster_name, explicit.node_ip) == ("login", "hpc", "10.0.0.9")
 
 
 def test_flags() -> None:
-    parsed = settings.parse(
+    parsed = flags.parse(
         ["--status-interval", "1", "--discovery-interval", "2", "--max-pods", "50", "--client-ca", "/ca.pem",
          "--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--jobs-root", "/jobs", "--submissions", "4"]
     )  # fmt: skip
@@ -51,9 +51,9 @@ def test_flags() -> None:
 
 
 def test_a_sites_gpu_names() -> None:
-    parsed = settings.parse(["--gpu-name", "nvidia.com/a100=a100", "--gpu-name", " example.com/h100 = h100 "])
+    parsed = flags.parse(["--gpu-name", "nvidia.com/a100=a100", "--gpu-name", " example.com/h100 = h100 "])
     assert parsed.gpu_names == (("nvidia.com/a100", "a100"), ("example.com/h100", "h100"))
-    assert settings.parse([]).gpu_names == ()
+    assert flags.parse([]).gpu_names == ()
 
 
 @pytest.mark.parametrize("bad", ["a100", "nvidia.com/a100=", "a100=a100", "nvidia.com/a100=gpu:a100"])
@@ -61,39 +61,39 @@ def test_a_gpu_name_that_is_not_resource_equals_type_is_refused(
     bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        settings.parse(["--gpu-name", bad])
+        flags.parse(["--gpu-name", bad])
     assert exited.value.code == 2
     assert f"--gpu-name wants RESOURCE=TYPE (nvidia.com/a100=a100), not {bad!r}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
-    ("given", "flags"),
+    ("given", "expected"),
     [(None, ("--nv",)), ("--rocm", ("--rocm",)), ("--nv --nvccli", ("--nv", "--nvccli")), ("", ())],
 )
-def test_a_sites_sif_gpu_flags(given: str | None, flags: tuple[str, ...]) -> None:
+def test_a_sites_sif_gpu_flags(given: str | None, expected: tuple[str, ...]) -> None:
     argv = [] if given is None else [f"--sif-gpu-flags={given}"]  # its value starts with --
-    assert settings.parse(argv).sif_gpu_flags == flags
+    assert flags.parse(argv).sif_gpu_flags == expected
 
 
 def test_a_sif_gpu_flag_that_is_not_an_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        settings.parse(["--sif-gpu-flags=--nv ;reboot"])
+        flags.parse(["--sif-gpu-flags=--nv ;reboot"])
     assert exited.value.code == 2
     assert "--sif-gpu-flags: SIF runtime GPU flag ';reboot': expected an option" in capsys.readouterr().err
 
 
 def test_the_any_gpu_resource_cannot_name_a_type(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        settings.parse(["--gpu-name", "nvidia.com/gpu=a100"])
+        flags.parse(["--gpu-name", "nvidia.com/gpu=a100"])
     assert (
         "--gpu-name: nvidia.com/gpu asks for any GPU; name a resource of one type" in capsys.readouterr().err
     )
 
 
 def test_red_box_per_tenant_user() -> None:
-    parsed = settings.parse(["--red-box", "alice=/run/a.sock", "--red-box=bob=/run/b=c.sock"])
+    parsed = flags.parse(["--red-box", "alice=/run/a.sock", "--red-box=bob=/run/b=c.sock"])
     assert parsed.red_boxes == (("alice", "/run/a.sock"), ("bob", "/run/b=c.sock"))
-    assert settings.parse([]).red_boxes == ()
+    assert flags.parse([]).red_boxes == ()
 
 
 @pytest.mark.parametrize("argv", [["--red-box", "alice"], ["--red-box", "root=/s"], ["--red-box", "=/s"],
@@ -102,7 +102,7 @@ def test_red_box_flags_that_name_no_user_socket_pair_are_refused(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        settings.parse(argv)
+        flags.parse(argv)
     assert "--red-box" in capsys.readouterr().err
 
 
