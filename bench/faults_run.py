@@ -34,6 +34,13 @@ while the standby takes over and pods are deleted and created again under the sa
 is started again between rows with each row's arguments and environment (``REDBOX``).
 The own Slurm's base and port move with WLMVK_FAULTS_BENCH_SLURM_BASE and _PORT.
 
+``--slurm-release 24.11`` (or 26.05) runs every row on that release's box (dev/scripts/slurm-release,
+its files under WLMVK_SLURM_RELEASES_BASE): red-box inside it, the rounds' Slurm commands through
+``slurm-release exec``, as in the release subsets. The box is then the Slurm of the run's own (the
+``slurmctld`` row, which restarts slurmctld, cannot run there; ``ctldstop-*`` stop the box's);
+started when down, and stopped after the rows if this run started it. Its rows are marked
+"[Slurm RELEASE]".
+
 What a row needs and is missing (sshd and ssh; libfaketime; slurmrestd) is installed with apt-get
 when this runs as root on Debian, else named in one line (exit 2).
 ``--markdown FILE`` also writes the table there, ``--json FILE`` the rows as
@@ -55,14 +62,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# --slurm-release before the imports below: tests.fixtures takes the release from the environment.
+for _at, _arg in enumerate(sys.argv[1:], 1):
+    if _arg.startswith("--slurm-release="):
+        os.environ["WLMVK_SLURM_RELEASE"] = _arg.split("=", 1)[1]
+    elif _arg == "--slurm-release" and _at + 1 < len(sys.argv):
+        os.environ["WLMVK_SLURM_RELEASE"] = sys.argv[_at + 1]
 
 from tests.faults import churn, ownslurm, slurmside  # noqa: E402
-from tests.fixtures import sshd  # noqa: E402
+from tests.fixtures import slurm_release, sshd  # noqa: E402
 from tests.fixtures.controlplane import INSTALLED, RealKube, kube_local  # noqa: E402
 from tests.fixtures.gate import Gate  # noqa: E402
 from tests.fixtures.redbox import JOB_OWNER, RedBox  # noqa: E402
@@ -132,7 +145,8 @@ def _missing(faults: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     needs: list[tuple[str, tuple[str, ...]]] = [(sshd.missing(), SSH_PACKAGES)]
     if any(f.startswith("skew-") for f in faults):
         needs.append((slurmside.faketime_missing(), (slurmside.FAKETIME_PACKAGE,)))
-    if any(REDBOX.get(f, ([], {}))[0] == REST for f in faults):
+    if any(REDBOX.get(f, ([], {}))[0] == REST for f in faults) and slurm_release.RELEASE is None:
+        # A release's box has its slurmrestd (dev/scripts/slurm-release build installs it).
         needs.append((slurmside.slurmrestd_missing(), ("slurmrestd",)))
     return [(what, packages) for what, packages in needs if what]
 
@@ -182,6 +196,36 @@ def configure(box: RedBox, args: list[str], env: dict[str, str]) -> bool:
 def own_slurm(args: argparse.Namespace) -> bool:
     """The run takes a Slurm of its own: one of its rows stops or restarts slurmctld."""
     return any(f in OWN_SLURM for f in chosen_faults(args))
+
+
+def own_instance() -> ownslurm.Instance:
+    """The Slurm of the run's own: a release's box (``--slurm-release``), else ``ownslurm.BENCH``."""
+    return ownslurm.box(slurm_release.RELEASE) if slurm_release.RELEASE else ownslurm.BENCH
+
+
+@contextlib.contextmanager
+def own_running(args: argparse.Namespace) -> Iterator[None]:
+    """The Slurm the rows run on, up meanwhile: the release's box (every row), the run's own for
+    a run with a row that stops or restarts slurmctld, else the shared one (up already)."""
+    if slurm_release.RELEASE is not None:
+        started = slurm_release.status(slurm_release.RELEASE) is None
+        if started:
+            slurm_release.up(slurm_release.RELEASE)
+        try:
+            yield
+        finally:
+            if started:
+                subprocess.run([str(slurm_release.SCRIPT), "down", slurm_release.RELEASE], check=False)
+    elif own_slurm(args):
+        with ownslurm.running(ownslurm.BENCH):
+            yield
+    else:
+        yield
+
+
+def released() -> list[str]:
+    """The rows' mark when they run on a release's box."""
+    return [f"[Slurm {slurm_release.RELEASE}]"] if slurm_release.RELEASE else []
 
 
 def chosen_faults(args: argparse.Namespace) -> list[str]:
@@ -238,10 +282,11 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         await apiserver.start()
         kubeconfig = admin = apiserver.write_kubeconfig(scratch / "kubeconfig")
     # Jobs run in the Slurm's own working root: the shared one's, or the run's own Slurm's.
-    jobs_root = ownslurm.BENCH.jobs_root if own_slurm(args) else JOBS_ROOT
+    jobs_root = own_instance().jobs_root if own_slurm(args) else JOBS_ROOT
     work_dir = Path(tempfile.mkdtemp(prefix="faults-", dir=jobs_root))
-    # red-box as the job owner, as deployed: its directories are the owner's.
-    state_home = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
+    # red-box as the job owner, as deployed: its directories are the owner's. In a release's box
+    # only the jobs directory is shared with the host, where the forward reaches red-box's socket.
+    state_home = Path(tempfile.mkdtemp(prefix="rb", dir=JOBS_ROOT if slurm_release.RELEASE else "/tmp"))
     for path in (work_dir, state_home):
         shutil.chown(path, JOB_OWNER, JOB_OWNER)
     # As the first row runs it (configure() starts it again for a row that runs it otherwise).
@@ -312,17 +357,17 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
             ),
             "slurmctld": (
                 "slurmctld restarted while jobs run (1 per round, on a Slurm of its own)",
-                lambda t: churn.slurmctld_restart(ownslurm.BENCH, rng, t),
+                lambda t: churn.slurmctld_restart(own_instance(), rng, t),
             ),
             "ctldstop-rest": (
                 "slurmctld stopped (SIGSTOP) 15 s, past MessageTimeout, during submission, slurmrestd path"
                 " (1 per round, on a Slurm of its own)",
-                lambda t: slurmside.slurmctld_stopped(ownslurm.BENCH, rng, t),
+                lambda t: slurmside.slurmctld_stopped(own_instance(), rng, t),
             ),
             "ctldstop-cli": (
                 "slurmctld stopped (SIGSTOP) 15 s, past MessageTimeout, during submission, sbatch path"
                 " (1 per round, on a Slurm of its own)",
-                lambda t: slurmside.slurmctld_stopped(ownslurm.BENCH, rng, t),
+                lambda t: slurmside.slurmctld_stopped(own_instance(), rng, t),
             ),
             "skew-ahead": (
                 "red-box's clock 30 s ahead (libfaketime), slurmrestd path, jobs run",
@@ -346,7 +391,8 @@ async def run(args: argparse.Namespace) -> list[churn.Tally]:
         chosen = chosen_faults(args)
         for key in chosen:
             label, make = plans[key]
-            tally = churn.Tally(label if real is None else f"{label} [real plane]")
+            marks = [*([] if real is None else ["[real plane]"]), *released()]
+            tally = churn.Tally(" ".join([label, *marks]))
             rounds = args.rounds
             run_seconds = RUN_SECONDS if key in RUNNING else 0.0
             restarted = await asyncio.to_thread(configure, box, *REDBOX.get(key, ([], {})))
@@ -426,14 +472,24 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--markdown", help="also write the table to this file")
     parser.add_argument("--json", help="also write the rows (and the run's arguments) to this file as JSON")
+    parser.add_argument(
+        "--slurm-release",
+        choices=("24.11", "26.05"),
+        help="run every row on this Slurm release's box (dev/scripts/slurm-release), not the host's Slurm",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
     if missing := prerequisites_ready(chosen_faults(args)):
         print(f"faults_run: {missing}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    own = ownslurm.running(ownslurm.BENCH) if own_slurm(args) else contextlib.nullcontext()
-    with own:
+    if slurm_release.RELEASE is not None and "slurmctld" in chosen_faults(args):
+        print(
+            "faults_run: the slurmctld row restarts slurmctld, which a release's box does not",
+            file=sys.stderr,
+        )
+        return 2
+    with own_running(args):
         tallies = asyncio.run(run(args))
     table = churn.markdown(tallies)
     print(table)

@@ -25,8 +25,15 @@ FAULTS = (
 # The rows run on the real control plane too (key ``<fault>-real``: faults_run.py --kube real).
 REAL = ("kill9", "kill9-running", "takeover", "takeover-stop")
 REAL_SUFFIX = "-real"
-# Every kept row, in the table's order: each real-plane row after its in-memory one.
-KEPT = tuple(k for f in FAULTS for k in ((f, f + REAL_SUFFIX) if f in REAL else (f,)))
+# The rows run on other Slurm releases' boxes too (key ``<fault>-<release>``: faults_run.py
+# --slurm-release): those whose fault each release's Slurm answers in its own words.
+RELEASES = {"ctldstop-rest": ("24.11", "26.05"), "ctldstop-cli": ("24.11", "26.05")}
+# Every kept row, in the table's order: each real-plane row, then each release's, after the host's.
+KEPT = tuple(
+    k
+    for f in FAULTS
+    for k in (f, *((f + REAL_SUFFIX,) if f in REAL else ()), *(f"{f}-{r}" for r in RELEASES.get(f, ())))
+)
 COLUMNS = (
     ("fault", "fault"), ("rounds", "rounds"), ("pods", "pods"), ("duplicates", "duplicates"),
     ("lost", "lost"), ("orphaned", "orphaned"), ("spurious", "spurious failures"),
@@ -53,11 +60,21 @@ def run_faults(run: Run, raw: Path, args: argparse.Namespace) -> None:
     """Each fault's run, kept in ``raw`` by ``run``; the arguments shown in the doc kept with it."""
     shown = ["--rounds", str(args.fault_rounds), "--pods", str(args.fault_pods), "--seed", str(args.seed)]
     for key in args.fault or KEPT:
-        extra = ["--kube", "real"] if key.endswith(REAL_SUFFIX) else []
-        fault = key.removesuffix(REAL_SUFFIX)
+        fault, extra = split(key)
         result = run(f"faults-{key}", ["faults_run.py", *shown, "--only", fault, *extra], results=(0, 1))
         result["argv_shown"] = shown
         (raw / f"faults-{key}.json").write_text(json.dumps(result, indent=1))
+
+
+def split(key: str) -> tuple[str, list[str]]:
+    """A kept row's fault and the arguments that run it where the key says (real plane, release)."""
+    if key.endswith(REAL_SUFFIX):
+        return key.removesuffix(REAL_SUFFIX), ["--kube", "real"]
+    for fault, releases in RELEASES.items():
+        for release in releases:
+            if key == f"{fault}-{release}":
+                return fault, ["--slurm-release", release]
+    return key, []
 
 
 def kept(raw: Path) -> list[dict[str, Any]]:
@@ -107,7 +124,8 @@ def write_reliability(doc: Path, results: list[dict[str, Any]]) -> None:
         " `.json`); do not edit.",
         "",
         f"Each fault: `bench/faults_run.py {' '.join(shown)} --only <fault>`{unlike}, the rows marked"
-        " [real plane] with `--kube real` (kept as `<fault>-real`), on"
+        " [real plane] with `--kube real` (kept as `<fault>-real`), those marked [Slurm RELEASE] with"
+        " `--slurm-release RELEASE` (kept as `<fault>-RELEASE`), on"
         f" {first['cores']} cores shared with other sessions' tests and benchmarks (load average as each"
         f" run ended: {loads}), {first['slurm']}, Python {first['python']}; git revision"
         f" {', '.join(revisions)}.",

@@ -9,6 +9,7 @@ Not a benchmark itself. Every process started here is stopped by ``Stack.close()
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ from typing import Any
 import cpu_meter
 from redbox_common import JOB_OWNER
 
+from wlmvk.core import names
 from wlmvk.core.errors import NotFound
 from wlmvk.kube.bodies import NODES
 from wlmvk_dev import localslurm
@@ -172,6 +174,11 @@ class RealPlane:
         kubeconfig = Path(env.split("KUBECONFIG=", 1)[1].split()[0])
         return cls(kubeconfig, kubeconfig.parent / "run")
 
+    @property
+    def kubelet_client_ca(self) -> Path:
+        """The CA of the certificate kube-apiserver presents to kubelets (a kubelet's --client-ca)."""
+        return self.run.parent / "pki" / "ca.crt"
+
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time used so far by the plane's parts: kube-apiserver, etcd, and the controller-manager
         and scheduler together (``controllers``)."""
@@ -186,6 +193,15 @@ class RealPlane:
             "etcd": seconds["etcd"],
             "controllers": seconds["kube-controller-manager"] + seconds["kube-scheduler"],
         }
+
+
+async def forget_cluster(kube: Any, cluster: str) -> None:
+    """Delete a stopped kubelet's nodes (every partition's) from a plane that outlives the run, so
+    no later pod is bound to them (the real scheduler binds to a NotReady node it finds)."""
+    nodes = await kube.list(NODES, label_selector=f"{names.LABEL_CLUSTER}={cluster}")
+    for node in nodes.get("items") or []:
+        with contextlib.suppress(NotFound):
+            await kube.delete(NODES, node["metadata"]["name"])
 
 
 def scancel_name_prefix(prefix: str) -> None:

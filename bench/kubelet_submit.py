@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import statistics
 import subprocess
@@ -35,12 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
-from kubelet_stack import RealPlane, Stack, scancel_name_prefix, wait_for_node, wait_until
+from kubelet_stack import RealPlane, Stack, forget_cluster, scancel_name_prefix, wait_for_node, wait_until
 
 from wlmvk.core import names
-from wlmvk.core.errors import NotFound
 from wlmvk.core.jobs import JobSpec
-from wlmvk.kube.bodies import NAMESPACES, NODES, PODS
+from wlmvk.kube.bodies import NAMESPACES, PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
 from wlmvk.kubelet.pods.translate import Target, pod_to_job
@@ -182,10 +180,9 @@ async def through_kubelet(
     watching.cancel()
     kubelet.terminate()
     kubelet.wait(15)
-    if real is not None:  # the real plane outlives the run: its pods, node and namespace go
+    if real is not None:  # the real plane outlives the run: its nodes and namespace go
+        await forget_cluster(kube, prefix)
         await kube.delete(NAMESPACES, prefix)
-        with contextlib.suppress(NotFound):
-            await kube.delete(NODES, node)
     await kube.close()
     return elapsed, cpu
 

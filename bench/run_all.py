@@ -182,7 +182,7 @@ def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> li
     return rows
 
 
-PLANE_NAMES = {"real": "kube-apiserver", "memory": "in-memory API server"}
+PLANE_NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
 
 
 def pods_table(result: dict[str, Any]) -> list[str]:
@@ -335,9 +335,10 @@ def write_docs(
             f" {pods['workers']} submissions in flight"
             + (", red-box through its slurmrestd as the job owner" if pods.get("slurm_api") == "rest" else "")
             + "; the time from creating the first pod to every pod"
-            " annotated with its job id, end to end (API server, kubelet, red-box, Slurm), on "
-            + " and on ".join(PLANE_NAMES[p] for p in (pods.get("planes") or {"memory": pods}))
-            + " (each plane's order rotated from round to round):",
+            " annotated with its job id, end to end (API server, kubelet, red-box, Slurm); through "
+            + " and through ".join(PLANE_NAMES[p] for p in (pods.get("planes") or {"memory": pods}))
+            + (" (their order rotated from round to round)" if len(pods.get("planes") or {}) > 1 else "")
+            + ":",
             "",
             *pods_table(pods),
             "",

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
-from kubelet_stack import counting_shims, free_port, wait_until
+from kubelet_stack import RealPlane, counting_shims, free_port, wait_until
 
 from wlmvk_dev import localslurm
 
@@ -225,6 +225,7 @@ async def apiserver_and_kubelet(
     *kubelet_args: str,
     client_ca: bool = True,
     controllers: bool = False,
+    real: RealPlane | None = None,
 ) -> tuple[Path, str, subprocess.Popen[bytes]]:
     """``wlmvk dev apiserver`` and ``wlmvk kubelet`` beside red-box, from red-box's source tree.
 
@@ -232,16 +233,19 @@ async def apiserver_and_kubelet(
     process. With ``client_ca`` the kubelet trusts the API server's kubelet-client CA, so
     ``kubectl logs``/``exec`` through the API server are let in. With ``controllers`` the API
     server runs its controllers (the scheduler binds pods nobody bound, as the operator's are).
+    With ``real`` (kubelet_stack.RealPlane) no in-memory API server is started and the kubelet
+    registers there (trusting kube-apiserver's kubelet-client CA with ``client_ca``).
     """
-    kubeconfig = red_box.base / "kubeconfig"
-    quiet = [] if controllers else ["--no-controllers"]
-    procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
-                 "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-                "apiserver.log")  # fmt: skip
-    ca = red_box.base / "kubelet-client-ca.crt"
-    written = [kubeconfig, ca] if client_ca else [kubeconfig]
-    await wait_until(lambda: asyncio.sleep(0, all(p.exists() for p in written)), timeout=30, every=0.1)
-    await asyncio.sleep(0.5)
+    kubeconfig = real.kubeconfig if real is not None else red_box.base / "kubeconfig"
+    ca = real.kubelet_client_ca if real is not None else red_box.base / "kubelet-client-ca.crt"
+    if real is None:
+        quiet = [] if controllers else ["--no-controllers"]
+        procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
+                     "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
+                    "apiserver.log")  # fmt: skip
+        written = [kubeconfig, ca] if client_ca else [kubeconfig]
+        await wait_until(lambda: asyncio.sleep(0, all(p.exists() for p in written)), timeout=30, every=0.1)
+        await asyncio.sleep(0.5)
     cluster = f"{prefix}{uuid.uuid4().hex[:5]}"
     env = {**os.environ, "PYTHONPATH": pythonpath(red_box.source)}
     argv = [sys.executable, "-c", WLMVK, "kubelet", "--kubeconfig", str(kubeconfig),
@@ -250,7 +254,7 @@ async def apiserver_and_kubelet(
             *kubelet_args]  # fmt: skip
     if client_ca:
         argv += ["--client-ca", str(ca)]
-    return kubeconfig, cluster, procs.spawn(argv, "kubelet.log", env=env)
+    return kubeconfig, cluster, procs.spawn(argv, f"kubelet-{cluster}.log", env=env)
 
 
 def process_cpu(pid: int) -> float:

@@ -1,12 +1,18 @@
 """Benchmark: ``--count`` SlurmJobs applied at once, end to end, until every one has Succeeded.
 
-The whole system as processes: the in-memory API server with its controllers (the scheduler
-binds the job pods), ``wlmvk kubelet``, ``wlmvk operator`` and red-box (as the benchmarks'
-own Slurm user, see slurm_side.py), on the real Slurm. One ``kubectl apply`` of a List of
-``--count`` SlurmJobs (no staging: a batch script only, each printing one line); a watch
-takes the moment each SlurmJob's status says Succeeded. Prints the throughput (SlurmJobs
-per second, apply to the last one Succeeded), p50/p95 from the apply to each one
-Succeeded, and the operator's CPU seconds and peak RSS (sampled every 0.2 s, and VmHWM).
+The whole system as processes: a control plane, ``wlmvk kubelet``, ``wlmvk operator`` and
+red-box (as the benchmarks' own Slurm user, see slurm_side.py), on the real Slurm. One
+``kubectl apply`` of a List of ``--count`` SlurmJobs (no staging: a batch script only, each
+printing one line); a watch takes the moment each SlurmJob's status says Succeeded. Prints the
+throughput (SlurmJobs per second, apply to the last one Succeeded), p50/p95 from the apply to
+each one Succeeded, and the operator's CPU seconds and peak RSS (sampled every 0.2 s, and VmHWM).
+
+``--plane``: ``real`` (kube-apiserver, etcd, controller-manager and scheduler of
+dev/scripts/kube-local, as users run them), ``memory`` (the in-memory API server with its
+controllers), or ``both`` (the default, real first). Beside them, the ``sbatch`` arm: the same
+``--count`` scripts submitted by ``sbatch`` alone, as the same user, to the same Slurm, timed
+from the first submission to each job leaving the queue (polled every 0.2 s): what the
+operator's way is compared with (goal: all settled within 1.15x its time).
 ``--json FILE`` writes the figures for bench/run-all. Cancels every job it made.
 
     .venv/bin/python bench/slurmjobs_e2e.py --count 200
@@ -19,15 +25,17 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from kubelet_stack import wait_for_node
+from kubelet_stack import RealPlane, forget_cluster, wait_for_node
 from logs_follow import kubectl
 from slurm_side import (
     ROOT,
+    USER,
     WLMVK,
     BenchRedBox,
     Processes,
@@ -45,13 +53,17 @@ from wlmvk.kube.watching import Listed, WatchOptions, watch
 from wlmvk.operator.controller import SLURMJOBS
 
 
+def script(index: int) -> str:
+    return f"#!/bin/sh\n#SBATCH --time=5\necho slurmjob {index}\n"
+
+
 def slurmjobs(namespace: str, count: int) -> str:
     items = [
         {
             "apiVersion": "wlm.sylabs.io/v1alpha1",
             "kind": "SlurmJob",
             "metadata": {"name": f"sj{i}", "namespace": namespace},
-            "spec": {"batch": f"#!/bin/sh\n#SBATCH --time=5\necho slurmjob {i}\n"},
+            "spec": {"batch": script(i)},
         }
         for i in range(count)
     ]
@@ -69,14 +81,72 @@ async def run_kubectl(binary: str, kubeconfig: Path, *args: str, stdin: str = ""
     return out.decode()
 
 
+def latency_figures(start: float, ends: list[float], count: int) -> dict[str, Any]:
+    latencies = sorted(t - start for t in ends)
+    total = latencies[-1] if latencies else 0.0
+    return {
+        "settled": len(latencies),
+        "total_s": total,
+        "per_s": len(latencies) / total if total else 0.0,
+        "p50_s": statistics.median(latencies) if latencies else 0.0,
+        "p95_s": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else 0.0,
+    }
+
+
+def sbatch_alone(count: int, prefix: str, timeout: float) -> dict[str, Any]:
+    """The same scripts by ``sbatch`` (as the bench user), each timed to its leaving the queue."""
+
+    def submit(index: int) -> str:
+        argv = ["runuser", "-u", USER, "--", "sbatch", "--parsable", f"--job-name={prefix}",
+                "--output=/dev/null", "--chdir=/tmp"]  # fmt: skip
+        done = subprocess.run(argv, input=script(index), capture_output=True, text=True, check=True)
+        return done.stdout.strip().split(";")[0]
+
+    start = time.perf_counter()
+    pending: set[str] = set()
+    ends: list[float] = []
+    for index in range(count):
+        pending.add(submit(index))
+    while pending and time.perf_counter() - start < timeout:
+        out = subprocess.run(
+            ["squeue", "-h", "-u", USER, "-n", prefix, "-o", "%i"], capture_output=True, text=True, check=True
+        ).stdout.split()
+        gone = pending - set(out)
+        ends += [time.perf_counter()] * len(gone)
+        pending -= gone
+        time.sleep(0.2)
+    figures = {"count": count} | latency_figures(start, ends, count)
+    print(
+        f"sbatch alone: {count} scripts, all settled after {figures['total_s']:.1f} s:"
+        f" {figures['per_s']:.2f} jobs/s; submit -> left the queue p50 {figures['p50_s']:.1f} s,"
+        f" p95 {figures['p95_s']:.1f} s"
+    )
+    return figures
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    planes = ["real", "memory"] if args.plane == "both" else [args.plane]
+    real = RealPlane.up() if "real" in planes else None
+    figures: dict[str, Any] = {"count": args.count, "planes": {}}
     async with bench_system() as (red_box, procs):
-        return await measured(args, red_box, procs)
+        figures["sbatch"] = await asyncio.to_thread(sbatch_alone, args.count, "sjsbatch", args.timeout)
+        for plane in planes:
+            figures["planes"][plane] = await measured(args, red_box, procs, real if plane == "real" else None)
+            figures["planes"][plane]["x_sbatch_time"] = (
+                figures["planes"][plane]["total_s"] / figures["sbatch"]["total_s"]
+            )
+            print(f"{plane}: all settled in {figures['planes'][plane]['x_sbatch_time']:.2f}x sbatch's time")
+    # The first plane's figures at the top level (bench/run-all's table), each plane's apart.
+    first: dict[str, Any] = figures["planes"][planes[0]]
+    return figures | first | {"plane": planes[0]}
 
 
-async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Processes) -> dict[str, Any]:
-    kubeconfig, cluster, _ = await apiserver_and_kubelet(
-        red_box, procs, "sj", client_ca=False, controllers=True
+async def measured(
+    args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, real: RealPlane | None
+) -> dict[str, Any]:
+    """The SlurmJobs on one plane: ``real``, else the in-memory one."""
+    kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
+        red_box, procs, "sj", client_ca=False, controllers=True, real=real
     )
     binary = kubectl()
     for crd in ("slurmjobs.yaml", "wlmjobs.yaml"):
@@ -85,7 +155,7 @@ async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Proces
     operator = procs.spawn(
         [sys.executable, "-c", WLMVK, "operator", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
          "--health-port", "0", "--log-level", "warning"],
-        "operator.log", env=env,
+        f"operator-{cluster}.log", env=env,
     )  # fmt: skip
     peak = [0.0]
     sampler = asyncio.create_task(sample_rss(operator.pid, peak))
@@ -124,6 +194,12 @@ async def measured(args: argparse.Namespace, red_box: BenchRedBox, procs: Proces
     finally:
         sampler.cancel()
         hwm = rss_mb(operator.pid, "VmHWM")
+        for process in (operator, kubelet):  # the next plane's run starts its own
+            process.terminate()
+            await asyncio.to_thread(process.wait, 15)
+        if real is not None:  # the real plane outlives the run: its nodes and namespace go
+            await forget_cluster(kube, cluster)
+            await run_kubectl(binary, kubeconfig, "delete", "namespace", cluster, "--wait=false")
         await kube.close()
     latencies = sorted(t - start for t in done.values())
     figures = {
@@ -154,6 +230,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for all to settle")
+    parser.add_argument(
+        "--plane", default="both", choices=("both", "real", "memory"), help="the control plane"
+    )
     main_with_json(parser, measure)
 
 

@@ -298,6 +298,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "arms": {"single": single, "tenants": tenants},
         "rate_ratio": tenants["pods_per_s"] / single["pods_per_s"],
         "slurmctld_per_tick_added": tenants["slurmctld_per_tick"] - single["slurmctld_per_tick"],
+        "status_check": "look",  # the SlurmTenant status: one ObserveAssociations per check
     }
     print(json.dumps({k: v for k, v in figures.items() if k != "arms"}))
     return figures

@@ -17,6 +17,9 @@ together on one worker in order:
 
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
+Under a release (the release subset, dev/scripts/test-releases) the tests whose fixtures stop one of the
+release box's daemons (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after
+the others.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ REAL_GROUP = "real"
 TENANCY_GROUP = "tenancy"
 # The tenants' Slurm (tests/e2e/tenancy/conftest.py): under a release, the box every test shares.
 TENANTS_SLURM = "tenant_slurm"
+# Fixtures that, under a release, stop one of its box's daemons: the fault suite's own Slurm
+# (tests/faults/conftest.py) is the box, whose slurmctld the slurmctld-stopped test stops (SIGSTOP)
+# past MessageTimeout.
+RESTARTING_THE_BOX = frozenset({"own_slurm"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,6 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "metrics_server: needs metrics-server on the real plane (dev/scripts/kube-local build"
         " --metrics-server); CI deselects it",
     )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """``box_restart`` on a test whose fixtures stop a release's box's daemons (before ``-m`` selects)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and RESTARTING_THE_BOX & set(info.names_closure):
+        item.add_marker(pytest.mark.box_restart)
 
 
 @pytest.hookimpl(trylast=True)

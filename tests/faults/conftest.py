@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults import churn, ownslurm
-from tests.fixtures import prerequisites, sshd
+from tests.fixtures import prerequisites, slurm_release, sshd
 from tests.fixtures.apiserver import RunningApiServer
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from tests.fixtures.slurm import JOBS_ROOT
@@ -64,7 +64,11 @@ async def rig(
 
 @pytest.fixture
 def own_slurm(slurm: str) -> Iterator[ownslurm.Instance]:
-    """A Slurm of the test's own (``ownslurm.TEST``), this process pointed at it meanwhile."""
+    """A Slurm of the test's own (``ownslurm.TEST``), this process pointed at it meanwhile; under a
+    release, the release's box (the run's own: tests/conftest.py has such a test run alone)."""
+    if slurm_release.RELEASE is not None:
+        yield ownslurm.box(slurm_release.RELEASE)
+        return
     with ownslurm.running(ownslurm.TEST) as instance:
         yield instance
 

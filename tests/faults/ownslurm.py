@@ -11,6 +11,12 @@ SIGTERM to its slurmctld by its own pid file, down a while, started again with
 its own config, waited for with ``scontrol ping``; and ``stop_slurmctld``,
 SIGSTOP to it for a while (past its MessageTimeout: its clients give up on it
 while it holds their requests), then SIGCONT.
+
+Under a release (``WLMVK_SLURM_RELEASE``, the release subset) the Slurm of the
+test's own is the release's box (``box``): started by the run, with a slurmctld
+of its own that may be stopped, not restarted (its init started it). Its pid
+file holds the pid in the box's pid namespace; the signal goes to the host's
+pid of that process.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.fixtures import slurm_release
 from wlmvk_dev import localslurm
 
 
@@ -37,6 +44,8 @@ class Instance:
     """AccountingStorageEnforce (``WLMVK_SLURM_ENFORCE``): none unless given."""
     gpus: str = ""
     """The node's GPUs (``WLMVK_SLURM_GPUS``): slurm-local's default unless given."""
+    release: str | None = None
+    """The release whose box this is (``box``), None for an instance of ``dev/scripts/slurm-local``."""
 
     def variables(self) -> dict[str, str]:
         """What ``dev/scripts/slurm-local`` reads to run this instance and no other."""
@@ -50,6 +59,8 @@ class Instance:
 
     @property
     def jobs_root(self) -> Path:
+        if self.release is not None:
+            return slurm_release.jobs_root(self.release)
         return self.base / "jobs"
 
     def script(self, *args: str) -> None:
@@ -82,6 +93,12 @@ BENCH = Instance(
     int(os.environ.get("WLMVK_FAULTS_BENCH_SLURM_PORT", "6927")),
     "faultsbench",
 )
+
+
+def box(release: str) -> Instance:
+    """The release's box (``dev/scripts/slurm-release``, its state under ``WLMVK_SLURM_RELEASES_BASE``)."""
+    cluster = os.environ.get("WLMVK_SLURM_CLUSTER") or "testcluster"
+    return Instance(slurm_release.BASE / release / "state-dir", 0, cluster, release=release)
 
 
 @contextlib.contextmanager
@@ -135,17 +152,46 @@ def _up() -> bool:
 
 
 def slurmctld_pid(instance: Instance) -> int:
-    """The pid in ``instance``'s own pid file, while that process is a slurmctld."""
+    """The pid in ``instance``'s own pid file, while that process is a slurmctld (a box's: its pid
+    on the host, the slurmctld in the box's pid namespace whose pid there is the file's)."""
     pid = int((instance.base / "run" / "slurmctld.pid").read_text().split()[0])
+    if instance.release is not None:
+        return _boxed(instance.release, "slurmctld", pid)
     if Path(f"/proc/{pid}/comm").read_text().strip() != "slurmctld":
         raise RuntimeError(f"pid {pid} of {instance.base}'s pid file is not a slurmctld")
     return pid
 
 
+def _boxed(release: str, command: str, inner: int) -> int:
+    """The host's pid of ``command`` in ``release``'s box whose pid in the box is ``inner``."""
+    init = int((slurm_release.BASE / release / "box.pid").read_text().split()[0])
+    namespace = os.readlink(f"/proc/{init}/ns/pid")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{entry}/ns/pid") != namespace:
+                continue
+            status = Path(f"/proc/{entry}/status").read_text()
+            ids = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+            if Path(f"/proc/{entry}/comm").read_text().strip() == command and int(ids[-1]) == inner:
+                return int(entry)
+    raise RuntimeError(f"no {command} with pid {inner} in the {release} box (init {init})")
+
+
+def _pointed_at(instance: Instance) -> bool:
+    """Whether this process's Slurm commands reach ``instance`` (a box: the release under test)."""
+    if instance.release is not None:
+        return instance.release == slurm_release.RELEASE
+    return os.environ.get("SLURM_CONF") == str(instance.conf)
+
+
 async def restart_slurmctld(instance: Instance, *, down_for: float) -> str:
     """SIGTERM ``instance``'s slurmctld, wait for it to exit, leave it down ``down_for`` seconds,
     start it again and wait until ``scontrol ping`` says UP; what went wrong, or ''."""
-    if os.environ.get("SLURM_CONF") != str(instance.conf):
+    if instance.release is not None:
+        raise RuntimeError(f"the {instance.release} box's slurmctld is its init's: stopped, never restarted")
+    if not _pointed_at(instance):
         raise RuntimeError(f"this process is not pointed at {instance.base}: its slurmctld is not restarted")
     pid = await asyncio.to_thread(slurmctld_pid, instance)
     os.kill(pid, signal.SIGTERM)
@@ -168,7 +214,7 @@ async def restart_slurmctld(instance: Instance, *, down_for: float) -> str:
 async def stop_slurmctld(instance: Instance, *, seconds: float) -> str:
     """SIGSTOP ``instance``'s slurmctld for ``seconds`` (SIGCONT whatever happens meanwhile), then
     wait until ``scontrol ping`` says UP; what went wrong, or ''."""
-    if os.environ.get("SLURM_CONF") != str(instance.conf):
+    if not _pointed_at(instance):
         raise RuntimeError(f"this process is not pointed at {instance.base}: its slurmctld is not stopped")
     pid = await asyncio.to_thread(slurmctld_pid, instance)
     os.kill(pid, signal.SIGSTOP)

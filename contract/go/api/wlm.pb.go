@@ -3499,6 +3499,175 @@ func (x *AssociationsResponse) GetQos() []string {
 	return nil
 }
 
+type ObserveAssociationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The users asked about (Slurm user names).
+	Users         []string `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveAssociationsRequest) Reset() {
+	*x = ObserveAssociationsRequest{}
+	mi := &file_wlm_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveAssociationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveAssociationsRequest) ProtoMessage() {}
+
+func (x *ObserveAssociationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveAssociationsRequest.ProtoReflect.Descriptor instead.
+func (*ObserveAssociationsRequest) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ObserveAssociationsRequest) GetUsers() []string {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+// One user's associations as Slurm showed them.
+type UserAssociations struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Associations  []*Association         `protobuf:"bytes,2,rep,name=associations,proto3" json:"associations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserAssociations) Reset() {
+	*x = UserAssociations{}
+	mi := &file_wlm_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserAssociations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserAssociations) ProtoMessage() {}
+
+func (x *UserAssociations) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserAssociations.ProtoReflect.Descriptor instead.
+func (*UserAssociations) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *UserAssociations) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UserAssociations) GetAssociations() []*Association {
+	if x != nil {
+		return x.Associations
+	}
+	return nil
+}
+
+type ObserveAssociationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// red-box's cluster and its own user, whose view of Slurm this is.
+	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	OwnUser string `protobuf:"bytes,2,opt,name=own_user,json=ownUser,proto3" json:"own_user,omitempty"`
+	// The users asked about that Slurm showed, each with its associations.
+	Users []*UserAssociations `protobuf:"bytes,3,rep,name=users,proto3" json:"users,omitempty"`
+	// Every QoS Slurm knows (sacctmgr show qos).
+	Qos           []string `protobuf:"bytes,4,rep,name=qos,proto3" json:"qos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveAssociationsResponse) Reset() {
+	*x = ObserveAssociationsResponse{}
+	mi := &file_wlm_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveAssociationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveAssociationsResponse) ProtoMessage() {}
+
+func (x *ObserveAssociationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wlm_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveAssociationsResponse.ProtoReflect.Descriptor instead.
+func (*ObserveAssociationsResponse) Descriptor() ([]byte, []int) {
+	return file_wlm_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ObserveAssociationsResponse) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ObserveAssociationsResponse) GetOwnUser() string {
+	if x != nil {
+		return x.OwnUser
+	}
+	return ""
+}
+
+func (x *ObserveAssociationsResponse) GetUsers() []*UserAssociations {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *ObserveAssociationsResponse) GetQos() []string {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
 var File_wlm_proto protoreflect.FileDescriptor
 
 const file_wlm_proto_rawDesc = "" +
@@ -3770,6 +3939,16 @@ const file_wlm_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x124\n" +
 	"\fassociations\x18\x03 \x03(\v2\x10.api.AssociationR\fassociations\x12\x10\n" +
+	"\x03qos\x18\x04 \x03(\tR\x03qos\"2\n" +
+	"\x1aObserveAssociationsRequest\x12\x14\n" +
+	"\x05users\x18\x01 \x03(\tR\x05users\"\\\n" +
+	"\x10UserAssociations\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x124\n" +
+	"\fassociations\x18\x02 \x03(\v2\x10.api.AssociationR\fassociations\"\x91\x01\n" +
+	"\x1bObserveAssociationsResponse\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x19\n" +
+	"\bown_user\x18\x02 \x01(\tR\aownUser\x12+\n" +
+	"\x05users\x18\x03 \x03(\v2\x15.api.UserAssociationsR\x05users\x12\x10\n" +
 	"\x03qos\x18\x04 \x03(\tR\x03qos*.\n" +
 	"\n" +
 	"TailAction\x12\t\n" +
@@ -3795,8 +3974,7 @@ const file_wlm_proto_rawDesc = "" +
 	"COMPLETING\x10\r\x12\x0f\n" +
 	"\vCONFIGURING\x10\x0e\x12\f\n" +
 	"\bREQUEUED\x10\x0f\x12\r\n" +
-	"\tNOT_FOUND\x10\x102\xd6\n" +
-	"\n" +
+	"\tNOT_FOUND\x10\x102\xb0\v\n" +
 	"\x0fWorkloadManager\x12:\n" +
 	"\tSubmitJob\x12\x15.api.SubmitJobRequest\x1a\x16.api.SubmitJobResponse\x12U\n" +
 	"\x12SubmitJobContainer\x12\x1e.api.SubmitJobContainerRequest\x1a\x1f.api.SubmitJobContainerResponse\x12:\n" +
@@ -3827,7 +4005,8 @@ const file_wlm_proto_rawDesc = "" +
 	"\fAssociations\x12\x18.api.AssociationsRequest\x1a\x19.api.AssociationsResponse\x12B\n" +
 	"\rObserveStates\x12\x15.api.JobStatesRequest\x1a\x1a.api.ObserveStatesResponse\x12<\n" +
 	"\n" +
-	"FollowJobs\x12\x15.api.JobStatesRequest\x1a\x17.api.FollowJobsResponseb\x06proto3"
+	"FollowJobs\x12\x15.api.JobStatesRequest\x1a\x17.api.FollowJobsResponse\x12X\n" +
+	"\x13ObserveAssociations\x12\x1f.api.ObserveAssociationsRequest\x1a .api.ObserveAssociationsResponseb\x06proto3"
 
 var (
 	file_wlm_proto_rawDescOnce sync.Once
@@ -3842,153 +4021,160 @@ func file_wlm_proto_rawDescGZIP() []byte {
 }
 
 var file_wlm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_wlm_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_wlm_proto_goTypes = []any{
-	(TailAction)(0),                    // 0: api.TailAction
-	(JobStatus)(0),                     // 1: api.JobStatus
-	(*SubmitJobRequest)(nil),           // 2: api.SubmitJobRequest
-	(*SubmitJobResponse)(nil),          // 3: api.SubmitJobResponse
-	(*SubmitJobContainerRequest)(nil),  // 4: api.SubmitJobContainerRequest
-	(*SingularityOptions)(nil),         // 5: api.SingularityOptions
-	(*SubmitJobContainerResponse)(nil), // 6: api.SubmitJobContainerResponse
-	(*CancelJobRequest)(nil),           // 7: api.CancelJobRequest
-	(*CancelJobResponse)(nil),          // 8: api.CancelJobResponse
-	(*JobInfoRequest)(nil),             // 9: api.JobInfoRequest
-	(*JobInfoResponse)(nil),            // 10: api.JobInfoResponse
-	(*JobStepsRequest)(nil),            // 11: api.JobStepsRequest
-	(*JobStepsResponse)(nil),           // 12: api.JobStepsResponse
-	(*OpenFileRequest)(nil),            // 13: api.OpenFileRequest
-	(*TailFileRequest)(nil),            // 14: api.TailFileRequest
-	(*CreateFileRequest)(nil),          // 15: api.CreateFileRequest
-	(*CreateFileResponse)(nil),         // 16: api.CreateFileResponse
-	(*ZipRequest)(nil),                 // 17: api.ZipRequest
-	(*ZipResponse)(nil),                // 18: api.ZipResponse
-	(*UnzipRequest)(nil),               // 19: api.UnzipRequest
-	(*UnzipResponse)(nil),              // 20: api.UnzipResponse
-	(*ResourcesRequest)(nil),           // 21: api.ResourcesRequest
-	(*ResourcesResponse)(nil),          // 22: api.ResourcesResponse
-	(*PartitionsRequest)(nil),          // 23: api.PartitionsRequest
-	(*PartitionsResponse)(nil),         // 24: api.PartitionsResponse
-	(*WorkloadInfoRequest)(nil),        // 25: api.WorkloadInfoRequest
-	(*WorkloadInfoResponse)(nil),       // 26: api.WorkloadInfoResponse
-	(*JobInfo)(nil),                    // 27: api.JobInfo
-	(*JobStepInfo)(nil),                // 28: api.JobStepInfo
-	(*Chunk)(nil),                      // 29: api.Chunk
-	(*Feature)(nil),                    // 30: api.Feature
-	(*GpuKind)(nil),                    // 31: api.GpuKind
-	(*JobStatesRequest)(nil),           // 32: api.JobStatesRequest
-	(*JobState)(nil),                   // 33: api.JobState
-	(*JobStatesResponse)(nil),          // 34: api.JobStatesResponse
-	(*ObservedState)(nil),              // 35: api.ObservedState
-	(*ObserveStatesResponse)(nil),      // 36: api.ObserveStatesResponse
-	(*FollowJobsResponse)(nil),         // 37: api.FollowJobsResponse
-	(*SubmitJobsRequest)(nil),          // 38: api.SubmitJobsRequest
-	(*SubmitJobsResponse)(nil),         // 39: api.SubmitJobsResponse
-	(*SubmitJobsResult)(nil),           // 40: api.SubmitJobsResult
-	(*FindJobRequest)(nil),             // 41: api.FindJobRequest
-	(*FindJobResponse)(nil),            // 42: api.FindJobResponse
-	(*StageInRequest)(nil),             // 43: api.StageInRequest
-	(*StageInResponse)(nil),            // 44: api.StageInResponse
-	(*StageOutRequest)(nil),            // 45: api.StageOutRequest
-	(*JobUsageRequest)(nil),            // 46: api.JobUsageRequest
-	(*JobUsage)(nil),                   // 47: api.JobUsage
-	(*JobUsageResponse)(nil),           // 48: api.JobUsageResponse
-	(*ExecRequest)(nil),                // 49: api.ExecRequest
-	(*ExecResponse)(nil),               // 50: api.ExecResponse
-	(*AssociationsRequest)(nil),        // 51: api.AssociationsRequest
-	(*Association)(nil),                // 52: api.Association
-	(*AssociationsResponse)(nil),       // 53: api.AssociationsResponse
-	nil,                                // 54: api.SubmitJobRequest.EnvEntry
-	nil,                                // 55: api.SubmitJobContainerRequest.EnvEntry
-	nil,                                // 56: api.ExecRequest.EnvEntry
-	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 58: google.protobuf.Duration
+	(TailAction)(0),                     // 0: api.TailAction
+	(JobStatus)(0),                      // 1: api.JobStatus
+	(*SubmitJobRequest)(nil),            // 2: api.SubmitJobRequest
+	(*SubmitJobResponse)(nil),           // 3: api.SubmitJobResponse
+	(*SubmitJobContainerRequest)(nil),   // 4: api.SubmitJobContainerRequest
+	(*SingularityOptions)(nil),          // 5: api.SingularityOptions
+	(*SubmitJobContainerResponse)(nil),  // 6: api.SubmitJobContainerResponse
+	(*CancelJobRequest)(nil),            // 7: api.CancelJobRequest
+	(*CancelJobResponse)(nil),           // 8: api.CancelJobResponse
+	(*JobInfoRequest)(nil),              // 9: api.JobInfoRequest
+	(*JobInfoResponse)(nil),             // 10: api.JobInfoResponse
+	(*JobStepsRequest)(nil),             // 11: api.JobStepsRequest
+	(*JobStepsResponse)(nil),            // 12: api.JobStepsResponse
+	(*OpenFileRequest)(nil),             // 13: api.OpenFileRequest
+	(*TailFileRequest)(nil),             // 14: api.TailFileRequest
+	(*CreateFileRequest)(nil),           // 15: api.CreateFileRequest
+	(*CreateFileResponse)(nil),          // 16: api.CreateFileResponse
+	(*ZipRequest)(nil),                  // 17: api.ZipRequest
+	(*ZipResponse)(nil),                 // 18: api.ZipResponse
+	(*UnzipRequest)(nil),                // 19: api.UnzipRequest
+	(*UnzipResponse)(nil),               // 20: api.UnzipResponse
+	(*ResourcesRequest)(nil),            // 21: api.ResourcesRequest
+	(*ResourcesResponse)(nil),           // 22: api.ResourcesResponse
+	(*PartitionsRequest)(nil),           // 23: api.PartitionsRequest
+	(*PartitionsResponse)(nil),          // 24: api.PartitionsResponse
+	(*WorkloadInfoRequest)(nil),         // 25: api.WorkloadInfoRequest
+	(*WorkloadInfoResponse)(nil),        // 26: api.WorkloadInfoResponse
+	(*JobInfo)(nil),                     // 27: api.JobInfo
+	(*JobStepInfo)(nil),                 // 28: api.JobStepInfo
+	(*Chunk)(nil),                       // 29: api.Chunk
+	(*Feature)(nil),                     // 30: api.Feature
+	(*GpuKind)(nil),                     // 31: api.GpuKind
+	(*JobStatesRequest)(nil),            // 32: api.JobStatesRequest
+	(*JobState)(nil),                    // 33: api.JobState
+	(*JobStatesResponse)(nil),           // 34: api.JobStatesResponse
+	(*ObservedState)(nil),               // 35: api.ObservedState
+	(*ObserveStatesResponse)(nil),       // 36: api.ObserveStatesResponse
+	(*FollowJobsResponse)(nil),          // 37: api.FollowJobsResponse
+	(*SubmitJobsRequest)(nil),           // 38: api.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),          // 39: api.SubmitJobsResponse
+	(*SubmitJobsResult)(nil),            // 40: api.SubmitJobsResult
+	(*FindJobRequest)(nil),              // 41: api.FindJobRequest
+	(*FindJobResponse)(nil),             // 42: api.FindJobResponse
+	(*StageInRequest)(nil),              // 43: api.StageInRequest
+	(*StageInResponse)(nil),             // 44: api.StageInResponse
+	(*StageOutRequest)(nil),             // 45: api.StageOutRequest
+	(*JobUsageRequest)(nil),             // 46: api.JobUsageRequest
+	(*JobUsage)(nil),                    // 47: api.JobUsage
+	(*JobUsageResponse)(nil),            // 48: api.JobUsageResponse
+	(*ExecRequest)(nil),                 // 49: api.ExecRequest
+	(*ExecResponse)(nil),                // 50: api.ExecResponse
+	(*AssociationsRequest)(nil),         // 51: api.AssociationsRequest
+	(*Association)(nil),                 // 52: api.Association
+	(*AssociationsResponse)(nil),        // 53: api.AssociationsResponse
+	(*ObserveAssociationsRequest)(nil),  // 54: api.ObserveAssociationsRequest
+	(*UserAssociations)(nil),            // 55: api.UserAssociations
+	(*ObserveAssociationsResponse)(nil), // 56: api.ObserveAssociationsResponse
+	nil,                                 // 57: api.SubmitJobRequest.EnvEntry
+	nil,                                 // 58: api.SubmitJobContainerRequest.EnvEntry
+	nil,                                 // 59: api.ExecRequest.EnvEntry
+	(*timestamppb.Timestamp)(nil),       // 60: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 61: google.protobuf.Duration
 }
 var file_wlm_proto_depIdxs = []int32{
-	54, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
+	57, // 0: api.SubmitJobRequest.env:type_name -> api.SubmitJobRequest.EnvEntry
 	5,  // 1: api.SubmitJobContainerRequest.options:type_name -> api.SingularityOptions
-	55, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
+	58, // 2: api.SubmitJobContainerRequest.env:type_name -> api.SubmitJobContainerRequest.EnvEntry
 	27, // 3: api.JobInfoResponse.info:type_name -> api.JobInfo
 	28, // 4: api.JobStepsResponse.job_steps:type_name -> api.JobStepInfo
 	0,  // 5: api.TailFileRequest.action:type_name -> api.TailAction
 	30, // 6: api.ResourcesResponse.features:type_name -> api.Feature
 	31, // 7: api.ResourcesResponse.gpu_kinds:type_name -> api.GpuKind
 	1,  // 8: api.JobInfo.status:type_name -> api.JobStatus
-	57, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
-	57, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
-	58, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
-	58, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
-	57, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
+	60, // 9: api.JobInfo.submit_time:type_name -> google.protobuf.Timestamp
+	60, // 10: api.JobInfo.start_time:type_name -> google.protobuf.Timestamp
+	61, // 11: api.JobInfo.run_time:type_name -> google.protobuf.Duration
+	61, // 12: api.JobInfo.time_limit:type_name -> google.protobuf.Duration
+	60, // 13: api.JobInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: api.JobStepInfo.status:type_name -> api.JobStatus
-	57, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
-	57, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
+	60, // 15: api.JobStepInfo.start_time:type_name -> google.protobuf.Timestamp
+	60, // 16: api.JobStepInfo.end_time:type_name -> google.protobuf.Timestamp
 	1,  // 17: api.JobState.status:type_name -> api.JobStatus
-	57, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
-	57, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
-	57, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
+	60, // 18: api.JobState.submit_time:type_name -> google.protobuf.Timestamp
+	60, // 19: api.JobState.start_time:type_name -> google.protobuf.Timestamp
+	60, // 20: api.JobState.end_time:type_name -> google.protobuf.Timestamp
 	33, // 21: api.JobStatesResponse.states:type_name -> api.JobState
 	33, // 22: api.ObservedState.state:type_name -> api.JobState
 	35, // 23: api.ObserveStatesResponse.states:type_name -> api.ObservedState
 	2,  // 24: api.SubmitJobsRequest.jobs:type_name -> api.SubmitJobRequest
 	40, // 25: api.SubmitJobsResponse.results:type_name -> api.SubmitJobsResult
 	33, // 26: api.FindJobResponse.state:type_name -> api.JobState
-	58, // 27: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
-	58, // 28: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
-	57, // 29: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
+	61, // 27: api.JobUsageRequest.budget:type_name -> google.protobuf.Duration
+	61, // 28: api.JobUsage.cpu_time:type_name -> google.protobuf.Duration
+	60, // 29: api.JobUsage.sampled:type_name -> google.protobuf.Timestamp
 	47, // 30: api.JobUsageResponse.usages:type_name -> api.JobUsage
-	56, // 31: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
+	59, // 31: api.ExecRequest.env:type_name -> api.ExecRequest.EnvEntry
 	52, // 32: api.AssociationsResponse.associations:type_name -> api.Association
-	2,  // 33: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
-	4,  // 34: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
-	7,  // 35: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
-	9,  // 36: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
-	11, // 37: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
-	13, // 38: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
-	14, // 39: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
-	15, // 40: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
-	17, // 41: api.WorkloadManager.Zip:input_type -> api.ZipRequest
-	19, // 42: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
-	21, // 43: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
-	23, // 44: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
-	25, // 45: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
-	32, // 46: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
-	41, // 47: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
-	43, // 48: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
-	45, // 49: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
-	46, // 50: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
-	49, // 51: api.WorkloadManager.Exec:input_type -> api.ExecRequest
-	38, // 52: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
-	51, // 53: api.WorkloadManager.Associations:input_type -> api.AssociationsRequest
-	32, // 54: api.WorkloadManager.ObserveStates:input_type -> api.JobStatesRequest
-	32, // 55: api.WorkloadManager.FollowJobs:input_type -> api.JobStatesRequest
-	3,  // 56: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
-	6,  // 57: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
-	8,  // 58: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
-	10, // 59: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
-	12, // 60: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
-	29, // 61: api.WorkloadManager.OpenFile:output_type -> api.Chunk
-	29, // 62: api.WorkloadManager.TailFile:output_type -> api.Chunk
-	16, // 63: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
-	18, // 64: api.WorkloadManager.Zip:output_type -> api.ZipResponse
-	20, // 65: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
-	22, // 66: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
-	24, // 67: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
-	26, // 68: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
-	34, // 69: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
-	42, // 70: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
-	44, // 71: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
-	29, // 72: api.WorkloadManager.StageOut:output_type -> api.Chunk
-	48, // 73: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
-	50, // 74: api.WorkloadManager.Exec:output_type -> api.ExecResponse
-	39, // 75: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
-	53, // 76: api.WorkloadManager.Associations:output_type -> api.AssociationsResponse
-	36, // 77: api.WorkloadManager.ObserveStates:output_type -> api.ObserveStatesResponse
-	37, // 78: api.WorkloadManager.FollowJobs:output_type -> api.FollowJobsResponse
-	56, // [56:79] is the sub-list for method output_type
-	33, // [33:56] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	52, // 33: api.UserAssociations.associations:type_name -> api.Association
+	55, // 34: api.ObserveAssociationsResponse.users:type_name -> api.UserAssociations
+	2,  // 35: api.WorkloadManager.SubmitJob:input_type -> api.SubmitJobRequest
+	4,  // 36: api.WorkloadManager.SubmitJobContainer:input_type -> api.SubmitJobContainerRequest
+	7,  // 37: api.WorkloadManager.CancelJob:input_type -> api.CancelJobRequest
+	9,  // 38: api.WorkloadManager.JobInfo:input_type -> api.JobInfoRequest
+	11, // 39: api.WorkloadManager.JobSteps:input_type -> api.JobStepsRequest
+	13, // 40: api.WorkloadManager.OpenFile:input_type -> api.OpenFileRequest
+	14, // 41: api.WorkloadManager.TailFile:input_type -> api.TailFileRequest
+	15, // 42: api.WorkloadManager.CreateFile:input_type -> api.CreateFileRequest
+	17, // 43: api.WorkloadManager.Zip:input_type -> api.ZipRequest
+	19, // 44: api.WorkloadManager.Unzip:input_type -> api.UnzipRequest
+	21, // 45: api.WorkloadManager.Resources:input_type -> api.ResourcesRequest
+	23, // 46: api.WorkloadManager.Partitions:input_type -> api.PartitionsRequest
+	25, // 47: api.WorkloadManager.WorkloadInfo:input_type -> api.WorkloadInfoRequest
+	32, // 48: api.WorkloadManager.JobStates:input_type -> api.JobStatesRequest
+	41, // 49: api.WorkloadManager.FindJob:input_type -> api.FindJobRequest
+	43, // 50: api.WorkloadManager.StageIn:input_type -> api.StageInRequest
+	45, // 51: api.WorkloadManager.StageOut:input_type -> api.StageOutRequest
+	46, // 52: api.WorkloadManager.JobUsage:input_type -> api.JobUsageRequest
+	49, // 53: api.WorkloadManager.Exec:input_type -> api.ExecRequest
+	38, // 54: api.WorkloadManager.SubmitJobs:input_type -> api.SubmitJobsRequest
+	51, // 55: api.WorkloadManager.Associations:input_type -> api.AssociationsRequest
+	32, // 56: api.WorkloadManager.ObserveStates:input_type -> api.JobStatesRequest
+	32, // 57: api.WorkloadManager.FollowJobs:input_type -> api.JobStatesRequest
+	54, // 58: api.WorkloadManager.ObserveAssociations:input_type -> api.ObserveAssociationsRequest
+	3,  // 59: api.WorkloadManager.SubmitJob:output_type -> api.SubmitJobResponse
+	6,  // 60: api.WorkloadManager.SubmitJobContainer:output_type -> api.SubmitJobContainerResponse
+	8,  // 61: api.WorkloadManager.CancelJob:output_type -> api.CancelJobResponse
+	10, // 62: api.WorkloadManager.JobInfo:output_type -> api.JobInfoResponse
+	12, // 63: api.WorkloadManager.JobSteps:output_type -> api.JobStepsResponse
+	29, // 64: api.WorkloadManager.OpenFile:output_type -> api.Chunk
+	29, // 65: api.WorkloadManager.TailFile:output_type -> api.Chunk
+	16, // 66: api.WorkloadManager.CreateFile:output_type -> api.CreateFileResponse
+	18, // 67: api.WorkloadManager.Zip:output_type -> api.ZipResponse
+	20, // 68: api.WorkloadManager.Unzip:output_type -> api.UnzipResponse
+	22, // 69: api.WorkloadManager.Resources:output_type -> api.ResourcesResponse
+	24, // 70: api.WorkloadManager.Partitions:output_type -> api.PartitionsResponse
+	26, // 71: api.WorkloadManager.WorkloadInfo:output_type -> api.WorkloadInfoResponse
+	34, // 72: api.WorkloadManager.JobStates:output_type -> api.JobStatesResponse
+	42, // 73: api.WorkloadManager.FindJob:output_type -> api.FindJobResponse
+	44, // 74: api.WorkloadManager.StageIn:output_type -> api.StageInResponse
+	29, // 75: api.WorkloadManager.StageOut:output_type -> api.Chunk
+	48, // 76: api.WorkloadManager.JobUsage:output_type -> api.JobUsageResponse
+	50, // 77: api.WorkloadManager.Exec:output_type -> api.ExecResponse
+	39, // 78: api.WorkloadManager.SubmitJobs:output_type -> api.SubmitJobsResponse
+	53, // 79: api.WorkloadManager.Associations:output_type -> api.AssociationsResponse
+	36, // 80: api.WorkloadManager.ObserveStates:output_type -> api.ObserveStatesResponse
+	37, // 81: api.WorkloadManager.FollowJobs:output_type -> api.FollowJobsResponse
+	56, // 82: api.WorkloadManager.ObserveAssociations:output_type -> api.ObserveAssociationsResponse
+	59, // [59:83] is the sub-list for method output_type
+	35, // [35:59] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_wlm_proto_init() }
@@ -4002,7 +4188,7 @@ func file_wlm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wlm_proto_rawDesc), len(file_wlm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   55,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,29 +27,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkloadManager_SubmitJob_FullMethodName          = "/api.WorkloadManager/SubmitJob"
-	WorkloadManager_SubmitJobContainer_FullMethodName = "/api.WorkloadManager/SubmitJobContainer"
-	WorkloadManager_CancelJob_FullMethodName          = "/api.WorkloadManager/CancelJob"
-	WorkloadManager_JobInfo_FullMethodName            = "/api.WorkloadManager/JobInfo"
-	WorkloadManager_JobSteps_FullMethodName           = "/api.WorkloadManager/JobSteps"
-	WorkloadManager_OpenFile_FullMethodName           = "/api.WorkloadManager/OpenFile"
-	WorkloadManager_TailFile_FullMethodName           = "/api.WorkloadManager/TailFile"
-	WorkloadManager_CreateFile_FullMethodName         = "/api.WorkloadManager/CreateFile"
-	WorkloadManager_Zip_FullMethodName                = "/api.WorkloadManager/Zip"
-	WorkloadManager_Unzip_FullMethodName              = "/api.WorkloadManager/Unzip"
-	WorkloadManager_Resources_FullMethodName          = "/api.WorkloadManager/Resources"
-	WorkloadManager_Partitions_FullMethodName         = "/api.WorkloadManager/Partitions"
-	WorkloadManager_WorkloadInfo_FullMethodName       = "/api.WorkloadManager/WorkloadInfo"
-	WorkloadManager_JobStates_FullMethodName          = "/api.WorkloadManager/JobStates"
-	WorkloadManager_FindJob_FullMethodName            = "/api.WorkloadManager/FindJob"
-	WorkloadManager_StageIn_FullMethodName            = "/api.WorkloadManager/StageIn"
-	WorkloadManager_StageOut_FullMethodName           = "/api.WorkloadManager/StageOut"
-	WorkloadManager_JobUsage_FullMethodName           = "/api.WorkloadManager/JobUsage"
-	WorkloadManager_Exec_FullMethodName               = "/api.WorkloadManager/Exec"
-	WorkloadManager_SubmitJobs_FullMethodName         = "/api.WorkloadManager/SubmitJobs"
-	WorkloadManager_Associations_FullMethodName       = "/api.WorkloadManager/Associations"
-	WorkloadManager_ObserveStates_FullMethodName      = "/api.WorkloadManager/ObserveStates"
-	WorkloadManager_FollowJobs_FullMethodName         = "/api.WorkloadManager/FollowJobs"
+	WorkloadManager_SubmitJob_FullMethodName           = "/api.WorkloadManager/SubmitJob"
+	WorkloadManager_SubmitJobContainer_FullMethodName  = "/api.WorkloadManager/SubmitJobContainer"
+	WorkloadManager_CancelJob_FullMethodName           = "/api.WorkloadManager/CancelJob"
+	WorkloadManager_JobInfo_FullMethodName             = "/api.WorkloadManager/JobInfo"
+	WorkloadManager_JobSteps_FullMethodName            = "/api.WorkloadManager/JobSteps"
+	WorkloadManager_OpenFile_FullMethodName            = "/api.WorkloadManager/OpenFile"
+	WorkloadManager_TailFile_FullMethodName            = "/api.WorkloadManager/TailFile"
+	WorkloadManager_CreateFile_FullMethodName          = "/api.WorkloadManager/CreateFile"
+	WorkloadManager_Zip_FullMethodName                 = "/api.WorkloadManager/Zip"
+	WorkloadManager_Unzip_FullMethodName               = "/api.WorkloadManager/Unzip"
+	WorkloadManager_Resources_FullMethodName           = "/api.WorkloadManager/Resources"
+	WorkloadManager_Partitions_FullMethodName          = "/api.WorkloadManager/Partitions"
+	WorkloadManager_WorkloadInfo_FullMethodName        = "/api.WorkloadManager/WorkloadInfo"
+	WorkloadManager_JobStates_FullMethodName           = "/api.WorkloadManager/JobStates"
+	WorkloadManager_FindJob_FullMethodName             = "/api.WorkloadManager/FindJob"
+	WorkloadManager_StageIn_FullMethodName             = "/api.WorkloadManager/StageIn"
+	WorkloadManager_StageOut_FullMethodName            = "/api.WorkloadManager/StageOut"
+	WorkloadManager_JobUsage_FullMethodName            = "/api.WorkloadManager/JobUsage"
+	WorkloadManager_Exec_FullMethodName                = "/api.WorkloadManager/Exec"
+	WorkloadManager_SubmitJobs_FullMethodName          = "/api.WorkloadManager/SubmitJobs"
+	WorkloadManager_Associations_FullMethodName        = "/api.WorkloadManager/Associations"
+	WorkloadManager_ObserveStates_FullMethodName       = "/api.WorkloadManager/ObserveStates"
+	WorkloadManager_FollowJobs_FullMethodName          = "/api.WorkloadManager/FollowJobs"
+	WorkloadManager_ObserveAssociations_FullMethodName = "/api.WorkloadManager/ObserveAssociations"
 )
 
 // WorkloadManagerClient is the client API for WorkloadManager service.
@@ -103,6 +104,12 @@ type WorkloadManagerClient interface {
 	// ObserveStates: its recorder leaves them out for one poll interval, as
 	// after a JobStates. Asks nothing of Slurm.
 	FollowJobs(ctx context.Context, in *JobStatesRequest, opts ...grpc.CallOption) (*FollowJobsResponse, error)
+	// What Slurm knows of several users at once on red-box's cluster, whoever
+	// they are: their associations (one sacctmgr show assoc for all) and every
+	// QoS (one sacctmgr show qos). A reading only, for the status of many
+	// tenants. A user Slurm shows nothing of is absent: it has no association,
+	// or the site's PrivateData hides it from red-box's own user (own_user).
+	ObserveAssociations(ctx context.Context, in *ObserveAssociationsRequest, opts ...grpc.CallOption) (*ObserveAssociationsResponse, error)
 }
 
 type workloadManagerClient struct {
@@ -373,6 +380,16 @@ func (c *workloadManagerClient) FollowJobs(ctx context.Context, in *JobStatesReq
 	return out, nil
 }
 
+func (c *workloadManagerClient) ObserveAssociations(ctx context.Context, in *ObserveAssociationsRequest, opts ...grpc.CallOption) (*ObserveAssociationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ObserveAssociationsResponse)
+	err := c.cc.Invoke(ctx, WorkloadManager_ObserveAssociations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkloadManagerServer is the server API for WorkloadManager service.
 // All implementations must embed UnimplementedWorkloadManagerServer
 // for forward compatibility.
@@ -424,6 +441,12 @@ type WorkloadManagerServer interface {
 	// ObserveStates: its recorder leaves them out for one poll interval, as
 	// after a JobStates. Asks nothing of Slurm.
 	FollowJobs(context.Context, *JobStatesRequest) (*FollowJobsResponse, error)
+	// What Slurm knows of several users at once on red-box's cluster, whoever
+	// they are: their associations (one sacctmgr show assoc for all) and every
+	// QoS (one sacctmgr show qos). A reading only, for the status of many
+	// tenants. A user Slurm shows nothing of is absent: it has no association,
+	// or the site's PrivateData hides it from red-box's own user (own_user).
+	ObserveAssociations(context.Context, *ObserveAssociationsRequest) (*ObserveAssociationsResponse, error)
 	mustEmbedUnimplementedWorkloadManagerServer()
 }
 
@@ -502,6 +525,9 @@ func (UnimplementedWorkloadManagerServer) ObserveStates(context.Context, *JobSta
 }
 func (UnimplementedWorkloadManagerServer) FollowJobs(context.Context, *JobStatesRequest) (*FollowJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FollowJobs not implemented")
+}
+func (UnimplementedWorkloadManagerServer) ObserveAssociations(context.Context, *ObserveAssociationsRequest) (*ObserveAssociationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ObserveAssociations not implemented")
 }
 func (UnimplementedWorkloadManagerServer) mustEmbedUnimplementedWorkloadManagerServer() {}
 func (UnimplementedWorkloadManagerServer) testEmbeddedByValue()                         {}
@@ -880,6 +906,24 @@ func _WorkloadManager_FollowJobs_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkloadManager_ObserveAssociations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ObserveAssociationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkloadManagerServer).ObserveAssociations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkloadManager_ObserveAssociations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkloadManagerServer).ObserveAssociations(ctx, req.(*ObserveAssociationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkloadManager_ServiceDesc is the grpc.ServiceDesc for WorkloadManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -954,6 +998,10 @@ var WorkloadManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FollowJobs",
 			Handler:    _WorkloadManager_FollowJobs_Handler,
+		},
+		{
+			MethodName: "ObserveAssociations",
+			Handler:    _WorkloadManager_ObserveAssociations_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -84,6 +84,7 @@ class Kubelet:
         self._backend: MeteredBackend | None = None
         self._tenant_backends: dict[str, RedBoxClient] = {}
         self.tenants: TenantRoutes | None = None
+        self.tenant_status: TenantStatusWriter | None = None
         self.stats: sampling.StatsSource | None = None
         self.handlers: PodHandlers | None = None
         self.elector: Elector | None = None
@@ -116,9 +117,14 @@ class Kubelet:
             red_boxes = {user: standby.FencedBackend(b, check=elector.check) for user, b in red_boxes.items()}
         watcher = TenantWatch(client=client)
         self._tasks.append(guarded(watcher.run(), name="tenants"))
-        # Read-only questions to the tenant users' red-boxes (unfenced); the status writes are fenced.
-        status_writer = TenantStatusWriter(
-            client=writer, watch=watcher, cluster=s.cluster_name, red_boxes=self._tenant_backends
+        # Read-only questions to the red-boxes (unfenced): the default's one look at every tenant
+        # user, each tenant user's own when the look cannot tell; the status writes are fenced.
+        self.tenant_status = status_writer = TenantStatusWriter(
+            client=writer,
+            watch=watcher,
+            cluster=s.cluster_name,
+            red_boxes=self._tenant_backends,
+            observer=raw if self._tenant_backends and isinstance(raw, RedBoxClient) else None,
         )
         self._tasks.append(guarded(status_writer.run(), name="tenant status"))
         # With tenants' red-boxes, one look at every job per tick through the default's (observing).

@@ -1,8 +1,9 @@
 """The SlurmTenants' status on this kubelet's cluster: does Slurm know their user, account and QoS?
 
-``TenantStatusWriter`` asks each tenant user's red-box (``--red-box USER=SOCKET``) what Slurm
-knows of that user (the Associations rpc: red-box answers about its own user only, without
-privilege), judges each tenant by it (``core.tenantstatus``) and writes the tenant's entry for
+``TenantStatusWriter`` asks the default red-box (``--red-box-socket``) once per round what Slurm
+knows of every due tenant's user (the ObserveAssociations rpc: two sacctmgr however many tenant
+users, a reading of what any Slurm user may read), judges each tenant by it
+(``slurm.tenantstatus``) and writes the tenant's entry for
 this cluster in ``status.clusters``, with the summed ``Ready`` condition, through the status
 subresource. Only a kubelet that runs writes (a standby waits for the Lease before anything
 starts); several clusters' kubelets write one tenant each its own entry, by read, change and
@@ -10,27 +11,34 @@ replace with the object's resourceVersion: a write that lost a race (409) is rea
 redone, so no cluster's entry is overwritten by another's.
 
 A tenant is checked when its kubelet starts, at once when its object changes (its generation;
-no sooner than ``CHANGE_FLOOR`` after its last check), and every ``interval`` (60 s) otherwise:
-at most one Associations call per tenant user per round, however many tenants share the user.
-A tenant that allows no partition of this cluster is not this cluster's to judge.
+no sooner than ``CHANGE_FLOOR`` after its last check), and every ``interval`` (60 s) otherwise.
+The user's own red-box is asked only whether it answers (WorkloadInfo, which costs Slurm nothing
+once that red-box has answered it: a tenant whose red-box is down reads Unknown, and the
+red-box is ready before the tenant's first pod). A user the look cannot tell of
+(``tenantstatus.seen``: the site's PrivateData may hide it), or
+every user when the default red-box has no ObserveAssociations (an original, an older one) or
+it failed, is asked of its own red-box (``--red-box USER=SOCKET``; the Associations rpc, which
+answers about that red-box's own user only): at most once per round, however many tenants
+share the user. A tenant that allows no partition of this cluster is not this cluster's to judge.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
 from wlmvk.core.errors import Conflict, NotFound, Unsupported, WlmvkError
+from wlmvk.core.jobs import WorkloadInfo
 from wlmvk.kube import objects, times
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.tenants import SLURMTENANTS, TenantWatch
 from wlmvk.slurm import tenancy, tenantstatus
-from wlmvk.slurm.tenantstatus import Associations, Condition
+from wlmvk.slurm.tenantstatus import AssociationLook, Associations, Condition
 
 _log = structlog.get_logger(__name__)
 
@@ -41,6 +49,12 @@ CHANGE_FLOOR = 5.0
 class AssociationSource(Protocol):
     async def associations(self, user: str) -> Associations: ...
 
+    async def info(self) -> WorkloadInfo: ...
+
+
+class AssociationObserver(Protocol):
+    async def observe_associations(self, users: Sequence[str]) -> AssociationLook: ...
+
 
 @dataclass(kw_only=True)
 class TenantStatusWriter:
@@ -48,6 +62,8 @@ class TenantStatusWriter:
     watch: TenantWatch
     cluster: str
     red_boxes: Mapping[str, AssociationSource]
+    observer: AssociationObserver | None = None
+    """The default red-box, asked about every due tenant's user at once."""
     interval: float = 60.0
     clock: Callable[[], float] = time.monotonic
     _checked: dict[str, tuple[int, float]] = field(default_factory=dict, init=False)
@@ -84,6 +100,14 @@ class TenantStatusWriter:
                 due[name] = generation
             else:
                 soonest = min(soonest, next_at - now)
+        wanted = {
+            tenants[name].user
+            for name in due
+            if name in tenants
+            and tenants[name].allowed_partitions(self.cluster) != ()
+            and tenants[name].user in self.red_boxes
+        }
+        look = await self._look(wanted)
         answers: dict[str, Associations | Condition] = {}
         for name, generation in due.items():
             tenant = tenants.get(name)
@@ -95,7 +119,7 @@ class TenantStatusWriter:
                 conditions = tenantstatus.unchecked("InvalidSpec", why, ready="False")
             else:
                 if tenant.user not in answers:
-                    answers[tenant.user] = await self._ask(tenant.user)
+                    answers[tenant.user] = await self._ask(tenant.user, look)
                 known = answers[tenant.user]
                 conditions = (
                     tenantstatus.judge(tenant, known, cluster=self.cluster)
@@ -108,12 +132,31 @@ class TenantStatusWriter:
             del self._checked[name]
         return soonest
 
-    async def _ask(self, user: str) -> Associations | Condition:
-        """``user``'s associations from its red-box, or why they cannot be known."""
+    async def _look(self, users: set[str]) -> AssociationLook | None:
+        """What the default red-box sees of ``users`` (one look), or None: each is asked of its own."""
+        if self.observer is None or not users:
+            return None
+        try:
+            return await self.observer.observe_associations(sorted(users))
+        except Unsupported:
+            return None
+        except WlmvkError as exc:
+            _log.warning("associations not observed; each tenant user's red-box is asked", error=exc.message)
+            return None
+
+    async def _ask(self, user: str, look: AssociationLook | None) -> Associations | Condition:
+        """``user``'s associations from the look, else from its red-box, or why they cannot be known."""
         red_box = self.red_boxes.get(user)
         if red_box is None:
             why = f"user {user} has no red-box on this kubelet (the site's --red-box {user}=SOCKET)"
             return Condition("", "False", "NoRedBox", why)
+        known = tenantstatus.seen(look, user) if look is not None else None
+        if known is not None:
+            try:
+                await red_box.info()  # the user's own red-box answers: Slurm is asked nothing once it has
+            except WlmvkError as exc:
+                return Condition("", "Unknown", "CheckFailed", exc.message)
+            return known
         try:
             return await red_box.associations(user)
         except Unsupported as exc:

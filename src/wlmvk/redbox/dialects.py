@@ -28,6 +28,7 @@ ADDED_RPCS = (
     "Associations",
     "ObserveStates",
     "FollowJobs",
+    "ObserveAssociations",
 )
 """wlmvk's rpcs, which the original does not serve."""
 

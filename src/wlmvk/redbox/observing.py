@@ -1,4 +1,5 @@
-"""ObserveStates and FollowJobs: one look at several users' jobs, for a client with tenants.
+"""ObserveStates, FollowJobs and ObserveAssociations: one look at several users' jobs or
+associations, for a client with tenants.
 
 With tenants (docs/tenancy.md) the kubelet follows jobs of several Unix users, one red-box each.
 Asking each red-box for its jobs' states costs Slurm one squeue per tenant user per tick;
@@ -12,11 +13,15 @@ show. Whoever reads it decides whether the owner it names is the one it expected
 another red-box's ObserveStates: its recorder leaves them out for one poll interval, as after a
 JobStates, and looks itself once the client stops (the job ended, or the client went away), so
 their end is still recorded. It asks nothing of Slurm.
+
+``ObserveAssociations`` answers what Slurm knows of several users' associations, and every QoS,
+with two sacctmgr however many users (the SlurmTenants' status, ``slurm.tenantstatus``): a
+reading of what any Slurm user may read, as red-box's own user sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobState
@@ -24,7 +29,7 @@ from wlmvk.redbox.answering import Inflight, unary
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm.cli import arrays
 from wlmvk.redbox.slurm.cli.commands import user_name
-from wlmvk.wire import codec
+from wlmvk.wire import associations, codec
 
 
 async def observe(jobs: Jobs, job_ids: Sequence[JobId]) -> list[tuple[str, JobState]]:
@@ -45,10 +50,11 @@ async def observe(jobs: Jobs, job_ids: Sequence[JobId]) -> list[tuple[str, JobSt
 
 
 class Observing:
-    """The two rpcs, as a part of red-box's service."""
+    """The three rpcs, as a part of red-box's service."""
 
     jobs: Jobs
     inflight: Inflight
+    _cluster_name: Callable[[], Awaitable[str]]
 
     @unary("ObserveStates", bind=lambda r: {"jobs": len(r.job_ids)})
     async def observe_states(self, job_states_request: api.JobStatesRequest) -> api.ObserveStatesResponse:
@@ -63,3 +69,11 @@ class Observing:
         return api.FollowJobsResponse(
             followed=self.jobs.follow([JobId(i) for i in job_states_request.job_ids])
         )
+
+    @unary("ObserveAssociations", bind=lambda r: {"users": len(r.users)})
+    async def observe_associations(
+        self, observe_associations_request: api.ObserveAssociationsRequest
+    ) -> api.ObserveAssociationsResponse:
+        users = list(observe_associations_request.users)
+        look = await self.jobs.slurm.observe_associations(users, await self._cluster_name())
+        return associations.look_to_wire(look)

@@ -42,6 +42,32 @@ class Associations:
 
 
 @dataclass(frozen=True)
+class AssociationLook:
+    """What one red-box's user saw of several users at once on its cluster (ObserveAssociations):
+    each user Slurm showed, with its associations, and every QoS Slurm knows."""
+
+    cluster: str
+    own_user: str
+    users: Mapping[str, tuple[Association, ...]]
+    qos: frozenset[str]
+
+
+def seen(look: AssociationLook, user: str) -> Associations | None:
+    """``user``'s associations as ``look`` shows them, or None when it cannot tell.
+
+    A user the look shows nothing of has no association, provided the look shows some other
+    user than its own: a site's ``PrivateData=users`` (slurmdbd.conf) shows a user their own
+    associations only. A look that shows only its own user's (or none) cannot tell an unknown
+    user from a hidden one: None, and that user's own red-box is asked.
+    """
+    if user in look.users:
+        return Associations(user, look.cluster, tuple(look.users[user]), look.qos)
+    if user == look.own_user or any(u != look.own_user for u in look.users):
+        return Associations(user, look.cluster, (), look.qos)
+    return None
+
+
+@dataclass(frozen=True)
 class Condition:
     type: str
     status: str

@@ -8,12 +8,15 @@ Here the directory holds the README's example alone: every example of examples/ 
 end to end in tests/e2e/operator (test_examples, test_readme); the subject here is the demo's
 own start, its report and its cleanup. On the in-memory plane it runs with ``--tenants`` too:
 two tenants on its own enforcing Slurm, each pod's job as its tenant's user, account and QoS in
-``sacct`` (the rules themselves are tests/e2e/tenancy's subject).
+``sacct`` (the rules themselves are tests/e2e/tenancy's subject); the two tenant users are Unix
+users the demo makes for its run (``tenantusers``), there while it runs and gone after.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -23,10 +26,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REAL_GROUP
-from tests.fixtures.redbox import JOB_OWNER
 from tests.fixtures.shared_dirs import SharedDir
-from tests.fixtures.slurm import JOB_USER
 from wlmvk_dev.demo.clusters import SOCKET_DIR
+from wlmvk_dev.demo.tenantusers import MARK, USERS, site_slurm
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
 
@@ -111,15 +113,26 @@ def sacct_of_tenant_pods(out: str) -> dict[str, tuple[str, list[str]]]:
 @pytest.mark.xdist_group(REAL_GROUP)
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(os.geteuid() != 0, reason="the demo starts daemons as root")
+@pytest.mark.skipif(
+    site_slurm() is not None, reason="a site's Slurm runs here: the demo makes no tenant user"
+)
 def test_demo_runs_the_examples_and_stops_what_it_started(slurm: str, shared_dir: SharedDir) -> None:
+    user_a, user_b = USERS
+    for user in USERS:
+        with pytest.raises(KeyError):
+            pwd.getpwnam(user)  # not there before the demo
     out, state = run_demo(shared_dir, "--tenants", "--examples", str(readme_example_only(shared_dir)))
     steps = assert_the_user_sees_every_example_end(out)
+    # The demo made its two tenant users and showed them: they existed while it ran.
+    for user in USERS:
+        shown_id = out[out.index(f"$ id {user}\n") :].splitlines()[1]
+        assert re.fullmatch(rf"uid=\d+\({user}\) gid=\d+\({user}\) groups=\d+\({user}\)", shown_id), shown_id
     # Each tenant's pod ran as its tenant's user, and sacct says so, with its account and QoS.
     shown = sacct_of_tenant_pods(out)
     job_a, job_b = shown["team-a"][1][0], shown["team-b"][1][0]
     assert shown == {
-        "team-a": (JOB_OWNER, [job_a, JOB_OWNER, "physics", "qos-phys", "cpu"]),
-        "team-b": (JOB_USER, [job_b, JOB_USER, "chemistry", "qos-chem", "cpu"]),
+        "team-a": (user_a, [job_a, user_a, "physics", "qos-phys", "cpu"]),
+        "team-b": (user_b, [job_b, user_b, "chemistry", "qos-chem", "cpu"]),
     }
     assert job_a != job_b
     # Everything it started is gone, and it says so.
@@ -128,9 +141,15 @@ def test_demo_runs_the_examples_and_stops_what_it_started(slurm: str, shared_dir
     stopped = next(line for line in steps if "stopped:" in line)
     for name in ("apiserver", "operator", "kubelet-minikube", "kubelet-second", "red-box-minikube"):
         assert name in stopped
-    for name in (f"red-box-tenant-{JOB_OWNER}", f"red-box-tenant-{JOB_USER}", "the tenants' Slurm"):
+    for name in (f"red-box-tenant-{user_a}", f"red-box-tenant-{user_b}", "the tenants' Slurm"):
         assert name in stopped
+    assert f"the tenant users (userdel {user_a} {user_b})" in stopped
     assert not list(SOCKET_DIR.glob("tenant-*"))
+    # ``down`` removed them: no such user is left, nor anything marked as the demo's.
+    for user in USERS:
+        with pytest.raises(KeyError):
+            pwd.getpwnam(user)
+    assert [p.pw_name for p in pwd.getpwall() if p.pw_gecos == MARK] == []
 
 
 @pytest.mark.kube_real

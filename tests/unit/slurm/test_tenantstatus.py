@@ -5,10 +5,12 @@ from __future__ import annotations
 from wlmvk.slurm.tenancy import Tenant
 from wlmvk.slurm.tenantstatus import (
     Association,
+    AssociationLook,
     Associations,
     Condition,
     entry,
     judge,
+    seen,
     status,
     summary,
     unchecked,
@@ -164,3 +166,36 @@ def test_a_clusters_entry_replaces_only_its_own() -> None:
     assert [e["cluster"] for e in again["clusters"]] == ["gpu", "hpc"]
     assert again["conditions"][0]["status"] == "Unknown"  # gpu has not checked generation 2 yet
     assert again["conditions"][0]["lastTransitionTime"] == LATER
+
+
+# --- one look at several users (ObserveAssociations) ---
+
+PHYSICS = (Association("physics", "", ("normal",), "normal"),)
+QOS = frozenset({"normal"})
+
+
+def look(own: str, **users: tuple[Association, ...]) -> AssociationLook:
+    return AssociationLook("hpc", own, users, QOS)
+
+
+def test_a_user_the_look_shows_is_judged_by_it() -> None:
+    assert seen(look("default", alice=PHYSICS, bob=()), "alice") == Associations("alice", "hpc", PHYSICS, QOS)
+
+
+def test_a_user_absent_while_another_user_shows_has_no_association() -> None:
+    # Nothing is hidden from a view that shows someone else's associations: bob has none.
+    known = seen(look("default", alice=PHYSICS), "bob")
+    assert known == Associations("bob", "hpc", (), QOS)
+    assert judge(tenant(user="bob"), known, cluster="hpc")[0] == Condition(
+        "UserKnown", "False", "UserUnknown", "Slurm has no association of user bob on cluster hpc"
+    )
+
+
+def test_the_looks_own_user_absent_has_no_association() -> None:
+    assert seen(look("alice"), "alice") == Associations("alice", "hpc", (), QOS)
+
+
+def test_a_look_that_shows_only_its_own_user_cannot_tell_of_another() -> None:
+    # PrivateData=users shows a user their own associations only: bob may be hidden.
+    assert seen(look("alice", alice=PHYSICS), "bob") is None
+    assert seen(look("default"), "bob") is None

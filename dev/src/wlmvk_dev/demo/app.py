@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -33,8 +32,8 @@ import yaml
 
 from wlmvk.core import names
 from wlmvk_dev import localslurm
-from wlmvk_dev.demo import examples, runas, tenancy
-from wlmvk_dev.demo.clusters import CLUSTERS, IMAGE, JOB_UID, RED_BOX_LABEL, ROOT, SOCKET_DIR
+from wlmvk_dev.demo import examples, runas, tenancy, tenantusers
+from wlmvk_dev.demo.clusters import CLUSTERS, IMAGE, JOB_UID, RED_BOX_LABEL, ROOT
 from wlmvk_dev.demo.options import parse
 from wlmvk_dev.demo.processes import Processes
 from wlmvk_dev.demo.progress import Progress, StepFailed
@@ -114,19 +113,7 @@ class Demo:
 
     def job_owner(self) -> str:
         with self.progress.step(f"job owner (uid {JOB_UID})"):
-            try:
-                user = pwd.getpwuid(JOB_UID).pw_name
-            except KeyError:
-                subprocess.run(["useradd", "-m", "-u", str(JOB_UID), "-U", "wlmvk"], check=True)
-                user = "wlmvk"
-            SOCKET_DIR.mkdir(parents=True, exist_ok=True)
-            os.chown(SOCKET_DIR, JOB_UID, JOB_UID)
-            SOCKET_DIR.chmod(0o755)
-            for cluster in CLUSTERS:
-                work = localslurm.jobs_root() / cluster.name
-                work.mkdir(parents=True, exist_ok=True)
-                os.chown(work, JOB_UID, JOB_UID)
-        return user
+            return runas.ensure_job_owner()
 
     def red_boxes(self, user: str) -> None:
         for cluster in CLUSTERS:
@@ -373,6 +360,9 @@ class Demo:
         stopped = self.procs.stop_all()
         if tenancy.tear_down(self.state):
             stopped.append("the tenants' Slurm (dev/scripts/slurm-local down)")
+        removed = tenantusers.remove(self.state)
+        if removed:
+            stopped.append(f"the tenant users (userdel {' '.join(removed)})")
         if (Path(self.kube_env["WLMVK_KUBE_BASE"]) / "admin.kubeconfig").exists():
             self.kube_local("down", "--wipe")
             stopped.append("the control plane (dev/scripts/kube-local down --wipe)")
@@ -385,9 +375,12 @@ class Demo:
             user = self.job_owner()
             if self.args.tenants:
                 self.tenants = tenancy.TenantsDemo(
-                    user, kubectl=self.kubectl, progress=self.progress, state=self.state
+                    tenantusers.prepare(self.state, user, self.progress),
+                    kubectl=self.kubectl,
+                    progress=self.progress,
+                    state=self.state,
                 )
-                self.tenants.associate()
+                self.tenants.associate(user)
             self.red_boxes(user)
             if self.real:
                 self.control_plane()

@@ -1,4 +1,5 @@
-"""A ``wlmvk`` the job owner can run, for red-box and the staging pods run as that user.
+"""The job owner: made if missing (``ensure_job_owner``), and a ``wlmvk`` it can run, for
+red-box and the staging pods run as that user.
 
 The virtualenv's interpreter may live where only root can reach it (pyenv under /root):
 then a small wrapper runs the same checkout and packages with the system's Python of the
@@ -7,11 +8,14 @@ same minor version.
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
 
-from wlmvk_dev.demo.clusters import ROOT
+from wlmvk_dev import localslurm
+from wlmvk_dev.demo.clusters import CLUSTERS, JOB_UID, ROOT, SOCKET_DIR
 
 
 def wlmvk_for(user: str, wlmvk: str, state: Path) -> str:
@@ -59,3 +63,21 @@ def system_python() -> str:
         if Path(candidate).exists():
             return candidate
     raise RuntimeError(f"the job owner cannot run {sys.executable} and there is no /usr/bin/{want}")
+
+
+def ensure_job_owner() -> str:
+    """The job owner (uid ``JOB_UID``, made as ``wlmvk`` if missing), with the red-boxes' socket
+    directory and each cluster's work directory its own: its name."""
+    try:
+        user = pwd.getpwuid(JOB_UID).pw_name
+    except KeyError:
+        subprocess.run(["useradd", "-m", "-u", str(JOB_UID), "-U", "wlmvk"], check=True)
+        user = "wlmvk"
+    SOCKET_DIR.mkdir(parents=True, exist_ok=True)
+    os.chown(SOCKET_DIR, JOB_UID, JOB_UID)
+    SOCKET_DIR.chmod(0o755)
+    for cluster in CLUSTERS:
+        work = localslurm.jobs_root() / cluster.name
+        work.mkdir(parents=True, exist_ok=True)
+        os.chown(work, JOB_UID, JOB_UID)
+    return user

@@ -5,10 +5,9 @@ local Slurm keeps its mode), as a site's admin would: two QoS, two accounts and 
 associations (``sacctmgr``), one red-box per tenant user (run as that user, with the tenant's
 allow-lists, its socket in a directory of its own), the second cluster's kubelet told where
 each is (``--red-box USER=SOCKET``), two SlurmTenants mapping two namespaces. Then one pod in
-each namespace, and what ``sacct`` says of each job. The two Unix users are the ones the
-demo's local setup already has: the demo's job owner and dev/scripts/slurm-local's job user
-(``WLMVK_JOB_USER``, default ``slurmuser``); no other user is made. Everything made here is
-removed at the end; the red-boxes and the Slurm stop with the demo.
+each namespace, and what ``sacct`` says of each job. The two Unix users are the demo's own,
+made at ``up`` and removed at ``down`` (``tenantusers``). Everything made here is removed at the
+end; the red-boxes and the Slurm stop with the demo.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from wlmvk.core import names
 from wlmvk_dev import localslurm
 from wlmvk_dev.demo.clusters import CLUSTERS, SOCKET_DIR
 from wlmvk_dev.demo.progress import Progress
-from wlmvk_dev.tenants import ENFORCE, Tenant, associate, slurmtenant
+from wlmvk_dev.tenants import ENFORCE, Tenant, associate, sacctmgr, slurmtenant
 
 Body = dict[str, Any]
 CLUSTER = CLUSTERS[1]
@@ -35,6 +34,8 @@ CLUSTER = CLUSTERS[1]
 PARTITION = "cpu"
 SACCT_FIELDS = "JobID,User,Account,QOS,Partition"
 SLURM_CLUSTER = "demotenants"
+OWNER_ACCOUNT = "examples"
+"""The job owner's account on the demo's enforcing Slurm, for the examples (no tenant's)."""
 
 
 def slurm_variables() -> dict[str, str]:
@@ -44,12 +45,11 @@ def slurm_variables() -> dict[str, str]:
     return localslurm.instance(Path(f"{shared}-demo-tenants"), port, SLURM_CLUSTER, enforce=ENFORCE)
 
 
-def tenants(owner: str) -> tuple[Tenant, Tenant]:
-    """Two tenants: the demo's job owner and slurm-local's job user, each its account and QoS."""
-    job_user = os.environ.get("WLMVK_JOB_USER") or "slurmuser"
+def tenants(users: tuple[str, str]) -> tuple[Tenant, Tenant]:
+    """Two tenants, each its user (``tenantusers``), account and QoS."""
     return (
-        Tenant("demo-team-a", "team-a", owner, "physics", "qos-phys"),
-        Tenant("demo-team-b", "team-b", job_user, "chemistry", "qos-chem"),
+        Tenant("demo-team-a", "team-a", users[0], "physics", "qos-phys"),
+        Tenant("demo-team-b", "team-b", users[1], "chemistry", "qos-chem"),
     )
 
 
@@ -99,17 +99,21 @@ Kubectl = Callable[..., str]
 class TenantsDemo:
     """The two tenants made, their pods run and shown with ``sacct``, everything removed."""
 
-    def __init__(self, owner: str, *, kubectl: Kubectl, progress: Progress, state: Path) -> None:
-        self.tenants = tenants(owner)
+    def __init__(self, users: tuple[str, str], *, kubectl: Kubectl, progress: Progress, state: Path) -> None:
+        self.tenants = tenants(users)
         self.kubectl = kubectl
         self.progress = progress
         self.state = state
 
-    def associate(self) -> None:
+    def associate(self, owner: str) -> None:
+        """The tenants' associations, and the job owner's (``OWNER_ACCOUNT``): its examples run before
+        any SlurmTenant, on this Slurm that enforces associations for every user."""
         with self.progress.step(f"tenants' accounts, QoS and users in Slurm ({ENFORCE} enforced)"):
             for tenant in self.tenants:
                 associate(tenant, SLURM_CLUSTER)
-            users = ",".join(t.user for t in self.tenants)
+            sacctmgr("add", "account", OWNER_ACCOUNT, f"cluster={SLURM_CLUSTER}")
+            sacctmgr("add", "user", owner, f"account={OWNER_ACCOUNT}", f"cluster={SLURM_CLUSTER}")
+            users = ",".join(dict.fromkeys([*(t.user for t in self.tenants), owner]))
             argv = ["sacctmgr", "show", "assoc", f"cluster={SLURM_CLUSTER}", f"users={users}"]
             self.show([*argv, "format=User,Account,QOS"])
 

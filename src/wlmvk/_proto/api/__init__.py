@@ -585,6 +585,33 @@ class AssociationsResponse(betterproto.Message):
     """Every QoS Slurm knows (sacctmgr show qos)."""
 
 
+@dataclass(eq=False, repr=False)
+class ObserveAssociationsRequest(betterproto.Message):
+    users: List[str] = betterproto.string_field(1)
+    """The users asked about (Slurm user names)."""
+
+
+@dataclass(eq=False, repr=False)
+class UserAssociations(betterproto.Message):
+    """One user's associations as Slurm showed them."""
+
+    user: str = betterproto.string_field(1)
+    associations: List["Association"] = betterproto.message_field(2)
+
+
+@dataclass(eq=False, repr=False)
+class ObserveAssociationsResponse(betterproto.Message):
+    cluster: str = betterproto.string_field(1)
+    """red-box's cluster and its own user, whose view of Slurm this is."""
+
+    own_user: str = betterproto.string_field(2)
+    users: List["UserAssociations"] = betterproto.message_field(3)
+    """The users asked about that Slurm showed, each with its associations."""
+
+    qos: List[str] = betterproto.string_field(4)
+    """Every QoS Slurm knows (sacctmgr show qos)."""
+
+
 class WorkloadManagerStub(betterproto.ServiceStub):
     async def submit_job(
         self,
@@ -991,6 +1018,23 @@ class WorkloadManagerStub(betterproto.ServiceStub):
             metadata=metadata,
         )
 
+    async def observe_associations(
+        self,
+        observe_associations_request: "ObserveAssociationsRequest",
+        *,
+        timeout: Optional[float] = None,
+        deadline: Optional["Deadline"] = None,
+        metadata: Optional["MetadataLike"] = None
+    ) -> "ObserveAssociationsResponse":
+        return await self._unary_unary(
+            "/api.WorkloadManager/ObserveAssociations",
+            observe_associations_request,
+            ObserveAssociationsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 class WorkloadManagerBase(ServiceBase):
 
@@ -1103,6 +1147,11 @@ class WorkloadManagerBase(ServiceBase):
     async def follow_jobs(
         self, job_states_request: "JobStatesRequest"
     ) -> "FollowJobsResponse":
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def observe_associations(
+        self, observe_associations_request: "ObserveAssociationsRequest"
+    ) -> "ObserveAssociationsResponse":
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_submit_job(
@@ -1279,6 +1328,14 @@ class WorkloadManagerBase(ServiceBase):
         response = await self.follow_jobs(request)
         await stream.send_message(response)
 
+    async def __rpc_observe_associations(
+        self,
+        stream: "grpclib.server.Stream[ObserveAssociationsRequest, ObserveAssociationsResponse]",
+    ) -> None:
+        request = await stream.recv_message()
+        response = await self.observe_associations(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> Dict[str, grpclib.const.Handler]:
         return {
             "/api.WorkloadManager/SubmitJob": grpclib.const.Handler(
@@ -1418,5 +1475,11 @@ class WorkloadManagerBase(ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 JobStatesRequest,
                 FollowJobsResponse,
+            ),
+            "/api.WorkloadManager/ObserveAssociations": grpclib.const.Handler(
+                self.__rpc_observe_associations,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ObserveAssociationsRequest,
+                ObserveAssociationsResponse,
             ),
         }

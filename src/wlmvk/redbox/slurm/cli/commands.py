@@ -39,7 +39,7 @@ from wlmvk.redbox.slurm.cli import scontrol as records
 from wlmvk.redbox.slurm.cli import sstat as stats
 from wlmvk.redbox.slurm.processes import overlap
 from wlmvk.redbox.slurm.processes.runner import Completed, NoAnswer, Runner
-from wlmvk.slurm.tenantstatus import Associations
+from wlmvk.slurm.tenantstatus import Association, AssociationLook, Associations
 
 _log = structlog.get_logger(__name__)
 
@@ -397,6 +397,26 @@ class Slurm:
                 raise classify(done)
         found = associations.association_rows(rows.stdout)
         return Associations(user, cluster, found, associations.qos_names(names.stdout))
+
+    async def observe_associations(self, users: Sequence[str], cluster: str) -> AssociationLook:
+        """What red-box's user sees of ``users``' associations on ``cluster``, and the QoS Slurm
+        knows: two sacctmgr however many users (a reading, for the status of many tenants)."""
+        wanted = sorted(set(users))
+        odd = [u for u in wanted if not associations.USER_NAME.fullmatch(u)]
+        if odd:
+            raise InvalidInput(f"not a user name sacctmgr can be asked about: {', '.join(map(repr, odd))}")
+        found: dict[str, tuple[Association, ...]] = {}
+        if wanted:
+            where = ["where", f"users={','.join(wanted)}", f"cluster={cluster}"]
+            argv = ["sacctmgr", "-n", "-P", "show", "assoc", *where, f"format={associations.USERS_FORMAT}"]
+            rows = await self.runner.run(argv)
+            if not rows.ok:
+                raise classify(rows)
+            found = {u: a for u, a in associations.user_rows(rows.stdout).items() if u in wanted}
+        names = await self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name"])
+        if not names.ok:
+            raise classify(names)
+        return AssociationLook(cluster, user_name(self.user), found, associations.qos_names(names.stdout))
 
     async def cluster_name(self) -> str:
         done = await self.runner.run(["scontrol", "show", "config"])
