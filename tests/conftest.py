@@ -11,11 +11,15 @@ together on one worker in order:
   the fixture (a wheel, a Go build) is made once and never twice at the same time;
 - a test marked ``xdist_group(name)`` (pytest-xdist's own marker): with the others of that name.
 
+- under a release (the release subset, dev/scripts/test-releases), every tenancy test (``TENANTS_SLURM``
+  among its fixtures), whatever its module: they share the release's one box, whose tenants' QoS
+  limits and default accounts some of them change for a while.
+
 Tests marked ``serial`` change what every other test of the local Slurm sees (a partition
 created and deleted): scripts/test deselects them from the parallel run and runs them alone.
-Under a release (the release subset, dev/scripts/test-releases) the tests whose fixtures restart the
-release's box or stop one of its daemons (``RESTARTING_THE_BOX``) are marked ``box_restart``, and
-run alone after the others.
+Under a release (the release subset, dev/scripts/test-releases) the tests whose fixtures stop one of the
+release box's daemons (``RESTARTING_THE_BOX``) are marked ``box_restart``, and run alone after
+the others.
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ pytest_plugins = [
 ]
 
 REAL_GROUP = "real"
-# Fixtures that, under a release, restart its box: the tenants' Slurm (tests/e2e/tenancy/conftest.py)
-# is the box restarted enforcing associations for the module, and back after it; or stop one of its
-# daemons: the fault suite's own Slurm (tests/faults/conftest.py) is the box, whose slurmctld the
-# slurmctld-stopped test stops (SIGSTOP) past MessageTimeout.
-RESTARTING_THE_BOX = frozenset({"tenant_slurm", "own_slurm"})
+TENANCY_GROUP = "tenancy"
+# The tenants' Slurm (tests/e2e/tenancy/conftest.py): under a release, the box every test shares.
+TENANTS_SLURM = "tenant_slurm"
+# Fixtures that, under a release, stop one of its box's daemons: the fault suite's own Slurm
+# (tests/faults/conftest.py) is the box, whose slurmctld the slurmctld-stopped test stops (SIGSTOP)
+# past MessageTimeout.
+RESTARTING_THE_BOX = frozenset({"own_slurm"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """``box_restart`` on a test whose fixtures restart a release's box (before ``-m`` selects)."""
+    """``box_restart`` on a test whose fixtures stop a release's box's daemons (before ``-m`` selects)."""
     info = getattr(item, "_fixtureinfo", None)
     if info is not None and RESTARTING_THE_BOX & set(info.names_closure):
         item.add_marker(pytest.mark.box_restart)
@@ -92,6 +98,7 @@ def pytest_collection_modifyitems(
 
 def xdist_group(item: pytest.Item) -> str | None:
     """The worker group ``item`` must run in, or None when it may run anywhere (see above)."""
+    from tests.fixtures import slurm_release
     from tests.fixtures.controlplane import plane_of
 
     if (named := item.get_closest_marker("xdist_group")) is not None:
@@ -100,6 +107,8 @@ def xdist_group(item: pytest.Item) -> str | None:
     closure = set(info.names_closure) if info is not None else set()
     if plane_of(item) == "real" or "real_kube" in closure:
         return REAL_GROUP
+    if slurm_release.RELEASE is not None and TENANTS_SLURM in closure:
+        return TENANCY_GROUP
     if info is not None:
         for name in closure:
             defs = info.name2fixturedefs.get(name) or ()

@@ -5,16 +5,16 @@
 ``AccountingStorageEnforce=associations,limits,qos``, and makes the two tenants' accounts, QoS
 and users with ``sacctmgr``. The shared Slurm, which the rest of the suite uses, keeps running
 unchanged. Under a release (``WLMVK_SLURM_RELEASE``, the release subset) the release's box is the
-tenants' Slurm: restarted enforcing for the module (``WLMVK_SLURM_ENFORCE`` of
-``dev/scripts/slurm-release``), and without after it. The two Unix users are the ones the suite
-already has: the job owner (uid 1000) and ``slurmuser`` (made by slurm-local).
+tenants' Slurm as it runs: the ``slurm`` fixture starts it enforcing for the whole subset
+(``tests.fixtures.slurm_release``), so no test restarts it, and its users' default account is the
+job owners' own, not a tenant's. The two Unix users are the ones the suite already has: the job
+owner (uid 1000) and ``slurmuser`` (made by slurm-local).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,23 +41,15 @@ class ReleaseBox:
     def jobs_root(self) -> Path:
         return slurm_release.jobs_root(self.release)
 
-    def up(self, enforce: str) -> None:
-        """The box up with ``AccountingStorageEnforce=enforce`` (restarted when it runs with another)."""
-        env = {**os.environ, "WLMVK_SLURM_ENFORCE": enforce}
-        subprocess.run([str(slurm_release.SCRIPT), "up", self.release], env=env, check=True)
-
 
 @contextlib.contextmanager
 def enforcing() -> Iterator[ownslurm.Instance | ReleaseBox]:
-    """The host's Slurm: an own instance beside the shared one; a release: its box, restarted
-    enforcing meanwhile (the release subset's other tests find it as it was after)."""
+    """The host's Slurm: an own instance beside the shared one; a release: its box, which the
+    ``slurm`` fixture made enforcing for every test of the subset."""
     if slurm_release.RELEASE is not None:
-        box = ReleaseBox(slurm_release.RELEASE, os.environ.get("WLMVK_SLURM_CLUSTER") or "testcluster")
-        box.up(ENFORCE)
-        try:
-            yield box
-        finally:
-            box.up("")
+        enforce = slurm_release.enforced(slurm_release.RELEASE)
+        assert enforce == ENFORCE, f"the {slurm_release.RELEASE} box enforces {enforce!r}, not {ENFORCE!r}"
+        yield ReleaseBox(slurm_release.RELEASE, os.environ.get("WLMVK_SLURM_CLUSTER") or "testcluster")
         return
     # One per pytest worker: the tenancy modules are groups of their own (module-scoped fixtures),
     # which two workers may run at once, and the real plane's tests run in its group meanwhile; one

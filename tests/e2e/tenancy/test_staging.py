@@ -25,7 +25,7 @@ from wlmvk.kube.bodies import NODES
 from wlmvk.kube.client import KubeClient
 from wlmvk.operator.controller import SLURMJOBS
 
-pytestmark = [pytest.mark.slurm, WITH_AGENT_HOST]
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases, WITH_AGENT_HOST]
 
 BATCH = "#!/bin/sh\nmkdir bar\ncp inputs/foo.txt bar/output.txt\nid -un >> bar/output.txt\n"
 

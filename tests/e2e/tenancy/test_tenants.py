@@ -8,6 +8,8 @@ red-box from its own ``--red-box USER=SOCKET``, the in-memory API server.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 
 import pytest
@@ -31,7 +33,7 @@ from tests.e2e.tenancy.rig import (
 )
 from tests.e2e.tenancy.tenants import TENANTS, A, B, Tenant, sacctmgr
 from tests.faults import ownslurm
-from tests.fixtures.apiserver import RunningApiServer
+from tests.fixtures.apiserver import KUBECTL, RunningApiServer
 from wlmvk.core import names
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
@@ -230,8 +232,30 @@ async def test_a_qos_limit_holds_one_tenants_pods_pending_while_the_others_run(
 
 
 SPIN = "while :; do :; done"
+TALK = "id -un; sleep 8; echo second"
+"""A pod's script: its first line, then after a while (``kubectl logs -f`` meanwhile) another."""
 
 
+async def followed(apiserver: RunningApiServer, namespace: str, name: str) -> list[bytes]:
+    """What ``kubectl logs -f`` prints of a running pod, line by line, until it exits 0 (the pod ended)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env.update(KUBECONFIG=str(apiserver.kubeconfig), HOME=str(apiserver.home))
+    follow = await asyncio.create_subprocess_exec(
+        KUBECTL, "logs", "-f", "-n", namespace, name, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert follow.stdout is not None
+    try:
+        lines = [await asyncio.wait_for(follow.stdout.readline(), 60) for _ in range(2)]
+        lines.append(await asyncio.wait_for(follow.stdout.read(), 60))
+        assert await asyncio.wait_for(follow.wait(), 30) == 0
+    finally:
+        if follow.returncode is None:
+            follow.kill()
+            await follow.wait()
+    return lines
+
+
+@IN_RELEASES
 async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
     tenancy: Rig, apiserver: RunningApiServer, kube: KubeClient
 ) -> None:
@@ -241,12 +265,22 @@ async def test_logs_exec_and_top_reach_each_tenants_job_through_its_red_box(
         spin = job_pod(spinning[tenant], SPIN)
         spin["metadata"]["namespace"] = tenant.namespace
         await kube.create(PODS, spin, namespace=tenant.namespace)
-        await kube.create(PODS, pod_in(tenant.namespace, said[tenant]), namespace=tenant.namespace)
+        talk = pod_in(tenant.namespace, said[tenant])
+        talk["spec"]["containers"][0]["command"] = ["sh", "-c", TALK]
+        await kube.create(PODS, talk, namespace=tenant.namespace)
+
+    async def follow(tenant: Tenant) -> list[bytes]:
+        await phase(kube, tenant.namespace, said[tenant], "Running")
+        return await followed(apiserver, tenant.namespace, said[tenant])
+
     try:
+        # Followed from the first line on, both at once: the tenant's user, then the line written after.
+        lines = await asyncio.gather(*(follow(tenant) for tenant in TENANTS))
+        assert lines == [[f"{tenant.user}\n".encode(), b"second\n", b""] for tenant in TENANTS]
         for tenant in TENANTS:
             await phase(kube, tenant.namespace, said[tenant], "Succeeded")
             logs = await apiserver.kubectl("logs", "-n", tenant.namespace, said[tenant])
-            assert (logs.returncode, logs.stdout) == (0, f"{tenant.user}\n"), logs.stderr
+            assert (logs.returncode, logs.stdout) == (0, f"{tenant.user}\nsecond\n"), logs.stderr
             await phase(kube, tenant.namespace, spinning[tenant], "Running")
             execd = await apiserver.kubectl(
                 "exec", "-n", tenant.namespace, spinning[tenant], "--", "id", "-un"

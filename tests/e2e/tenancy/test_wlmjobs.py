@@ -2,14 +2,16 @@
 reports them), not under the user's default account: red-box writes a container job's script,
 and the kubelet asks it for the tenant's account and QoS.
 
-Each tenant user's default association is made another account (``<account>-home``, with the
-cluster's default QoS), so a job charged by default would show there. The image is a SIF built
-here and run by Apptainer (``tests.fixtures.apptainer``), as each tenant's own user.
+Each tenant user's default account is another than its tenant's, so a job charged by default
+would show there: on the host's Slurm the fixture makes it so (``<account>-home``, with the
+cluster's default QoS); a release's box has it so already (the job owners' account). The image is
+a SIF built here and run by Apptainer (``tests.fixtures.apptainer``), as each tenant's own user.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -25,7 +27,7 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.operator.controller import WLMJOBS
 from wlmvk_dev.images import busybox_rootfs, sif
 
-pytestmark = [pytest.mark.slurm, apptainer.NEEDED]
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_releases, apptainer.NEEDED]
 
 ENTRYPOINT = 'id -un\necho written > "owned-by-$(id -un)"\n'
 
@@ -35,18 +37,30 @@ def tenant_redbox_args() -> tuple[str, ...]:
     return ("--container-runtime", "apptainer", "--runtime-path", str(apptainer.BIN))
 
 
+def default_account(user: str, cluster: str) -> str:
+    """The account Slurm charges ``user``'s jobs on ``cluster`` to when they name none."""
+    argv = ["sacctmgr", "-n", "-P", "show", "user", user, "withassoc", f"cluster={cluster}"]
+    out = subprocess.run([*argv, "format=DefaultAccount"], capture_output=True, text=True, check=True)
+    (account,) = set(out.stdout.split())
+    return account
+
+
 @pytest.fixture
 def home_accounts(tenant_slurm: ownslurm.Instance) -> Iterator[None]:
-    """Each tenant user's default account another than its tenant's, for this test."""
+    """Each tenant user's default account another than its tenant's, for this test (made so where it
+    is the tenant's, and back after)."""
     cluster = f"cluster={tenant_slurm.cluster}"
-    for tenant in TENANTS:
+    made = [t for t in TENANTS if default_account(t.user, tenant_slurm.cluster) == t.account]
+    for tenant in made:
         sacctmgr("add", "account", f"{tenant.account}-home", cluster)
         sacctmgr("add", "user", tenant.user, f"account={tenant.account}-home", cluster)
         sacctmgr(
             "modify", "user", tenant.user, "where", cluster, "set", f"defaultaccount={tenant.account}-home"
         )
-    yield
     for tenant in TENANTS:
+        assert default_account(tenant.user, tenant_slurm.cluster) != tenant.account
+    yield
+    for tenant in made:
         sacctmgr("modify", "user", tenant.user, "where", cluster, "set", f"defaultaccount={tenant.account}")
 
 
