@@ -145,9 +145,7 @@ class Slurm:
         return JobId(int(text))
 
     async def cancel(self, job_id: JobId) -> None:
-        done = await self.runner.run(["scancel", str(job_id)])
-        if not done.ok:
-            raise classify(done)
+        await self._ok(["scancel", str(job_id)])
 
     async def cancel_step(self, job_id: JobId, name: str) -> str | None:
         """Cancel the step of ``job_id`` named ``name``, if Slurm still has it; its id then."""
@@ -155,9 +153,7 @@ class Slurm:
         step = overlap.step_named(listing.stdout, name) if listing.ok else None
         if step is None:
             return None
-        done = await self.runner.run(["scancel", step])
-        if not done.ok:
-            raise classify(done)
+        await self._ok(["scancel", step])
         return step
 
     async def queue(self, job_ids: Sequence[JobId] | None = None) -> list[JobState]:
@@ -284,9 +280,7 @@ class Slurm:
 
     async def show_job(self, job_id: JobId) -> list[dict[str, str]]:
         """``scontrol -o show job ID``: one record per job (an array has several)."""
-        done = await self.runner.run(["scontrol", "-o", "show", "job", str(job_id)])
-        if not done.ok:
-            raise classify(done)
+        done = await self._ok(["scontrol", "-o", "show", "job", str(job_id)])
         return records.scontrol_records(done.stdout)
 
     async def steps(self, job_id: JobId) -> list[sacct.StepRecord] | None:
@@ -320,9 +314,7 @@ class Slurm:
             or time.monotonic() - nodes[1] > NODE_TABLE_TTL
             or any(n.gpu_kinds for n in nodes[2])
         ):
-            done = await self.runner.run(["scontrol", "-d", "-o", "show", "node"])
-            if not done.ok:
-                raise classify(done)
+            done = await self._ok(["scontrol", "-d", "-o", "show", "node"])
             nodes = self._nodes = (parts.stdout, time.monotonic(), partitions.node_records(done.stdout))
         return partitions.partition_records(parts.stdout, nodes[2])
 
@@ -365,9 +357,7 @@ class Slurm:
     async def _detect(self) -> tuple[str, releases.Release]:
         async with self._detecting:
             if self._detected is None:
-                done = await self.runner.run(["sinfo", "-V"])
-                if not done.ok:
-                    raise classify(done)
+                done = await self._ok(["sinfo", "-V"])
                 try:
                     release = releases.detected(done.stdout)
                 except ValueError as exc:
@@ -376,12 +366,17 @@ class Slurm:
                 _log.info("slurm release detected", release=str(release))
             return self._detected
 
+    async def _ok(self, argv: Sequence[str]) -> Completed:
+        """Run a Slurm command; its failure raised as ``classify`` says."""
+        done = await self.runner.run(argv)
+        if not done.ok:
+            raise classify(done)
+        return done
+
     async def message_timeout(self) -> float:
         """Slurm's MessageTimeout in seconds (``scontrol show config``), read once it answers."""
         if self._message_timeout is None:
-            done = await self.runner.run(["scontrol", "show", "config"])
-            if not done.ok:
-                raise classify(done)
+            done = await self._ok(["scontrol", "show", "config"])
             self._message_timeout = verdicts.message_timeout(done.stdout)
             _log.info("slurm message timeout read", seconds=self._message_timeout)
         return self._message_timeout
@@ -390,13 +385,14 @@ class Slurm:
         """Red-box's own user's associations on ``cluster`` and the QoS Slurm knows (two sacctmgr)."""
         user = user_name(self.user)
         argv = ["sacctmgr", "-n", "-P", "show", "assoc", f"user={user}", f"cluster={cluster}"]
-        rows = await self.runner.run([*argv, f"format={associations.FORMAT}"])
-        names = await self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name"])
-        for done in (rows, names):
-            if not done.ok:
-                raise classify(done)
-        found = associations.association_rows(rows.stdout)
-        return Associations(user, cluster, found, associations.qos_names(names.stdout))
+        rows = await self._ok([*argv, f"format={associations.FORMAT}"])
+        return Associations(
+            user, cluster, associations.association_rows(rows.stdout), await self._qos_names()
+        )
+
+    async def _qos_names(self) -> frozenset[str]:
+        names = await self._ok(["sacctmgr", "-n", "-P", "show", "qos", "format=Name"])
+        return associations.qos_names(names.stdout)
 
     async def observe_associations(self, users: Sequence[str], cluster: str) -> AssociationLook:
         """What red-box's user sees of ``users``' associations on ``cluster``, and the QoS Slurm
@@ -409,19 +405,12 @@ class Slurm:
         if wanted:
             where = ["where", f"users={','.join(wanted)}", f"cluster={cluster}"]
             argv = ["sacctmgr", "-n", "-P", "show", "assoc", *where, f"format={associations.USERS_FORMAT}"]
-            rows = await self.runner.run(argv)
-            if not rows.ok:
-                raise classify(rows)
+            rows = await self._ok(argv)
             found = {u: a for u, a in associations.user_rows(rows.stdout).items() if u in wanted}
-        names = await self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name"])
-        if not names.ok:
-            raise classify(names)
-        return AssociationLook(cluster, user_name(self.user), found, associations.qos_names(names.stdout))
+        return AssociationLook(cluster, user_name(self.user), found, await self._qos_names())
 
     async def cluster_name(self) -> str:
-        done = await self.runner.run(["scontrol", "show", "config"])
-        if not done.ok:
-            raise classify(done)
+        done = await self._ok(["scontrol", "show", "config"])
         return records.config_value(done.stdout, "ClusterName")
 
 
