@@ -189,8 +189,8 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         )
     return [
         f"`bench/tenants_scale.py --tenants {result['tenants']} --pods {result['pods']}`, {m['date']}"
-        f" (load {m['load']}; the ratios within this one run are what count): two arms, each a fresh system (in-memory API"
-        " server, one `wlmvk kubelet`, red-boxes, each a process), each with"
+        f" (load {m['load']}; the ratios within this one run are what count): two arms, each a"
+        " fresh system (in-memory API server, one `wlmvk kubelet`, red-boxes, each a process), each with"
         f" {result['pods']} held pods on one virtual node. One tenant: no SlurmTenant, every pod in one"
         f" namespace, one red-box. {result['tenants']} tenants: {result['tenants']} SlurmTenants, one"
         " namespace each, the pods spread evenly; each tenant its own Unix user (made for the run"
