@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -40,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node, wait_until
-from slurm_side import ROOT, USER, BenchRedBox, Processes, apiserver_and_kubelet
+from logs_follow import kubectl
+from slurm_side import USER, BenchRedBox, Processes, apiserver_and_kubelet
 
 from wlmvk.core import names
 from wlmvk.core.errors import NotFound
@@ -48,14 +48,6 @@ from wlmvk.kube.bodies import NAMESPACES, PODS
 from wlmvk.kube.client import KubeClient
 
 PARTITION = "long"
-
-
-def kubectl() -> str:
-    built = subprocess.run(
-        [str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True
-    )
-    path = Path(built.stdout.strip()) / "kubectl"
-    return str(path) if built.returncode == 0 and path.is_file() else shutil.which("kubectl") or "kubectl"
 
 
 def sleeper(namespace: str, node: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.helpers import job_pod, unique
 from tests.e2e.kubelet.test_api_access import NODE_PROXY_READER, client_context, sign
 from tests.e2e.kubelet.test_kubelet import wait_phase
-from tests.fixtures.apiserver import RealApiServer, upgrade_refused_line
+from tests.fixtures.apiserver import RealApiServer, kubectl_minor, upgrade_refused_line
 from wlmvk.kube.bodies import PODS
 
 # The real plane only: the in-memory API server enforces no RBAC and allows every review.
@@ -103,7 +103,7 @@ async def test_exec_needs_create_on_pods_exec(stack: Stack, tmp_path: Path) -> N
             f'pods "{name}" is forbidden: User "nosy-user" cannot create'
             ' resource "pods/exec" in API group "" in the namespace "default"',
             "Forbidden",
-            real.real.kubectl_minor(),
+            kubectl_minor(str(real.real.kubectl)),
         ),
     )
 
