@@ -2,7 +2,8 @@
 
 The server takes handler functions, not the controllers: a handler left
 out answers 501 with a message. Query parameters are parsed once into
-``LogOptions``; ``core.errors`` map to HTTP codes in ``_http_error`` only.
+``LogOptions``; ``core.errors`` map to HTTP codes in ``_code_of`` only (a
+text body, or for a refused upgrade a ``metav1.Status`` in JSON).
 Metrics are served by ``metrics_app`` on their own port.
 
 ``/exec/{namespace}/{pod}/{container}`` parses the query and asks
