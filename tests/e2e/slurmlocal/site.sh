@@ -11,8 +11,9 @@
 # default socket (/run/munge), DIR/before gets a copy of both directories, then
 # COMMAND runs. Afterwards DIR/after gets a second copy, DIR/site-munged says
 # whether the site munged still runs and answers ("alive", else what failed),
-# the site munged is stopped (by the pid it wrote) and COMMAND's exit code is
-# the script's.
+# the site munged is stopped (by the pid it wrote, waiting until it is gone: its
+# environment names the test's Slurm base, which the test then finds no process
+# naming) and COMMAND's exit code is the script's.
 set -euo pipefail
 D=${1:?usage: site.sh DIR COMMAND...}; shift
 
@@ -45,4 +46,6 @@ else
     echo alive > "$D/site-munged"
 fi
 kill "$site_munged" 2>/dev/null || true
+for _ in $(seq 1 100); do kill -0 "$site_munged" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$site_munged" 2>/dev/null; then kill -9 "$site_munged" 2>/dev/null || true; sleep 0.2; fi
 exit "$rc"
