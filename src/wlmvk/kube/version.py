@@ -10,6 +10,11 @@ server and its controllers read it to judge what a node speaks), the API server'
 wlmvk's own version as build metadata (as k3s does): ``v1.33.4+wlmvk-0.1.0`` on a 1.33.4 server.
 Kubernetes' skew policy lets a kubelet be older than its API server, never newer; a constant would
 claim a kubelet newer than an older cluster's server.
+
+From v1.36 a node also lists, in ``status.declaredFeatures``, what its kubelet can do that the
+API server may rely on; a real v1.36 kubelet declares ``ExtendWebSocketsToKubelet`` (it serves
+exec, attach and port-forward over WebSockets itself, so kube-apiserver passes kubectl's WebSocket
+through instead of translating it to SPDY). wlmvk's kubelet serves both, and declares it the same way.
 """
 
 from __future__ import annotations
@@ -43,6 +48,24 @@ def server_version(answer: Mapping[str, object]) -> tuple[int, int, int] | None:
     if major.isdigit() and minor.isdigit():
         return int(major), int(minor), 0
     return None
+
+
+WEBSOCKETS_TO_KUBELET = "ExtendWebSocketsToKubelet"
+"""The declared feature that lets kube-apiserver pass exec's WebSocket through to the kubelet."""
+DECLARED_FROM = (1, 36)
+"""The first release whose API server reads a node's ``declaredFeatures`` by default."""
+
+
+def declared_features(reported: str, *, websockets: bool) -> tuple[str, ...] | None:
+    """A node's ``status.declaredFeatures`` for the ``kubeletVersion`` it reports (``reported``).
+
+    None before v1.36: the field is left alone (older servers gate or lack it). From v1.36,
+    ``ExtendWebSocketsToKubelet`` when ``websockets`` (the default, as a real kubelet's), else
+    nothing: an empty list, which also removes an earlier declaration.
+    """
+    if _parts(reported)[:2] < DECLARED_FROM:
+        return None
+    return (WEBSOCKETS_TO_KUBELET,) if websockets else ()
 
 
 def kubelet_version(answer: Mapping[str, object], wlmvk_version: str) -> str:

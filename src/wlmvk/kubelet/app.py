@@ -34,7 +34,7 @@ from wlmvk.kube.events import EventPoster
 from wlmvk.kube.fencing import FencedClient
 from wlmvk.kube.leader import Elector
 from wlmvk.kube.tenants import TenantWatch
-from wlmvk.kube.version import kubelet_version
+from wlmvk.kube.version import declared_features, kubelet_version
 from wlmvk.kubelet import flags, standby
 from wlmvk.kubelet.api import server
 from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
@@ -152,8 +152,10 @@ class Kubelet:
             tenants=self.tenants,
         )
         await self._serve_http()
+        reported = await self._kubelet_version(client)
         context = nodes.NodeContext(
-            kubelet_version=await self._kubelet_version(client),
+            kubelet_version=reported,
+            declared_features=declared_features(reported, websockets=s.websockets_to_kubelet),
             cluster=s.cluster_name,
             agent_host=s.agent_host,
             node_ip=s.node_ip,

@@ -131,6 +131,14 @@ def parse(argv: list[str]) -> Settings:
     )
     add("--workers", type=int, default=32, help="pods reconciled concurrently")
     add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
+    add(
+        "--websockets-to-kubelet",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on a v1.36+ API server, nodes declare ExtendWebSocketsToKubelet (status.declaredFeatures), as"
+        " a real kubelet does: kube-apiserver passes exec's WebSocket through instead of translating it"
+        " to SPDY (default: on)",
+    )
     add("--wlm-timeout", type=float, default=30.0, help="seconds before a red-box call counts as failed")
     add("--log-level", default="info", help="debug, info, warning or error")
     add(
@@ -200,6 +208,7 @@ def parse(argv: list[str]) -> Settings:
         sif_gpu_flags=_sif_gpu_flags(parser, args.sif_gpu_flags),
         workers=args.workers,
         submissions=args.submissions,
+        websockets_to_kubelet=args.websockets_to_kubelet,
         wlm_timeout=args.wlm_timeout,
         log_level=args.log_level,
         leader_elect=args.leader_elect,

@@ -45,6 +45,8 @@ class Settings:
     """The SIF runtime's flags for a plain pod's image with GPUs (core.runtimes.gpu_flags)."""
     workers: int = 32
     submissions: int = 16
+    websockets_to_kubelet: bool = True
+    """Nodes declare ExtendWebSocketsToKubelet on v1.36+ API servers (wlmvk.kube.version)."""
     wlm_timeout: float = 30.0
     log_level: str = "info"
     leader_elect: bool = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,12 @@ def redbox_args() -> tuple[str, ...]:
 
 
 @pytest.fixture
+def kubelet_settings() -> dict[str, Any]:
+    """The kubelet's Settings overrides in ``stack``: a test parametrizes this name to give some."""
+    return {}
+
+
+@pytest.fixture
 async def stack(
     slurm: str,
     apiserver: RunningApiServer | RealApiServer,
@@ -49,11 +56,12 @@ async def stack(
     kube: KubeClient,
     request: pytest.FixtureRequest,
     redbox_args: tuple[str, ...],
+    kubelet_settings: dict[str, Any],
 ) -> Stack:
     marker = request.node.get_closest_marker("redbox_original")
     box = redbox_factory(*redbox_args, original=marker is not None, user=JOB_OWNER)
     kubeconfig = apiserver.kubeconfig_for("wlmvk-kubelet")
-    kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=box.socket)
+    kubelet = await kubelet_factory(kubeconfig=kubeconfig, red_box_socket=box.socket, **kubelet_settings)
     return Stack(apiserver, box, kubelet, kube)
 
 

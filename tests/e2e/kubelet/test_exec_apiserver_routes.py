@@ -2,16 +2,16 @@
 
 Its counter ``apiserver_websocket_streaming_requests_total{subresource="exec"}`` names the way
 each WebSocket exec went: ``translated_at_apiserver`` (the apiserver ends kubectl's WebSocket
-and dials the kubelet with SPDY/3.1, since our Nodes declare nothing) or ``proxied_to_kubelet``
-(once the Node lists ``ExtendWebSocketsToKubelet`` in ``status.declaredFeatures``, as a real
-v1.36 kubelet does, the WebSocket goes through as it came). The kubelet serves both: its SPDY
+and dials the kubelet with SPDY/3.1, for a kubelet run with ``--no-websockets-to-kubelet``, whose
+Nodes declare nothing) or ``proxied_to_kubelet`` (the default: the Node lists
+``ExtendWebSocketsToKubelet`` in ``status.declaredFeatures``, as a real v1.36 kubelet's does, and
+the WebSocket goes through as it came). The kubelet serves both: its SPDY
 transport (``spdy``) and its WebSocket one (``websocket``). See ``kubelet/api/exec/spdyframes.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
 import pytest
@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.kubelet.conftest import Stack
 from tests.e2e.kubelet.test_kubectl_exec import kubectl_with, running_pod
 from tests.fixtures.apiserver import RealApiServer
-from wlmvk.kube.bodies import PODS
+from wlmvk.kube.bodies import NODES, PODS
 
 pytestmark = [pytest.mark.slurm, pytest.mark.kubectl, pytest.mark.kube_real]
 
@@ -51,26 +51,35 @@ async def routes_taken(stack: Stack, pod: str) -> dict[str, int]:
     }
 
 
-async def test_translated_to_spdy_unless_the_node_declares_websockets(stack: Stack) -> None:
+async def declared(stack: Stack, pod: str) -> list[str]:
+    """What the Node the pod runs on lists in ``status.declaredFeatures``."""
+    body = await stack.kube.get(PODS, pod, namespace="default")
+    node = await stack.kube.get(NODES, body["spec"]["nodeName"])
+    return list(node["status"].get("declaredFeatures", []))
+
+
+def needs_1_36(stack: Stack) -> None:
     assert isinstance(stack.apiserver, RealApiServer)
     if stack.apiserver.real.server_minor() < 36:
         pytest.skip("the counter and the Node's declaredFeatures route are kube-apiserver v1.36's")
-    name = await running_pod(stack)
-    pod = await stack.kube.get(PODS, name, namespace="default")
-    node = pod["spec"]["nodeName"]
-    try:
-        assert await routes_taken(stack, name) == {"translated_at_apiserver": 1}
 
-        declare = {"status": {"declaredFeatures": ["ExtendWebSocketsToKubelet"]}}
-        await asyncio.to_thread(
-            stack.apiserver.real.must,
-            *("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(declare)),
-        )
+
+async def test_passed_through_to_the_kubelet_whose_node_declares_websockets(stack: Stack) -> None:
+    needs_1_36(stack)
+    name = await running_pod(stack)
+    try:
+        assert await declared(stack, name) == ["ExtendWebSocketsToKubelet"]
         assert await routes_taken(stack, name) == {"proxied_to_kubelet": 1}
     finally:
-        undeclare = json.dumps([{"op": "remove", "path": "/status/declaredFeatures"}])
-        await asyncio.to_thread(
-            stack.apiserver.real.run_kubectl,
-            *("patch", "node", node, "--subresource=status", "--type=json", "-p", undeclare),
-        )
+        await stack.kubectl("delete", "pod", name, "--wait=false")
+
+
+@pytest.mark.parametrize("kubelet_settings", [{"websockets_to_kubelet": False}], ids=["declaring-nothing"])
+async def test_translated_to_spdy_for_a_kubelet_declaring_nothing(stack: Stack) -> None:
+    needs_1_36(stack)
+    name = await running_pod(stack)
+    try:
+        assert await declared(stack, name) == []
+        assert await routes_taken(stack, name) == {"translated_at_apiserver": 1}
+    finally:
         await stack.kubectl("delete", "pod", name, "--wait=false")

@@ -4,11 +4,12 @@ The real kubectl, an API server, the kubelet's exec API, red-box as the job
 owner (uid 1000) running ``srun --overlap`` in the pod's job on real Slurm.
 kubectl v1.36 speaks WebSocket v5 by default and SPDY/3.1 with
 ``KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`` (``CLIENTS``). The in-memory API
-server passes either through to the kubelet, as kube-apiserver does for a
-Node that declares ``ExtendWebSocketsToKubelet``; the real kube-apiserver
-v1.36, our Nodes declaring nothing, translates the WebSocket into SPDY/3.1
-for the kubelet and passes SPDY through (``kubelet/api/exec/spdyframes.py`` has the
-evidence). So the kubelet's WebSocket and SPDY transports are both driven.
+server passes either through to the kubelet, as kube-apiserver v1.36 does for
+our Nodes, which declare ``ExtendWebSocketsToKubelet`` as a real kubelet's do
+(before v1.36, or with ``--no-websockets-to-kubelet``, kube-apiserver translates the
+WebSocket into SPDY/3.1 for the kubelet: test_exec_apiserver_routes.py; the evidence is
+in ``kubelet/api/exec/spdyframes.py``). So the kubelet's WebSocket and SPDY transports are
+both driven.
 A command's stdout, stderr and exit code come back, run with the container's
 env and workingDir; an interactive shell is
 driven through a pseudo-terminal; a job that is not running, a finished pod,
@@ -248,18 +249,17 @@ async def test_a_job_that_is_not_running_is_refused_clearly(stack: Stack, client
     job_id = await eventually(lambda: job_state(stack, name, "JobHeldUser"))
     done = await kubectl_with(stack, client, "exec", name, "--", "true")
     refusal = f'container "main" in pod "{name}" is not running: Slurm job {job_id} is PENDING (JobHeldUser)'
-    if isinstance(stack.apiserver, RealApiServer) and client == "websocket":
-        # kube-apiserver's StreamTranslator (the real plane's WebSocket) dials the kubelet with
-        # SPDY itself and reports the refusal it reads: v1.36 as an internal error, v1.35 as is.
-        translated = (
-            f"error: Internal error occurred: unable to upgrade connection: {refusal}\n"
-            if stack.apiserver.real.server_minor() >= 36
-            else f"error: {refusal}\n"
-        )
-        assert (done.returncode, done.stdout, done.stderr) == (1, "", translated)
+    if (
+        isinstance(stack.apiserver, RealApiServer)
+        and client == "websocket"
+        and stack.apiserver.real.server_minor() < 36
+    ):
+        # Before v1.36 the Node declares nothing: kube-apiserver's StreamTranslator dials the
+        # kubelet with SPDY itself and reports the refusal it reads as is.
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", f"error: {refusal}\n")
     else:
-        # Passed through (SPDY, or the in-memory plane, where kubectl falls back to SPDY),
-        # the kubelet's refusal, a Status, is read by kubectl itself.
+        # Passed through (SPDY; a WebSocket to a v1.36 Node declaring ExtendWebSocketsToKubelet;
+        # the in-memory plane), the kubelet's refusal, a Status, is read by kubectl itself.
         assert (done.returncode, done.stdout, done.stderr) == (
             1,
             "",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wlmvk.kube.version import KUBERNETES_VERSION, kubelet_version
+from wlmvk.kube.version import KUBERNETES_VERSION, declared_features, kubelet_version
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,3 +46,23 @@ def test_nodes_report_the_servers_version_at_most_the_implemented_one(
     answer: dict[str, str], reported: str
 ) -> None:
     assert kubelet_version(answer, "0.1.0") == reported
+
+
+@pytest.mark.parametrize(
+    ("reported", "websockets", "declared"),
+    [
+        # From v1.36, as a real kubelet: exec's WebSocket goes through to the kubelet.
+        ("v1.36.3+wlmvk-0.1.0", True, ("ExtendWebSocketsToKubelet",)),
+        ("v1.36.0+wlmvk-0.1.0", True, ("ExtendWebSocketsToKubelet",)),
+        # Turned off: an empty list, which removes an earlier declaration.
+        ("v1.36.3+wlmvk-0.1.0", False, ()),
+        # Before v1.36 the field is left alone, whatever the setting.
+        ("v1.35.4+wlmvk-0.1.0", True, None),
+        ("v1.35.4+wlmvk-0.1.0", False, None),
+        ("v1.33.4+wlmvk-0.1.0", True, None),
+    ],
+)
+def test_nodes_declare_websockets_to_the_kubelet_from_1_36(
+    reported: str, websockets: bool, declared: tuple[str, ...] | None
+) -> None:
+    assert declared_features(reported, websockets=websockets) == declared

@@ -29,6 +29,8 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parsed.max_pods == 1000
     assert parsed.cluster_name  # the host name
     assert parsed.agent_host == ""
+    assert parsed.websockets_to_kubelet is True
+    assert flags.parse(["--no-websockets-to-kubelet"]).websockets_to_kubelet is False
 
 
 def test_the_daemonset_environment_names_the_agent_host_and_cluster(monkeypatch: pytest.MonkeyPatch) -> None:

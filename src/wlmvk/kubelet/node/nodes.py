@@ -52,6 +52,8 @@ class NodeContext:
     gpu_names: Mapping[str, str] = field(default_factory=dict)
     # The API server's version, at most the one wlmvk implements (wlmvk.kube.version).
     kubelet_version: str = KUBELET_VERSION
+    # status.declaredFeatures (wlmvk.kube.version.declared_features): None leaves the field alone.
+    declared_features: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def status(
     held: Mapping[str, int] | None = None,
 ) -> Body:
     """The node's full ``status`` (``held``: GPUs this node's running pods hold, per resource)."""
-    return {
+    body: Body = {
         "capacity": capacity(res, ctx),
         "allocatable": allocatable(res, ctx, held),
         "conditions": conditions(res, health, heartbeat=heartbeat, ready_since=ready_since),
@@ -190,6 +192,9 @@ def status(
             "architecture": _arch(),
         },
     }
+    if ctx.declared_features is not None:
+        body["declaredFeatures"] = list(ctx.declared_features)
+    return body
 
 
 def node_object(

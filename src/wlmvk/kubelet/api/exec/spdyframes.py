@@ -9,8 +9,10 @@ captured from the real binary, tests/fixtures/spdy_captured/):
   ``ExtendWebSocketsToKubelet``, beta and on in v1.36; ``ExecREST.Connect``
   in pkg/registry/core/pod/rest/subresources.go). A real v1.36 kubelet
   declares it (its gate is on; component-helpers' nodedeclaredfeatures) and
-  translates the WebSocket to SPDY for its runtime itself; our Nodes declare
-  nothing. Without the declaration the apiserver's StreamTranslator (gate
+  translates the WebSocket to SPDY for its runtime itself; ours declare it too
+  on a v1.36 server (``wlmvk.kube.version.declared_features``; the kubelet's
+  websocket transport serves it), unless ``--no-websockets-to-kubelet``.
+  Without the declaration the apiserver's StreamTranslator (gate
   ``TranslateStreamCloseWebsocketRequests``, on since v1.30) ends the
   WebSocket itself and dials the kubelet with SPDY:
   ``POST /exec/<ns>/<pod>/<container>?command=..&error=1&input=1&output=1&tty=1``
