@@ -14,6 +14,14 @@ PLANES = {
     "real": "kube-apiserver (WebSocket ended there, SPDY to the kubelet)",
     "memory": "the in-memory API server",
 }
+PASSED_THROUGH = "kube-apiserver (the WebSocket passed through to the kubelet, whose Node declares it)"
+"""The real plane's route when the pod's Node declared ExtendWebSocketsToKubelet (runs after 490adf2)."""
+
+
+def plane_name(plane: str, figures: dict[str, Any]) -> str:
+    if plane == "real" and "ExtendWebSocketsToKubelet" in figures.get("declared", []):
+        return PASSED_THROUGH
+    return PLANES[plane]
 
 
 def exec_section(result: dict[str, Any]) -> list[str]:
@@ -33,15 +41,15 @@ def exec_section(result: dict[str, Any]) -> list[str]:
     ]
     for plane, f in planes.items():
         rows.append(
-            row(f["exec"], f"`kubectl exec <pod> -- true`, the whole command, through {PLANES[plane]}")
+            row(f["exec"], f"`kubectl exec <pod> -- true`, the whole command, through {plane_name(plane, f)}")
         )
     rows.append(row(result["srun"], "`srun --overlap --jobid=<job> -- true` as the job owner, no Kubernetes"))
     if "kubectl_start" in result:
         rows.append(row(result["kubectl_start"], "`kubectl version --client`: kubectl's own start"))
     for plane, f in planes.items():
-        rows.append(
-            row(f["echo"], f"a line through an open `kubectl exec -i <pod> -- cat` and back, {PLANES[plane]}")
-        )
+        through = plane_name(plane, f)
+        echo = f"a line through an open `kubectl exec -i <pod> -- cat` and back, {through}"
+        rows.append(row(f["echo"], echo))
     rows.append("")
     for plane, f in planes.items():
         wlmvk = (
@@ -50,7 +58,7 @@ def exec_section(result: dict[str, Any]) -> list[str]:
             else ""
         )
         rows.append(
-            f"Through {PLANES[plane]}, `kubectl exec` takes {f['exec_x_srun_p50']:.2f}x (p50) and"
+            f"Through {plane_name(plane, f)}, `kubectl exec` takes {f['exec_x_srun_p50']:.2f}x (p50) and"
             f" {f['exec_x_srun_p95']:.2f}x (p95) the time of srun alone{wlmvk}."
         )
         rows.append("")

@@ -44,7 +44,7 @@ from slurm_side import USER, BenchRedBox, Processes, apiserver_and_kubelet
 
 from wlmvk.core import names
 from wlmvk.core.errors import NotFound
-from wlmvk.kube.bodies import NAMESPACES, PODS
+from wlmvk.kube.bodies import NAMESPACES, NODES, PODS
 from wlmvk.kube.client import KubeClient
 
 PARTITION = "long"
@@ -118,9 +118,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     by_plane: dict[str, dict[str, list[float]]] = {plane: {"exec": [], "echo": []} for plane in planes}
     jobs: list[str] = []
     sessions: list[tuple[str, dict[str, str], str]] = []
+    declared: dict[str, list[str]] = {}
     try:
         for plane in planes:
-            sessions.append(await sleeping_pod(red_box, procs, real if plane == "real" else None))
+            namespace, env, job, declared[plane] = await sleeping_pod(
+                red_box, procs, real if plane == "real" else None
+            )
+            sessions.append((namespace, env, job))
             jobs.append(sessions[-1][2])
         srun_argv = ["runuser", "-u", USER, "--", "srun", "--overlap", f"--jobid={jobs[0]}", "--quiet", "--"]
         for _ in range(args.rounds):
@@ -155,8 +159,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
           f" p95 {srun['p95_s'] * 1000:.0f} ms")  # fmt: skip
     print(f"kubectl version --client (kubectl's own start): p50 {start['p50_s'] * 1000:.0f} ms")
     for plane in planes:
-        f = {arm: summary(values) for arm, values in by_plane[plane].items()}
+        f: dict[str, Any] = {arm: summary(values) for arm, values in by_plane[plane].items()}
         f["lines"] = {"n": len(by_plane[plane]["echo"])}
+        # What the pod's Node declared: with ExtendWebSocketsToKubelet, kube-apiserver passes the
+        # WebSocket through to the kubelet; else it translates it to SPDY (docs/exec-and-top.md).
+        f["declared"] = declared[plane]
         f["exec_x_srun_p50"] = f["exec"]["p50_s"] / srun["p50_s"]
         f["exec_x_srun_p95"] = f["exec"]["p95_s"] / srun["p95_s"]
         # The goal's figure: what exec adds besides kubectl's own start, against srun alone.
@@ -181,9 +188,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 async def sleeping_pod(
     red_box: BenchRedBox, procs: Processes, real: RealPlane | None
-) -> tuple[str, dict[str, str], str]:
+) -> tuple[str, dict[str, str], str, list[str]]:
     """A kubelet on the plane (``real``, else a new in-memory one) and its pod's running job:
-    the pod's namespace, kubectl's environment for the plane, and the job id."""
+    the pod's namespace, kubectl's environment for the plane, the job id, and what the pod's
+    Node declares (``status.declaredFeatures``)."""
     kubeconfig, cluster, _ = await apiserver_and_kubelet(red_box, procs, "ex", real=real)
     kube = await KubeClient.connect(str(kubeconfig))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
@@ -205,10 +213,11 @@ async def sleeping_pod(
 
         print(f"waiting for the sleeper's job to run ({'real' if real else 'memory'} plane)", flush=True)
         job: str = await wait_until(running, timeout=900, every=0.5)
-        print(f"job {job} runs", flush=True)
+        declared = list((await kube.get(NODES, node))["status"].get("declaredFeatures") or [])
+        print(f"job {job} runs; its Node declares {declared}", flush=True)
     finally:
         await kube.close()
-    return cluster, env, job
+    return cluster, env, job, declared
 
 
 async def forget_clusters(real: RealPlane, clusters: list[str]) -> None:
