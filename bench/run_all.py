@@ -48,6 +48,7 @@ from exec_section import EXEC, EXEC_ARGV, exec_section
 from perf_sections import (
     LOGS,
     LOGS_ARGV,
+    PLANE_NAMES,
     SCALE,
     SLURMJOBS,
     SLURMJOBS_ARGV,
@@ -134,7 +135,9 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
     """Run one benchmark, keep its whole output, return its figures (``results``: exits that are
     results, not failures)."""
     figures = RAW / f"{name}.json"
-    print(f"$ {' '.join(argv)}", flush=True)
+    start = machine()  # the first line of the raw output says what the run was, and the load at its start
+    head = f"$ {' '.join(argv)}  # {start['date']}, revision {start['revision']}, load {start['load']}"
+    print(head, flush=True)
     done = subprocess.run(
         [sys.executable, *argv, "--json", str(figures)],
         cwd=BENCH,
@@ -142,12 +145,12 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
         text=True,
         check=False,
     )
-    (RAW / f"{name}.txt").write_text(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    (RAW / f"{name}.txt").write_text(f"{head}\n{done.stdout}{done.stderr}")
     print(done.stdout[-2000:], flush=True)
     if done.returncode not in results:
         raise SystemExit(f"{name} failed (exit {done.returncode}); output in {RAW / (name + '.txt')}")
     result: dict[str, Any] = json.loads(figures.read_text())
-    result["machine"] = machine()
+    result["machine"] = start
     figures.write_text(json.dumps(result, indent=1))
     return result
 
@@ -180,9 +183,6 @@ def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> li
                     f"| {arm['x_loop']:.2f} (against that run's loop) | | | |"
                 )
     return rows
-
-
-PLANE_NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
 
 
 def pods_table(result: dict[str, Any]) -> list[str]:
