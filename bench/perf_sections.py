@@ -144,7 +144,7 @@ def logs_section(result: dict[str, Any]) -> list[str]:
             " printed in it (kubectl: all the followers together); a line missed is one another follower"
             " of the same job printed and this one had not 10 s after the window."
             if window
-            else " (backlog left out)."
+            else " Backlog left out."
         )
         + f" Raw output: `docs/raw/{LOGS}.txt`.",
         "",
@@ -188,7 +188,34 @@ def slurmjobs_section(result: dict[str, Any]) -> list[str]:
             f"| `sbatch` alone | {sbatch['count']} | | | {sbatch['total_s']:.0f} | {sbatch['per_s']:.2f}"
             f" | {sbatch['p50_s']:.1f} | {sbatch['p95_s']:.1f} | 1.00 | | |"
         )
-    return rows
+    return rows + _slurmjobs_cpu(result["count"], planes, sbatch)
+
+
+def _slurmjobs_cpu(count: int, planes: dict[str, Any], sbatch: dict[str, Any] | None) -> list[str]:
+    """CPU per job by part of the system in each way (runs recorded before it was measured: none)."""
+    ways = {f"SlurmJobs, {PLANE_NAMES[p]}": r["cpu_s"] for p, r in planes.items() if "cpu_s" in r}
+    if sbatch and "cpu_s" in sbatch:
+        ways["`sbatch` alone"] = sbatch["cpu_s"]
+    if not ways:
+        return []
+    parts = list(dict.fromkeys(part for cpu in ways.values() for part in cpu if part != "total"))
+    return [
+        "",
+        "CPU per job from the apply (or the first `sbatch`) to the last one settled, by part (ms, read"
+        " from /proc: red-box children are its `sbatch` and `scancel`; apiserver is kube-apiserver or"
+        " the in-memory server with its controllers; controllers the controller-manager and scheduler;"
+        " client the benchmark's own process (its watch); for `sbatch` alone, sbatch is every process"
+        " the benchmark ran: `runuser`, `sbatch` and its `squeue` polls every 0.2 s):",
+        "",
+        "| way | " + " | ".join(parts) + " | total |",
+        "|---|" + "---|" * (len(parts) + 1),
+        *(
+            f"| {way} | "
+            + " | ".join(f"{cpu[part] * 1000 / count:.1f}" if part in cpu else "" for part in parts)
+            + f" | {cpu['total'] * 1000 / count:.1f} |"
+            for way, cpu in ways.items()
+        ),
+    ]
 
 
 TENANTS = "tenants-scale"

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node
 from logs_follow import kubectl
 from slurm_side import (
@@ -102,6 +103,7 @@ def sbatch_alone(count: int, prefix: str, timeout: float) -> dict[str, Any]:
         done = subprocess.run(argv, input=script(index), capture_output=True, text=True, check=True)
         return done.stdout.strip().split(";")[0]
 
+    before = cpu_meter.reading(None)
     start = time.perf_counter()
     pending: set[str] = set()
     ends: list[float] = []
@@ -115,13 +117,40 @@ def sbatch_alone(count: int, prefix: str, timeout: float) -> dict[str, Any]:
         ends += [time.perf_counter()] * len(gone)
         pending -= gone
         time.sleep(0.2)
-    figures = {"count": count} | latency_figures(start, ends, count)
+    cpu = seconds_by_part(before, cpu_meter.reading(None))
+    figures = {"count": count} | latency_figures(start, ends, count) | {"cpu_s": cpu}
     print(
         f"sbatch alone: {count} scripts, all settled after {figures['total_s']:.1f} s:"
         f" {figures['per_s']:.2f} jobs/s; submit -> left the queue p50 {figures['p50_s']:.1f} s,"
         f" p95 {figures['p95_s']:.1f} s"
     )
+    print_cpu("sbatch alone", cpu, count)
     return figures
+
+
+def seconds_by_part(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds by part between two readings (parts that did not run left out), and their total."""
+    parts = {part: after[part] - before[part] for part in after if after[part] - before[part] > 0}
+    return parts | {"total": sum(parts.values())}
+
+
+def print_cpu(arm: str, cpu: dict[str, float], count: int) -> None:
+    parts = ", ".join(f"{k} {v:.1f} ({v * 1000 / count:.1f})" for k, v in cpu.items())
+    print(f"{arm}: CPU s (ms per job): {parts}")
+
+
+def system_cpu(
+    red_box: BenchRedBox, kubelet: int, operator: int, real: RealPlane | None, apiserver: int
+) -> dict[str, float]:
+    """CPU seconds so far of every part a SlurmJob goes through: red-box and its children, Slurm's
+    daemons, the control plane (kube-apiserver, etcd, controller-manager and scheduler; or the
+    in-memory server with its controllers), the kubelet, the operator, and this process (its watch)."""
+    reading = cpu_meter.reading(red_box.pid())
+    reading["red-box"] = reading.pop("server")
+    reading["red-box children"] = reading.pop("sbatch")
+    plane = real.cpu_seconds() if real is not None else {"apiserver": cpu_meter.process_times(apiserver)[0]}
+    own = {"kubelet": cpu_meter.process_times(kubelet)[0], "operator": cpu_meter.process_times(operator)[0]}
+    return reading | plane | own
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -148,6 +177,7 @@ async def measured(
     kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
         red_box, procs, "sj", client_ca=False, controllers=True, real=real
     )
+    apiserver = 0 if real is not None else procs.procs[-2].pid  # the in-memory one, started just before
     binary = kubectl()
     for crd in ("slurmjobs.yaml", "wlmjobs.yaml"):
         await run_kubectl(binary, kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / crd))
@@ -183,13 +213,16 @@ async def measured(
 
         watching = asyncio.create_task(watcher())
         await asyncio.sleep(0.5)
+        await cpu_meter.settled()
         cpu0 = process_cpu(operator.pid)
+        before = system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver)
         start = time.perf_counter()
         await run_kubectl(binary, kubeconfig, "apply", "-f", "-", stdin=slurmjobs(namespace, args.count))
         applied = time.perf_counter() - start
         await asyncio.wait_for(finished.wait(), args.timeout)
         total = time.perf_counter() - start
         cpu = process_cpu(operator.pid) - cpu0
+        parts = seconds_by_part(before, system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver))
         watching.cancel()
     finally:
         sampler.cancel()
@@ -214,6 +247,7 @@ async def measured(
         "operator_cpu_s": cpu,
         "operator_rss_peak_sampled_mb": peak[0],
         "operator_rss_hwm_mb": hwm,
+        "cpu_s": parts,
     }
     print(f"{args.count} SlurmJobs applied in {applied:.1f} s; {len(done)} Succeeded, {len(failed)} Failed")
     for name, why in list(failed.items())[:3]:
@@ -223,6 +257,7 @@ async def measured(
         f" p50 {figures['p50_s']:.1f} s, p95 {figures['p95_s']:.1f} s"
     )
     print(f"operator: {cpu:.1f} CPU s, peak RSS sampled {peak[0]:.0f} MB, VmHWM {hwm:.0f} MB")
+    print_cpu("SlurmJobs", parts, args.count)
     return figures
 
 
