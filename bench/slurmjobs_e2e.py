@@ -49,6 +49,7 @@ from slurm_side import (
 from status_steady import rss_mb, sample_rss
 
 from wlmvk.core import names
+from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
 from wlmvk.operator.controller import SLURMJOBS
@@ -128,6 +129,25 @@ def sbatch_alone(count: int, prefix: str, timeout: float) -> dict[str, Any]:
     return figures
 
 
+POD_STAGES = (
+    ("pod created", lambda pod: True),
+    ("pod bound", lambda pod: bool(pod["spec"].get("nodeName"))),
+    ("job id annotated", lambda pod: names.ANNOTATION_JOB_ID in (pod["metadata"].get("annotations") or {})),
+    ("pod Running", lambda pod: (pod.get("status") or {}).get("phase") in ("Running", "Succeeded")),
+    ("pod Succeeded", lambda pod: (pod.get("status") or {}).get("phase") == "Succeeded"),
+)
+"""The stages of a SlurmJob's pod, each seen first on a watch (where the time goes)."""
+
+
+async def pod_stages(kube: KubeClient, namespace: str, stages: dict[str, dict[str, float]]) -> None:
+    async for event in watch(kube, PODS, WatchOptions(namespace=namespace)):
+        for pod in event.items if isinstance(event, Listed) else [event.object]:
+            now = time.perf_counter()
+            for stage, reached in POD_STAGES:
+                if reached(pod):
+                    stages.setdefault(stage, {}).setdefault(pod["metadata"]["name"], now)
+
+
 def seconds_by_part(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """CPU seconds by part between two readings (parts that did not run left out), and their total."""
     parts = {part: after[part] - before[part] for part in after if after[part] - before[part] > 0}
@@ -192,6 +212,7 @@ async def measured(
     kube = await KubeClient.connect(str(kubeconfig))
     done: dict[str, float] = {}
     failed: dict[str, str] = {}
+    stages: dict[str, dict[str, float]] = {}
     finished = asyncio.Event()
     try:
         await wait_for_node(kube, names.node_name(cluster, "debug"))
@@ -204,6 +225,7 @@ async def measured(
                 for item in items:
                     name = item["metadata"]["name"]
                     phase = (item.get("status") or {}).get("status", "")
+                    stages.setdefault("SlurmJob created", {}).setdefault(name, time.perf_counter())
                     if phase == "Succeeded" and name not in done:
                         done[name] = time.perf_counter()
                     elif phase == "Failed":
@@ -212,6 +234,7 @@ async def measured(
                     finished.set()
 
         watching = asyncio.create_task(watcher())
+        following = asyncio.create_task(pod_stages(kube, namespace, stages))
         await asyncio.sleep(0.5)
         await cpu_meter.settled()
         cpu0 = process_cpu(operator.pid)
@@ -224,6 +247,7 @@ async def measured(
         cpu = process_cpu(operator.pid) - cpu0
         parts = seconds_by_part(before, system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver))
         watching.cancel()
+        following.cancel()
     finally:
         sampler.cancel()
         hwm = rss_mb(operator.pid, "VmHWM")
@@ -248,6 +272,9 @@ async def measured(
         "operator_rss_peak_sampled_mb": peak[0],
         "operator_rss_hwm_mb": hwm,
         "cpu_s": parts,
+        "stages": {
+            stage: sorted(moment - start for moment in moments.values()) for stage, moments in stages.items()
+        },
     }
     print(f"{args.count} SlurmJobs applied in {applied:.1f} s; {len(done)} Succeeded, {len(failed)} Failed")
     for name, why in list(failed.items())[:3]:
@@ -258,6 +285,10 @@ async def measured(
     )
     print(f"operator: {cpu:.1f} CPU s, peak RSS sampled {peak[0]:.0f} MB, VmHWM {hwm:.0f} MB")
     print_cpu("SlurmJobs", parts, args.count)
+    print("when each stage was reached, s after the apply (first, 50%, 95%, last):")
+    for stage, after in figures["stages"].items():
+        marks = [after[min(len(after) - 1, round(q * (len(after) - 1)))] for q in (0, 0.5, 0.95, 1)]
+        print(f"  {stage:<22} {len(after):4d}: " + ", ".join(f"{m:6.1f}" for m in marks))
     return figures
 
 
