@@ -209,7 +209,51 @@ def slurmjobs_section(result: dict[str, Any]) -> list[str]:
             f"| `sbatch` alone | {sbatch['count']} | | | {sbatch['total_s']:.0f} | {sbatch['per_s']:.2f}"
             f" | {sbatch['p50_s']:.1f} | {sbatch['p95_s']:.1f} | 1.00 | | |"
         )
-    return rows + _slurmjobs_cpu(result["count"], planes, sbatch)
+    return rows + _slurmjobs_cpu(result["count"], planes, sbatch) + _slurmjobs_stages(planes, sbatch)
+
+
+GOAL = 1.15
+"""All SlurmJobs settled within this many times `sbatch` alone's time (issue 35)."""
+
+
+def _slurmjobs_stages(planes: dict[str, Any], sbatch: dict[str, Any] | None) -> list[str]:
+    """Where the time went: when the SlurmJobs' pods reached each stage, kube-apiserver's requests,
+    and each plane's time against the goal (runs recorded before these were measured: none)."""
+    timed = {plane: r for plane, r in planes.items() if r.get("stages")}
+    if not timed or not sbatch:
+        return []
+
+    def mark(after: list[float], q: float) -> str:
+        return f"{after[min(len(after) - 1, round(q * (len(after) - 1)))]:.1f}"
+
+    lines = [
+        "",
+        "When the SlurmJobs and their pods reached each stage, seconds after the apply (first / 50% /"
+        " 95% / last, each first seen on a watch):",
+        "",
+        "| plane | " + " | ".join(next(iter(timed.values()))["stages"]) + " |",
+        "|---|" + "---|" * len(next(iter(timed.values()))["stages"]),
+    ]
+    for plane, r in timed.items():
+        cells = " | ".join(
+            " / ".join(mark(after, q) for q in (0, 0.5, 0.95, 1)) for after in r["stages"].values()
+        )
+        lines.append(f"| {PLANE_NAMES[plane]} | {cells} |")
+    for r in timed.values():
+        requests = r.get("apiserver_requests") or {}
+        if requests:
+            count = sum(requests.values())
+            top = ", ".join(f"{kind} {n}" for kind, n in list(requests.items())[:8])
+            lines += [
+                "",
+                f"kube-apiserver answered {count} requests in that time ({count / r['count']:.1f} per"
+                f" SlurmJob; its /metrics), the most: {top}.",
+            ]
+    ratios = {plane: r["x_sbatch_time"] for plane, r in planes.items() if "x_sbatch_time" in r}
+    verdicts = "; ".join(
+        f"{PLANE_NAMES[plane]} {x:.2f}x ({'met' if x <= GOAL else 'missed'})" for plane, x in ratios.items()
+    )
+    return [*lines, "", f"All settled against `sbatch` alone, goal <= 1.15x: {verdicts}."]
 
 
 def _slurmjobs_cpu(count: int, planes: dict[str, Any], sbatch: dict[str, Any] | None) -> list[str]:

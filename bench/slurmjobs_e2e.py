@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -148,6 +149,23 @@ async def pod_stages(kube: KubeClient, namespace: str, stages: dict[str, dict[st
                     stages.setdefault(stage, {}).setdefault(pod["metadata"]["name"], now)
 
 
+_REQUEST = re.compile(r"^apiserver_request_total\{(.*)\} (\d+)$", re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+async def requests_by_kind(binary: str, kubeconfig: Path) -> dict[str, int]:
+    """kube-apiserver's requests so far (its /metrics ``apiserver_request_total``) by verb and resource."""
+    text = await run_kubectl(binary, kubeconfig, "get", "--raw", "/metrics")
+    counts: dict[str, int] = {}
+    for labels, value in _REQUEST.findall(text):
+        got = dict(_LABEL.findall(labels))
+        kind = f"{got.get('verb')} {got.get('resource')}" + (
+            f"/{got['subresource']}" if got.get("subresource") else ""
+        )
+        counts[kind] = counts.get(kind, 0) + int(value)
+    return counts
+
+
 def seconds_by_part(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """CPU seconds by part between two readings (parts that did not run left out), and their total."""
     parts = {part: after[part] - before[part] for part in after if after[part] - before[part] > 0}
@@ -237,6 +255,7 @@ async def measured(
         following = asyncio.create_task(pod_stages(kube, namespace, stages))
         await asyncio.sleep(0.5)
         await cpu_meter.settled()
+        requests0 = await requests_by_kind(binary, kubeconfig) if real is not None else {}
         cpu0 = process_cpu(operator.pid)
         before = system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver)
         start = time.perf_counter()
@@ -246,6 +265,9 @@ async def measured(
         total = time.perf_counter() - start
         cpu = process_cpu(operator.pid) - cpu0
         parts = seconds_by_part(before, system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver))
+        requests = await requests_by_kind(binary, kubeconfig) if real is not None else {}
+        requests = {k: n - requests0.get(k, 0) for k, n in requests.items() if n - requests0.get(k, 0) > 0}
+        requests = dict(sorted(requests.items(), key=lambda kv: -kv[1]))
         watching.cancel()
         following.cancel()
     finally:
@@ -272,6 +294,7 @@ async def measured(
         "operator_rss_peak_sampled_mb": peak[0],
         "operator_rss_hwm_mb": hwm,
         "cpu_s": parts,
+        "apiserver_requests": requests,
         "stages": {
             stage: sorted(moment - start for moment in moments.values()) for stage, moments in stages.items()
         },
@@ -285,6 +308,11 @@ async def measured(
     )
     print(f"operator: {cpu:.1f} CPU s, peak RSS sampled {peak[0]:.0f} MB, VmHWM {hwm:.0f} MB")
     print_cpu("SlurmJobs", parts, args.count)
+    if requests:
+        print(
+            f"kube-apiserver requests from the apply to the last settled ({sum(requests.values())}): "
+            + ", ".join(f"{kind} {n}" for kind, n in requests.items())
+        )
     print("when each stage was reached, s after the apply (first, 50%, 95%, last):")
     for stage, after in figures["stages"].items():
         marks = [after[min(len(after) - 1, round(q * (len(after) - 1)))] for q in (0, 0.5, 0.95, 1)]
