@@ -159,6 +159,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "pods": args.pods,
         "followers": args.followers,
         "window_s": args.window,
+        "node_cpus": cpus,
         "kubectl": binary,
         "planes": {},
     }

@@ -135,7 +135,9 @@ def logs_section(result: dict[str, Any]) -> list[str]:
     return [
         f"`bench/logs_follow.py --pods {result['pods']} --followers {result['followers']}`, {m['date']}"
         f" (load {m['load']}): {result['followers']} real `kubectl logs -f` processes (`{result['kubectl']}`)"
-        f" at once on {result['pods']} running Slurm jobs, spread evenly, through each plane's API server"
+        f" at once on {result['pods']} running Slurm jobs"
+        + (f" (the local node declared {result['node_cpus']} CPUs)" if "node_cpus" in result else "")
+        + ", spread evenly, through each plane's API server"
         " (kube-apiserver with the real plane's own kubeconfig; the in-memory server's pods/log proxy) to"
         " the kubelet's HTTPS API and red-box's TailFile; each job prints its clock every 0.25 s and a"
         " line's latency is the time kubectl printed it minus the time in it."

@@ -20,6 +20,9 @@ kubelet at 10,000 pods: bench/perf_sections.py). The others in bench/ are
 listed in the docs with what they measure, without figures, until this
 script runs them.
 
+``logs_follow.py`` runs 20 jobs at once: the local Slurm's node must declare 20 CPUs or more
+(``WLMVK_SLURM_CPUS=24 dev/scripts/slurm-local up``); it says so and stops otherwise.
+
 The reliability part (bench/faults_section.py) runs ``faults_run.py --only
 FAULT`` once per fault (``docs/raw/faults-<fault>.txt`` and ``.json``) and
 writes docs/reliability.md's table from them.
