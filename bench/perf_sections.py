@@ -15,10 +15,8 @@ from wlmvk.redbox.files import TAIL_INTERVAL
 STATUS = "status-steady"
 SCALE = "kubelet-scale"
 LOGS = "logs-follow"
-SLURMJOBS = "slurmjobs-e2e"
 SCALE_PODS = 10_000
 LOGS_ARGV = ["logs_follow.py", "--pods", "20", "--followers", "200"]
-SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200"]
 PLANE_NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
 
 
@@ -172,142 +170,6 @@ def _logs_verdict(planes: dict[str, Any]) -> list[str]:
         " average: most of the median. Before red-box's server took more than h2's default 100"
         " streams on a connection (`redbox/listening.py`), the 101st follower waited for another to"
         " end, and so did the kubelet's status tick.",
-    ]
-
-
-def slurmjobs_section(result: dict[str, Any]) -> list[str]:
-    """docs/performance.md's section of ``slurmjobs_e2e.py``: a row per plane, and ``sbatch`` alone."""
-    m = result["machine"]
-    planes = result.get("planes") or {"memory": result}
-    sbatch = result.get("sbatch")
-    rows = [
-        f"`bench/slurmjobs_e2e.py --count {result['count']}`, {m['date']} (load {m['load']}): one"
-        f" `kubectl apply` of {result['count']} SlurmJobs (no staging, each a one-line batch script)"
-        " through the whole system as processes (a control plane with its scheduler, operator,"
-        " kubelet, red-box, real Slurm), until every one has Succeeded; latency from the apply to each"
-        " one Succeeded"
-        + (
-            "; beside it the same scripts by `sbatch` alone to the same Slurm, timed from the first"
-            " submission to each job leaving the queue"
-            if sbatch
-            else ""
-        )
-        + f". Raw output: `docs/raw/{SLURMJOBS}.txt`.",
-        "",
-        "| way | jobs | Succeeded | Failed | all settled (s) | jobs/s | p50 (s) | p95 (s) | x sbatch's time "
-        "| operator CPU (s) | operator peak RSS sampled / VmHWM (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for plane, r in planes.items():
-        ratio = f"{r['x_sbatch_time']:.2f}" if "x_sbatch_time" in r else ""
-        rows.append(
-            f"| SlurmJobs, {PLANE_NAMES[plane]} | {result['count']} | {r['succeeded']} | {r['failed']}"
-            f" | {r['total_s']:.0f} | {r['per_s']:.2f} | {r['p50_s']:.1f} | {r['p95_s']:.1f} | {ratio}"
-            f" | {r['operator_cpu_s']:.1f} | {r['operator_rss_peak_sampled_mb']:.0f}"
-            f" / {r['operator_rss_hwm_mb']:.0f} |"
-        )
-    if sbatch:
-        rows.append(
-            f"| `sbatch` alone | {sbatch['count']} | | | {sbatch['total_s']:.0f} | {sbatch['per_s']:.2f}"
-            f" | {sbatch['p50_s']:.1f} | {sbatch['p95_s']:.1f} | 1.00 | | |"
-        )
-    return rows + _slurmjobs_cpu(result["count"], planes, sbatch) + _slurmjobs_stages(planes, sbatch)
-
-
-GOAL = 1.15
-"""All SlurmJobs settled within this many times `sbatch` alone's time (issue 35)."""
-
-
-def _slurmjobs_stages(planes: dict[str, Any], sbatch: dict[str, Any] | None) -> list[str]:
-    """Where the time went: when the SlurmJobs' pods reached each stage, kube-apiserver's requests,
-    and each plane's time against the goal (runs recorded before these were measured: none)."""
-    timed = {plane: r for plane, r in planes.items() if r.get("stages")}
-    if not timed or not sbatch:
-        return []
-
-    def mark(after: list[float], q: float) -> str:
-        return f"{after[min(len(after) - 1, round(q * (len(after) - 1)))]:.1f}"
-
-    lines = [
-        "",
-        "When the SlurmJobs and their pods reached each stage, seconds after the apply (first / 50% /"
-        " 95% / last, each first seen on a watch):",
-        "",
-        "| plane | " + " | ".join(next(iter(timed.values()))["stages"]) + " |",
-        "|---|" + "---|" * len(next(iter(timed.values()))["stages"]),
-    ]
-    for plane, r in timed.items():
-        cells = " | ".join(
-            " / ".join(mark(after, q) for q in (0, 0.5, 0.95, 1)) for after in r["stages"].values()
-        )
-        lines.append(f"| {PLANE_NAMES[plane]} | {cells} |")
-    for r in timed.values():
-        requests = r.get("apiserver_requests") or {}
-        if requests:
-            count = sum(requests.values())
-            top = ", ".join(f"{kind} {n}" for kind, n in list(requests.items())[:8])
-            lines += [
-                "",
-                f"kube-apiserver answered {count} requests in that time ({count / r['count']:.1f} per"
-                f" SlurmJob; its /metrics), the most: {top}.",
-            ]
-    ratios = {plane: r["x_sbatch_time"] for plane, r in planes.items() if "x_sbatch_time" in r}
-    verdicts = "; ".join(
-        f"{PLANE_NAMES[plane]} {x:.2f}x ({'met' if x <= GOAL else 'missed'})" for plane, x in ratios.items()
-    )
-    p95 = "; ".join(
-        f"{PLANE_NAMES[plane]} {r['p95_s']:.1f} s ({r['p95_s'] / sbatch['p95_s']:.2f}x)"
-        for plane, r in timed.items()
-    )
-    cpu = {plane: r["cpu_s"]["total"] * 1000 / r["count"] for plane, r in timed.items() if "cpu_s" in r}
-    alone = sbatch["cpu_s"]["total"] * 1000 / sbatch["count"] if "cpu_s" in sbatch else 0.0
-    bound = [
-        f"All settled against `sbatch` alone, goal <= {GOAL}x: {verdicts}. p95 from the apply against"
-        f" `sbatch` alone's p95 ({sbatch['p95_s']:.1f} s): {p95}. Where the rest goes: every job id was"
-        " written (the last job submitted) by "
-        + " and ".join(
-            f"{r['stages']['job id annotated'][-1]:.1f} s ({PLANE_NAMES[p]})" for p, r in timed.items()
-        )
-        + f", against `sbatch` alone's {sbatch['total_s']:.1f} s for all to run and leave; from then on"
-        " the jobs wait in Slurm's queue, which starts them one after another in both ways (the pods'"
-        " Running column), on the same two cores as the control plane: a SlurmJob cost "
-        + " and ".join(f"{cpu[p]:.0f} ms of CPU ({PLANE_NAMES[p]})" for p in cpu)
-        + f" against {alone:.0f} ms for a job by `sbatch` alone"
-        + (
-            f", kube-apiserver's {timed['real']['cpu_s']['apiserver'] * 1000 / timed['real']['count']:.0f} ms"
-            " the largest part"
-            if "real" in timed and "apiserver" in timed["real"].get("cpu_s", {})
-            else ""
-        )
-        + "; then the kubelet's status tick (every 5 s, deferred while submissions wait) tells the pod.",
-    ]
-    return [*lines, "", *bound]
-
-
-def _slurmjobs_cpu(count: int, planes: dict[str, Any], sbatch: dict[str, Any] | None) -> list[str]:
-    """CPU per job by part of the system in each way (runs recorded before it was measured: none)."""
-    ways = {f"SlurmJobs, {PLANE_NAMES[p]}": r["cpu_s"] for p, r in planes.items() if "cpu_s" in r}
-    if sbatch and "cpu_s" in sbatch:
-        ways["`sbatch` alone"] = sbatch["cpu_s"]
-    if not ways:
-        return []
-    parts = list(dict.fromkeys(part for cpu in ways.values() for part in cpu if part != "total"))
-    return [
-        "",
-        "CPU per job from the apply (or the first `sbatch`) to the last one settled, by part (ms, read"
-        " from /proc: red-box children are its `sbatch` and `scancel`; apiserver is kube-apiserver or"
-        " the in-memory server with its controllers; controllers the controller-manager and scheduler;"
-        " client the benchmark's own process (its watch); for `sbatch` alone, sbatch is every process"
-        " the benchmark ran: `runuser`, `sbatch` and its `squeue` polls every 0.2 s):",
-        "",
-        "| way | " + " | ".join(parts) + " | total |",
-        "|---|" + "---|" * (len(parts) + 1),
-        *(
-            f"| {way} | "
-            + " | ".join(f"{cpu[part] * 1000 / count:.1f}" if part in cpu else "" for part in parts)
-            + f" | {cpu['total'] * 1000 / count:.1f} |"
-            for way, cpu in ways.items()
-        ),
     ]
 
 

@@ -53,19 +53,17 @@ from perf_sections import (
     LOGS_ARGV,
     PLANE_NAMES,
     SCALE,
-    SLURMJOBS,
-    SLURMJOBS_ARGV,
     STATUS,
     TENANTS,
     TENANTS_ARGV,
     logs_section,
     scale_argv,
     scale_section,
-    slurmjobs_section,
     status_argv,
     status_section,
     tenants_section,
 )
+from slurmjobs_section import SLURMJOBS, SLURMJOBS_ARGV, slurmjobs_section
 from stats_section import RUNS, stats_argv, stats_section
 
 from wlmvk_dev import localslurm

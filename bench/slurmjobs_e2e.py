@@ -12,7 +12,11 @@ dev/scripts/kube-local, as users run them), ``memory`` (the in-memory API server
 controllers), or ``both`` (the default, real first). Beside them, the ``sbatch`` arm: the same
 ``--count`` scripts submitted by ``sbatch`` alone, as the same user, to the same Slurm, timed
 from the first submission to each job leaving the queue (polled every 0.2 s): what the
-operator's way is compared with (goal: all settled within 1.15x its time).
+operator's way is compared with (goal: all settled within 1.15x its time). ``--rounds``
+rounds each run every way, in an order rotated from round to round (the shared machine's load
+drifts); each plane's ratios are taken against its round's ``sbatch`` and their median is the
+figure. Each plane's run also prints CPU by part, kube-apiserver's requests (real plane) and
+when the SlurmJobs and their pods reached each stage.
 ``--json FILE`` writes the figures for bench/run-all. Cancels every job it made.
 
     .venv/bin/python bench/slurmjobs_e2e.py --count 200
@@ -34,6 +38,7 @@ from typing import Any
 
 import cpu_meter
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node
+from kubelet_submit import rotated
 from logs_follow import kubectl
 from slurm_side import (
     ROOT,
@@ -194,18 +199,45 @@ def system_cpu(
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     planes = ["real", "memory"] if args.plane == "both" else [args.plane]
     real = RealPlane.up() if "real" in planes else None
-    figures: dict[str, Any] = {"count": args.count, "planes": {}}
+    rounds: list[dict[str, Any]] = []
     async with bench_system() as (red_box, procs):
-        figures["sbatch"] = await asyncio.to_thread(sbatch_alone, args.count, "sjsbatch", args.timeout)
-        for plane in planes:
-            figures["planes"][plane] = await measured(args, red_box, procs, real if plane == "real" else None)
-            figures["planes"][plane]["x_sbatch_time"] = (
-                figures["planes"][plane]["total_s"] / figures["sbatch"]["total_s"]
-            )
-            print(f"{plane}: all settled in {figures['planes'][plane]['x_sbatch_time']:.2f}x sbatch's time")
-    # The first plane's figures at the top level (bench/run-all's table), each plane's apart.
-    first: dict[str, Any] = figures["planes"][planes[0]]
-    return figures | first | {"plane": planes[0]}
+        # The shared machine's load drifts: each round runs every way, in an order rotated from
+        # round to round, and each plane is compared with that round's sbatch alone.
+        for number in range(args.rounds):
+            round_: dict[str, Any] = {"planes": {}}
+            for way in rotated(["sbatch", *planes], number):
+                await cpu_meter.settled()
+                print(f"round {number + 1}: {way}", flush=True)
+                if way == "sbatch":
+                    round_["sbatch"] = await asyncio.to_thread(
+                        sbatch_alone, args.count, f"sjsbatch{number}", args.timeout
+                    )
+                else:
+                    round_["planes"][way] = await measured(
+                        args, red_box, procs, real if way == "real" else None
+                    )
+            for plane, r in round_["planes"].items():
+                r["x_sbatch_time"] = r["total_s"] / round_["sbatch"]["total_s"]
+                r["x_sbatch_p95"] = r["p95_s"] / round_["sbatch"]["p95_s"]
+                print(
+                    f"round {number + 1}, {plane}: all settled in {r['x_sbatch_time']:.2f}x sbatch's time,"
+                    f" p95 {r['x_sbatch_p95']:.2f}x sbatch's p95",
+                    flush=True,
+                )
+            rounds.append(round_)
+    medians = {
+        plane: {
+            key: cpu_meter.median([r["planes"][plane][key] for r in rounds])
+            for key in ("x_sbatch_time", "x_sbatch_p95")
+        }
+        for plane in planes
+    }
+    for plane, m in medians.items():
+        print(
+            f"{plane}: median of {len(rounds)} rounds: all settled in {m['x_sbatch_time']:.2f}x sbatch's"
+            f" time (goal <= 1.15x), p95 {m['x_sbatch_p95']:.2f}x sbatch's p95"
+        )
+    return {"count": args.count, "rounds": rounds, "medians": medians, "plane": planes[0]}
 
 
 async def measured(
@@ -215,7 +247,8 @@ async def measured(
     kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
         red_box, procs, "sj", client_ca=False, controllers=True, real=real
     )
-    apiserver = 0 if real is not None else procs.procs[-2].pid  # the in-memory one, started just before
+    own_apiserver = [] if real is not None else [procs.procs[-2]]  # the in-memory one, started just before
+    apiserver = own_apiserver[0].pid if own_apiserver else 0
     binary = kubectl()
     for crd in ("slurmjobs.yaml", "wlmjobs.yaml"):
         await run_kubectl(binary, kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / crd))
@@ -273,7 +306,7 @@ async def measured(
     finally:
         sampler.cancel()
         hwm = rss_mb(operator.pid, "VmHWM")
-        for process in (operator, kubelet):  # the next plane's run starts its own
+        for process in (operator, kubelet, *own_apiserver):  # the next run starts its own
             process.terminate()
             await asyncio.to_thread(process.wait, 15)
         if real is not None:  # the real plane outlives the run: its nodes and namespace go
@@ -323,6 +356,7 @@ async def measured(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; each ratio is their median")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for all to settle")
     parser.add_argument(
         "--plane", default="both", choices=("both", "real", "memory"), help="the control plane"
