@@ -41,7 +41,8 @@ def slurmjobs_section(result: dict[str, Any]) -> list[str]:
             x_time = r["total_s"] / sbatch["total_s"]
             rows.append(
                 f"| {number} | SlurmJobs, {PLANE_NAMES[plane]} | {r['succeeded']} | {r['failed']}"
-                f" | {r['total_s']:.1f} | {r['per_s']:.2f} | {r['p50_s']:.1f} | {r['p95_s']:.1f} | {x_time:.2f}"
+                f" | {r['total_s']:.1f} | {r['per_s']:.2f} | {r['p50_s']:.1f} | {r['p95_s']:.1f}"
+                f" | {x_time:.2f}"
                 f" | {r['p95_s'] / sbatch['p95_s']:.2f} | {r['operator_cpu_s']:.1f}"
                 f" | {r['operator_rss_peak_sampled_mb']:.0f} / {r['operator_rss_hwm_mb']:.0f} |"
             )
