@@ -20,6 +20,9 @@ kubelet at 10,000 pods: bench/perf_sections.py). The others in bench/ are
 listed in the docs with what they measure, without figures, until this
 script runs them.
 
+``logs_follow.py`` runs 20 jobs at once: the local Slurm's node must declare 20 CPUs or more
+(``WLMVK_SLURM_CPUS=24 dev/scripts/slurm-local up``); it says so and stops otherwise.
+
 The reliability part (bench/faults_section.py) runs ``faults_run.py --only
 FAULT`` once per fault (``docs/raw/faults-<fault>.txt`` and ``.json``) and
 writes docs/reliability.md's table from them.
@@ -48,20 +51,19 @@ from exec_section import EXEC, EXEC_ARGV, exec_section
 from perf_sections import (
     LOGS,
     LOGS_ARGV,
+    PLANE_NAMES,
     SCALE,
-    SLURMJOBS,
-    SLURMJOBS_ARGV,
     STATUS,
     TENANTS,
     TENANTS_ARGV,
     logs_section,
     scale_argv,
     scale_section,
-    slurmjobs_section,
     status_argv,
     status_section,
     tenants_section,
 )
+from slurmjobs_section import SLURMJOBS, SLURMJOBS_ARGV, slurmjobs_section
 from stats_section import RUNS, stats_argv, stats_section
 
 from wlmvk_dev import localslurm
@@ -134,7 +136,9 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
     """Run one benchmark, keep its whole output, return its figures (``results``: exits that are
     results, not failures)."""
     figures = RAW / f"{name}.json"
-    print(f"$ {' '.join(argv)}", flush=True)
+    start = machine()  # the first line of the raw output says what the run was, and the load at its start
+    head = f"$ {' '.join(argv)}  # {start['date']}, revision {start['revision']}, load {start['load']}"
+    print(head, flush=True)
     done = subprocess.run(
         [sys.executable, *argv, "--json", str(figures)],
         cwd=BENCH,
@@ -142,12 +146,12 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
         text=True,
         check=False,
     )
-    (RAW / f"{name}.txt").write_text(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    (RAW / f"{name}.txt").write_text(f"{head}\n{done.stdout}{done.stderr}")
     print(done.stdout[-2000:], flush=True)
     if done.returncode not in results:
         raise SystemExit(f"{name} failed (exit {done.returncode}); output in {RAW / (name + '.txt')}")
     result: dict[str, Any] = json.loads(figures.read_text())
-    result["machine"] = machine()
+    result["machine"] = start
     figures.write_text(json.dumps(result, indent=1))
     return result
 
@@ -180,9 +184,6 @@ def submit_table(result: dict[str, Any], reference: dict[str, Any] | None) -> li
                     f"| {arm['x_loop']:.2f} (against that run's loop) | | | |"
                 )
     return rows
-
-
-PLANE_NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
 
 
 def pods_table(result: dict[str, Any]) -> list[str]:

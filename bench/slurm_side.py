@@ -240,6 +240,8 @@ async def apiserver_and_kubelet(
     ca = real.kubelet_client_ca if real is not None else red_box.base / "kubelet-client-ca.crt"
     if real is None:
         quiet = [] if controllers else ["--no-controllers"]
+        for stale in (kubeconfig, ca):  # an earlier in-memory server's, of a run before this one
+            stale.unlink(missing_ok=True)
         procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()), *quiet,
                      "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
                     "apiserver.log")  # fmt: skip

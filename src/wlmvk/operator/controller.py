@@ -3,10 +3,12 @@
 Four watches keep an in-memory mirror: SlurmJobs, WlmJobs, the pods the
 operator made (label ``app.kubernetes.io/managed-by=wlmvk-operator``) and the
 virtual nodes. Each change queues the key of the resource concerned (a
-pod's controller owner; every unfinished resource for a node change); one
-worker takes keys one at a time, asks ``reconcile.decide`` what to do and
-does it. Work starts only once every mirror has been listed, so a
-restarted operator decides from the full picture. A periodic resync queues
+pod's controller owner; every unfinished resource for a node change);
+``workers`` take keys at once (the queue hands a key to one worker at a
+time, so each resource is decided and acted on by one), ask
+``reconcile.decide`` what to do and do it. Work starts only once every
+mirror has been listed, so a restarted operator decides from the full
+picture. A periodic resync queues
 everything again, in case an event was missed.
 
 What the worker does is written back into the mirror at once (a created
@@ -101,7 +103,7 @@ class Controller:
             await self.tenants.synced.wait()  # whether tenancy is on: no pod is made on a guess
             _log.info("mirrors synced", jobs=len(self.mirror.jobs), pods=len(self.mirror.pods))
             self._enqueue_all()
-            await self._work()
+            await self._working()
         finally:
             await tasks.stop(*watchers, resync)
 
@@ -200,6 +202,9 @@ class Controller:
             await asyncio.sleep(self.settings.resync_interval)
             if self._ready.is_set():
                 self._enqueue_unfinished()
+
+    async def _working(self) -> None:
+        await asyncio.gather(*(self._work() for _ in range(self.settings.workers)))
 
     async def _work(self) -> None:
         while True:

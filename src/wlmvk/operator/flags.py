@@ -98,6 +98,9 @@ def parser() -> argparse.ArgumentParser:
         "--health-port", type=int, default=0, help="port of /healthz and /readyz (0: no probe server)"
     )
     p.add_argument("--resync", type=float, default=60.0, help="seconds between full re-examinations")
+    p.add_argument(
+        "--workers", type=int, default=16, help="resources reconciled at once (one worker per resource)"
+    )
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
     return p
 
@@ -132,6 +135,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         retry_interval=args.retry_interval,
         identity=args.identity,
         resync_interval=args.resync,
+        workers=max(1, args.workers),
         health_port=args.health_port,
         own_pod=pod,
     )

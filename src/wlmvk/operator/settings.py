@@ -57,6 +57,9 @@ class OperatorSettings:
     identity: str = ""
     # Re-examine every resource this often even without events (seconds).
     resync_interval: float = 60.0
+    # Resources reconciled at once (each by one worker at a time: the work queue's rule). One
+    # worker waited on every API call in turn: 200 SlurmJobs took six or so calls each in a row.
+    workers: int = 16
     # Port of /healthz and /readyz; 0 serves no probes.
     health_port: int = 0
     # (namespace, name) of the operator's own pod, from the downward API: with staging.image

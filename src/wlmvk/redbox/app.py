@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from grpclib.server import Server
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
@@ -43,6 +42,7 @@ from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.flags import parser, settings_from, tcp_address
 from wlmvk.redbox.health import Health
 from wlmvk.redbox.jobs import Jobs
+from wlmvk.redbox.listening import Listener
 from wlmvk.redbox.service import Service
 from wlmvk.redbox.slurm.cli.commands import Slurm
 from wlmvk.redbox.slurm.processes.runner import Runner
@@ -206,7 +206,7 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
     parts = await build(settings)
     store, jobs, service, health = parts.store, parts.jobs, parts.service, parts.health
     handlers: list[Any] = [service] if settings.original_api_only else [service, health]
-    servers = [Server(handlers)]
+    servers = [Listener(handlers)]
     old_umask = os.umask(0o177)
     try:
         await servers[0].start(path=settings.socket)
@@ -215,7 +215,7 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
     os.chmod(settings.socket, 0o600)
     if settings.tcp:
         host, port = tcp_address(settings.tcp)
-        tcp = Server(handlers)
+        tcp = Listener(handlers)
         context = tls_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
         await tcp.start(host, port, ssl=context)
         servers.append(tcp)

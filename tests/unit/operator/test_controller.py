@@ -118,3 +118,41 @@ async def test_a_failing_key_is_retried_with_growing_delays_and_forgotten_once_i
         assert c.mirror.jobs[key]["status"]["reason"] == "InvalidSpec"  # the spec-less job's verdict, written
     finally:
         worker.cancel()
+
+
+class Slow:
+    """An API server whose status writes take until ``release`` is set; counts those in flight."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.in_flight = 0
+        self.most = 0
+
+    async def patch_status(self, resource: Any, name: str, patch: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await self.release.wait()
+        self.in_flight -= 1
+        return {**job(name, "9"), **patch}
+
+
+async def test_workers_reconcile_that_many_resources_at_once_each_by_one() -> None:
+    client = Slow()
+    c = Controller(client, OperatorSettings(workers=4))  # type: ignore[arg-type]
+    c._replace("SlurmJob", [job(name, "1") for name in "abcdef"])  # spec-less: one status write each
+    working = asyncio.create_task(c._working())
+
+    async def until(check: Any) -> None:
+        while not check():
+            await asyncio.sleep(0.005)
+
+    try:
+        await asyncio.wait_for(until(lambda: client.in_flight == 4), 5)
+        c._apply("SlurmJob", "MODIFIED", job("a", "2"))  # a's key again while a worker has it
+        await asyncio.sleep(0.05)
+        assert (client.in_flight, client.most) == (4, 4)
+        client.release.set()
+        await asyncio.wait_for(until(lambda: all("status" in body for body in c.mirror.jobs.values())), 5)
+        assert client.most == 4
+    finally:
+        working.cancel()
