@@ -65,6 +65,9 @@ class Later:
     its submission for now (``reason`` is Slurm's, e.g. QOSMaxSubmitJobPerUserLimit)."""
 
 
+PROBE_KEY = "wlmvk-startup-probe"
+"""The key looked up at start (no job has it): whether red-box can look up, and its keys read."""
+
 LIMIT_RETRY = 20.0
 """Seconds a pod whose submission a limit refused waits before it is tried again: a tenant's many
 held pods ask Slurm a few times a minute each, not in a storm, and start soon after it frees."""
@@ -107,18 +110,19 @@ class SlurmProvider:
     sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
     """The SIF runtime's flags for a plain pod's image with GPUs (the site's)."""
     submissions: int
-    """Submissions in flight at once (red-box's concurrency)."""
+    """Submissions in flight at once to each red-box (its concurrency): each tenant user's red-box
+    has its own, so one that is slow or busy holds back only its own tenant's pods."""
     lookup_grace: float
     """Seconds after start before pods found without a job id are looked up by key."""
     tenants: TenantRoutes | None = None
     """Whose red-box a pod's job goes to, as whom (None: every job to ``backend``, as its user)."""
     lookups: bool = field(default=True, init=False)
     """Whether red-box can find a job by key (an original red-box cannot)."""
-    _submitting: asyncio.Semaphore = field(init=False)
+    _submitting: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
+    """The submissions in flight to each red-box, by its user ('' for the default red-box)."""
     _lookups_from: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        self._submitting = asyncio.Semaphore(max(1, self.submissions))
         if self.tenants is None:
             self.tenants = TenantRoutes(default=self.backend, cluster=self.directory.cluster)
 
@@ -131,7 +135,7 @@ class SlurmProvider:
         """Learn whether red-box can look jobs up by key; start the lookup grace."""
         self._lookups_from = asyncio.get_running_loop().time() + self.lookup_grace
         try:
-            await self.backend.find("wlmvk-startup-probe")
+            await self.backend.find(PROBE_KEY)
         except Unsupported:
             self.lookups = False
             _log.warning(
@@ -141,6 +145,26 @@ class SlurmProvider:
             )
         except WlmvkError as exc:
             _log.info("idempotency lookup probe failed; will try per pod", error=exc.message)
+
+    async def warm(self) -> None:
+        """Have each tenant user's red-box look at Slurm's keys now, as ``probe`` has the default one.
+
+        red-box answers a submission only after it has read the keys of its user's jobs in Slurm
+        (squeue and sacct: exactly-once), a read it then trusts for a minute or two; so its first
+        submission waits for that read. Read at start, not in a first burst of pods, where every
+        tenant's red-box would read at once. A red-box that does not answer is left to its first pod.
+        """
+        assert self.tenants is not None
+        if not self.lookups:
+            return
+
+        async def look(user: str, backend: Backend) -> None:
+            try:
+                await backend.find(PROBE_KEY)
+            except WlmvkError as exc:
+                _log.info("idempotency lookup probe failed; will try per pod", user=user, error=exc.message)
+
+        await asyncio.gather(*(look(user, backend) for user, backend in self.tenants.red_boxes.items()))
 
     async def create(self, record: PodRecord, log: Logger) -> Created:
         """Give a pod in stage UNVERIFIED, NEW or FOREIGN its job: find the one submitted earlier,
@@ -195,7 +219,7 @@ class SlurmProvider:
         record.image_unused = planned.image_unused
         log.debug("submitting", user=routed.user or None)
         try:
-            async with self._submitting:
+            async with self._gate(routed.user):
                 if isinstance(spec, ContainerJobSpec):
                     job_id = await backend.submit_container(spec)
                 else:
@@ -223,6 +247,19 @@ class SlurmProvider:
         if routed.user:
             message += f" as user {routed.user}"
         return Started(job_id, "Submitted", message, warning=record.image_unused)
+
+    def _gate(self, user: str) -> asyncio.Semaphore:
+        """The bound on submissions in flight to ``user``'s red-box ('' for the default red-box).
+
+        One per red-box, not one for all: with one for all, many tenants' red-boxes would share
+        ``submissions`` in flight, each call carrying one job (pods of many tenants seldom meet on
+        one red-box to go together), and a red-box that does not answer would hold back every
+        tenant's pods. The pod workers bound the whole.
+        """
+        gate = self._submitting.get(user)
+        if gate is None:
+            gate = self._submitting[user] = asyncio.Semaphore(max(1, self.submissions))
+        return gate
 
     def _note_image(self, record: PodRecord) -> None:
         """An adopted pod's image, judged on its partition as when it was submitted."""
