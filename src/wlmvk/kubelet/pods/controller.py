@@ -164,7 +164,6 @@ class PodController:
                 restarting(self._watcher, name="pod watcher"),
                 restarting(self._poll, name="status poller"),
                 restarting(self._events.run, name="event sender"),
-                self.provider.warm(),
                 *workers,
             )
         finally:

@@ -65,9 +65,6 @@ class Later:
     its submission for now (``reason`` is Slurm's, e.g. QOSMaxSubmitJobPerUserLimit)."""
 
 
-PROBE_KEY = "wlmvk-startup-probe"
-"""The key looked up at start (no job has it): whether red-box can look up, and its keys read."""
-
 LIMIT_RETRY = 20.0
 """Seconds a pod whose submission a limit refused waits before it is tried again: a tenant's many
 held pods ask Slurm a few times a minute each, not in a storm, and start soon after it frees."""
@@ -135,7 +132,7 @@ class SlurmProvider:
         """Learn whether red-box can look jobs up by key; start the lookup grace."""
         self._lookups_from = asyncio.get_running_loop().time() + self.lookup_grace
         try:
-            await self.backend.find(PROBE_KEY)
+            await self.backend.find("wlmvk-startup-probe")
         except Unsupported:
             self.lookups = False
             _log.warning(
@@ -145,26 +142,6 @@ class SlurmProvider:
             )
         except WlmvkError as exc:
             _log.info("idempotency lookup probe failed; will try per pod", error=exc.message)
-
-    async def warm(self) -> None:
-        """Have each tenant user's red-box look at Slurm's keys now, as ``probe`` has the default one.
-
-        red-box answers a submission only after it has read the keys of its user's jobs in Slurm
-        (squeue and sacct: exactly-once), a read it then trusts for a minute or two; so its first
-        submission waits for that read. Read at start, not in a first burst of pods, where every
-        tenant's red-box would read at once. A red-box that does not answer is left to its first pod.
-        """
-        assert self.tenants is not None
-        if not self.lookups:
-            return
-
-        async def look(user: str, backend: Backend) -> None:
-            try:
-                await backend.find(PROBE_KEY)
-            except WlmvkError as exc:
-                _log.info("idempotency lookup probe failed; will try per pod", user=user, error=exc.message)
-
-        await asyncio.gather(*(look(user, backend) for user, backend in self.tenants.red_boxes.items()))
 
     async def create(self, record: PodRecord, log: Logger) -> Created:
         """Give a pod in stage UNVERIFIED, NEW or FOREIGN its job: find the one submitted earlier,

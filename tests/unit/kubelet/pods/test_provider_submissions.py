@@ -89,15 +89,3 @@ async def test_a_tenants_pods_wait_for_its_own_red_boxs_bound() -> None:
     assert [type(o) for o in outcomes] == [Started, Started, Started]
     assert alice.calls["submit"] == 3
 
-
-async def test_at_start_each_tenant_users_red_box_is_asked_for_a_key_one_down_or_not() -> None:
-    alice, bob = FakeBackend(), FakeBackend()
-    bob.down = True
-    slurm = provider({"alice": alice, "bob": bob}, submissions=1)
-    await slurm.probe()
-
-    await slurm.warm()  # bob's red-box down: logged, and nothing else
-
-    assert isinstance(slurm.backend, FakeBackend)
-    assert (slurm.backend.calls["find"], alice.calls["find"], bob.calls["find"]) == (1, 1, 1)
-    assert slurm.lookups
