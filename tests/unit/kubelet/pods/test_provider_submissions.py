@@ -88,4 +88,3 @@ async def test_a_tenants_pods_wait_for_its_own_red_boxs_bound() -> None:
     outcomes = await asyncio.gather(*creating)
     assert [type(o) for o in outcomes] == [Started, Started, Started]
     assert alice.calls["submit"] == 3
-
