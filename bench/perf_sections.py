@@ -218,8 +218,28 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         f" {many['tenant_red_boxes_rss_mb']:.0f} MB of the login node's memory"
         f" ({many['tenant_red_boxes_rss_mb'] / max(1, many['tenants']):.0f} MB per tenant user, the"
         f" largest {many['tenant_red_box_rss_mb_max']:.0f} MB).",
+        *_tenants_burst_cpu(result),
         "",
         _tenants_dbd(result),
+    ]
+
+
+def _tenants_burst_cpu(result: dict[str, Any]) -> list[str]:
+    """CPU by part from the first pod to the last job id, both arms (runs that recorded it)."""
+    single, many = result["arms"]["single"], result["arms"]["tenants"]
+    if "burst_cpu_s" not in single or "burst_cpu_s" not in many:
+        return []
+    cores = int(result["machine"]["cores"])
+    one, all_ = single["burst_cpu_s"], many["burst_cpu_s"]
+    parts = "; ".join(f"{part} {one[part]:.2f} and {all_[part]:.2f}" for part in one)
+    busy = [sum(arm["burst_cpu_s"].values()) / (cores * arm["to_jobs_s"]) for arm in (single, many)]
+    return [
+        "",
+        f"CPU seconds from the first pod created to the last job id, by part (one tenant, then"
+        f" {many['tenants']} tenants; the red-boxes with the Slurm commands they ran): {parts}; in all"
+        f" {sum(one.values()):.2f} and {sum(all_.values()):.2f}, that is {100 * busy[0]:.0f}% and"
+        f" {100 * busy[1]:.0f}% of the {cores} cores over each arm's time (the rest of the machine's"
+        " load not counted).",
     ]
 
 

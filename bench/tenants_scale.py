@@ -12,11 +12,13 @@ process; red-box as the benchmarks' own Slurm users), each ``--pods`` held pods 
   (as ``wlmvk-bench``) holds no pod.
 
 Per arm: the time from creating the first pod to every pod annotated with its job id (pods to
-job ids: the goal is tenants >= 0.9x single's rate); then, at steady state (every pod's status
-written), slurmctld's and slurmdbd's RPCs of this run's users over ``--window`` s (``sdiag`` by
-user, ``sacctmgr show stats`` by uid: nobody else's calls count), per 5 s kubelet interval (the goal
-is tenants <= single + 1 on slurmctld); and the resident memory of the tenants' red-boxes summed
-(VmRSS of each red-box process and its slurmrestd, read at the end of the window).
+job ids: the goal is tenants >= 0.9x single's rate), with the CPU each part of the system spent
+meanwhile (``cpu_by_part``: whether the burst was bound by the machine's cores, and by whom);
+then, at steady state (every pod's status written), slurmctld's and slurmdbd's RPCs of this run's
+users over ``--window`` s (``sdiag`` by user, ``sacctmgr show stats`` by uid: nobody else's calls
+count), per 5 s kubelet interval (the goal is tenants <= single + 1 on slurmctld); and the
+resident memory of the tenants' red-boxes summed (VmRSS of each red-box process and its
+slurmrestd, read at the end of the window).
 
     .venv/bin/python bench/tenants_scale.py --tenants 5 --pods 100 --window 30
 """
@@ -38,6 +40,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import cpu_meter
 from kubelet_stack import free_port, wait_for_node, wait_until
 from kubelet_submit import pod
 from slurm_side import (
@@ -154,7 +157,7 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
         started = await asyncio.gather(*(asyncio.to_thread(BenchRedBox(user=user).start) for user in users))
         boxes.update(zip(users, started, strict=True))
         kubeconfig = default.base / "kubeconfig"
-        procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
+        apiserver = procs.spawn([sys.executable, "-c", WLMVK, "dev", "apiserver", "--port", str(free_port()),
                      "--no-controllers", "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
                     "apiserver.log")  # fmt: skip
         await wait_until(lambda: asyncio.sleep(0, kubeconfig.exists()), timeout=30, every=0.1)
@@ -181,7 +184,7 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
             argv += ["--red-box", f"{user}={box.socket}"]
         kubelet = procs.spawn(argv, "kubelet.log", env=env)
         yield {"kube": kube, "cluster": cluster, "kubelet": kubelet, "default": default, "boxes": boxes,
-               "namespaces": namespaces}  # fmt: skip
+               "namespaces": namespaces, "apiserver": apiserver}  # fmt: skip
         await kube.close()
     finally:
         procs.close()
@@ -189,6 +192,21 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
             box.stop()
         default.stop()
         cancel_bench_jobs()
+
+
+def cpu_by_part(s: dict[str, Any]) -> dict[str, float]:
+    """CPU seconds so far of each part: the kubelet, the API server, the red-boxes (the default and
+    every tenant's, with the Slurm commands they ran), their slurmrestds, Slurm's daemons, and this
+    script (it creates the pods and watches them)."""
+    readings = [cpu_meter.reading(box.pid()) for box in [s["default"], *s["boxes"].values()]]
+    return {
+        "kubelet": process_cpu(s["kubelet"].pid),
+        "API server": process_cpu(s["apiserver"].pid),
+        "red-boxes": sum(r["server"] + r["sbatch"] for r in readings),
+        "slurmrestd": sum(r["slurmrestd"] for r in readings),
+        **{part: readings[0][part] for part in cpu_meter.DAEMONS},
+        "this script": readings[0]["client"],
+    }
 
 
 async def checked(kube: KubeClient, count: int) -> bool:
@@ -231,6 +249,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
             async with gate:
                 await kube.create(PODS, pod(namespace, index, node), namespace=namespace)
 
+        cpu0 = cpu_by_part(s)
         start = time.perf_counter()
         await asyncio.gather(*(create(i) for i in range(args.pods)))
 
@@ -239,6 +258,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
 
         await wait_until(all_jobs, timeout=1800, every=0.2)
         to_jobs = time.perf_counter() - start
+        burst_cpu = {part: spent - cpu0[part] for part, spent in cpu_by_part(s).items()}
         print(
             f"[{label}] {args.pods} pods in {len(namespaces)} namespaces with job ids after {to_jobs:.1f} s"
         )
@@ -258,6 +278,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
         kubelet_cpu = process_cpu(s["kubelet"].pid) - kubelet_cpu0
         boxes: dict[str, BenchRedBox] = s["boxes"]
         rss = {user: tree_rss_mb(box.pid()) for user, box in boxes.items()}
+        own = sorted(rss_mb(box.pid()) for box in boxes.values())  # red-box alone, without children
         default_rss = tree_rss_mb(s["default"].pid())
         watching.cancel()
         ticks = elapsed / TICK
@@ -270,6 +291,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
             "pods": args.pods,
             "to_jobs_s": to_jobs,
             "pods_per_s": args.pods / to_jobs,
+            "burst_cpu_s": burst_cpu,
             "window_s": elapsed,
             "slurmctld_per_tick": sum(ctld_ours.values()) / ticks,
             "slurmdbd_per_tick": sum(dbd_ours.values()) / ticks,
@@ -280,6 +302,8 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
             "kubelet_cpu_s_per_min": kubelet_cpu * 60 / elapsed,
             "tenant_red_boxes_rss_mb": sum(rss.values()),
             "tenant_red_box_rss_mb_max": max(rss.values(), default=0.0),
+            "tenant_red_box_rss_mb_median": sorted(rss.values())[len(rss) // 2] if rss else 0.0,
+            "tenant_red_box_own_rss_mb_median": own[len(own) // 2] if own else 0.0,
             "default_red_box_rss_mb": default_rss,
         }
         print(f"[{label}] " + json.dumps(result))

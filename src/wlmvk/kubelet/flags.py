@@ -130,7 +130,7 @@ def parse(argv: list[str]) -> Settings:
         " container CLI; '' none)",
     )
     add("--workers", type=int, default=32, help="pods reconciled concurrently")
-    add("--submissions", type=int, default=16, help="job submissions in flight to red-box at once")
+    add("--submissions", type=int, default=16, help="job submissions in flight to each red-box at once")
     add(
         "--websockets-to-kubelet",
         action=argparse.BooleanOptionalAction,

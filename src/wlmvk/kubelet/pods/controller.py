@@ -67,8 +67,8 @@ class PodSettings:
     jobs_root: str = ""
     status_interval: float = 5.0
     workers: int = 32
-    # Submissions in flight at once: red-box's concurrency. More workers than this keep
-    # red-box busy while others write annotations and statuses.
+    # Submissions in flight at once to each red-box: its concurrency. More workers than this keep
+    # red-box busy while others write annotations and statuses; the workers bound the whole.
     submissions: int = 16
     # Seconds after start before pods found without a job id are looked up by key.
     lookup_grace: float = 3.0

@@ -107,18 +107,19 @@ class SlurmProvider:
     sif_gpu_flags: tuple[str, ...] = runtimes.GPU_FLAGS
     """The SIF runtime's flags for a plain pod's image with GPUs (the site's)."""
     submissions: int
-    """Submissions in flight at once (red-box's concurrency)."""
+    """Submissions in flight at once to each red-box (its concurrency): each tenant user's red-box
+    has its own, so one that is slow or busy holds back only its own tenant's pods."""
     lookup_grace: float
     """Seconds after start before pods found without a job id are looked up by key."""
     tenants: TenantRoutes | None = None
     """Whose red-box a pod's job goes to, as whom (None: every job to ``backend``, as its user)."""
     lookups: bool = field(default=True, init=False)
     """Whether red-box can find a job by key (an original red-box cannot)."""
-    _submitting: asyncio.Semaphore = field(init=False)
+    _submitting: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
+    """The submissions in flight to each red-box, by its user ('' for the default red-box)."""
     _lookups_from: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        self._submitting = asyncio.Semaphore(max(1, self.submissions))
         if self.tenants is None:
             self.tenants = TenantRoutes(default=self.backend, cluster=self.directory.cluster)
 
@@ -195,7 +196,7 @@ class SlurmProvider:
         record.image_unused = planned.image_unused
         log.debug("submitting", user=routed.user or None)
         try:
-            async with self._submitting:
+            async with self._gate(routed.user):
                 if isinstance(spec, ContainerJobSpec):
                     job_id = await backend.submit_container(spec)
                 else:
@@ -223,6 +224,19 @@ class SlurmProvider:
         if routed.user:
             message += f" as user {routed.user}"
         return Started(job_id, "Submitted", message, warning=record.image_unused)
+
+    def _gate(self, user: str) -> asyncio.Semaphore:
+        """The bound on submissions in flight to ``user``'s red-box ('' for the default red-box).
+
+        One per red-box, not one for all: with one for all, many tenants' red-boxes would share
+        ``submissions`` in flight, each call carrying one job (pods of many tenants seldom meet on
+        one red-box to go together), and a red-box that does not answer would hold back every
+        tenant's pods. The pod workers bound the whole.
+        """
+        gate = self._submitting.get(user)
+        if gate is None:
+            gate = self._submitting[user] = asyncio.Semaphore(max(1, self.submissions))
+        return gate
 
     def _note_image(self, record: PodRecord) -> None:
         """An adopted pod's image, judged on its partition as when it was submitted."""
