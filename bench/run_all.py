@@ -45,6 +45,7 @@ from typing import Any
 import cpu_meter
 import faults_section
 from exec_section import EXEC, EXEC_ARGV, exec_section
+from nodes_scale_section import NODES_SCALE, NODES_SCALE_ARGV, nodes_scale_section
 from perf_sections import (
     LOGS,
     LOGS_ARGV,
@@ -74,7 +75,7 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
-PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS)
+PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS, NODES_SCALE)
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
@@ -134,6 +135,7 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
     """Run one benchmark, keep its whole output, return its figures (``results``: exits that are
     results, not failures)."""
     figures = RAW / f"{name}.json"
+    at = machine()
     print(f"$ {' '.join(argv)}", flush=True)
     done = subprocess.run(
         [sys.executable, *argv, "--json", str(figures)],
@@ -142,12 +144,13 @@ def run(name: str, argv: list[str], *, results: tuple[int, ...] = (0,)) -> dict[
         text=True,
         check=False,
     )
-    (RAW / f"{name}.txt").write_text(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    first = f"$ {' '.join(argv)}  # {at['date']}, revision {at['revision']}, load {at['load']}"
+    (RAW / f"{name}.txt").write_text(f"{first}\n{done.stdout}{done.stderr}")
     print(done.stdout[-2000:], flush=True)
     if done.returncode not in results:
         raise SystemExit(f"{name} failed (exit {done.returncode}); output in {RAW / (name + '.txt')}")
     result: dict[str, Any] = json.loads(figures.read_text())
-    result["machine"] = machine()
+    result["machine"] = {**machine(), "date": at["date"], "load": at["load"]}  # as the run started
     figures.write_text(json.dumps(result, indent=1))
     return result
 
@@ -406,6 +409,14 @@ def write_docs(
         "",
         *(tenants_section(kept(TENANTS)) if (RAW / f"{TENANTS}.json").exists() else ["Not run yet."]),
         "",
+        "## One kubelet, many virtual nodes (real control plane)",
+        "",
+        *(
+            nodes_scale_section(kept(NODES_SCALE))
+            if (RAW / f"{NODES_SCALE}.json").exists()
+            else ["Not run yet."]
+        ),
+        "",
         "## Not run by `bench/run-all` yet",
         "",
         "These scripts print their own figures; none is quoted here until this script runs it,",
@@ -489,6 +500,8 @@ def performance(args: argparse.Namespace) -> None:
         run(EXEC, EXEC_ARGV)
     if TENANTS in rerun:
         run(TENANTS, TENANTS_ARGV)
+    if NODES_SCALE in rerun:
+        run(NODES_SCALE, NODES_SCALE_ARGV)
     if submit is None:
         raise SystemExit(f"no submission figures in {RAW}: run {SUBMIT} first")
     stats = [kept(n) for n in RUNS if (RAW / f"{n}.json").exists()]
