@@ -229,6 +229,7 @@ def start(args: argparse.Namespace) -> Started:
              "--metrics-port", str(metrics_port), "--status-interval", str(args.status_interval),
              "--log-level", "warning"],
             stdout=log, stderr=log, cwd=ROOT, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": args.source} if args.source else None,
         )  # fmt: skip
     return Started(plane, redbox, kubelet, metrics_port, base, started_at)
 
@@ -251,6 +252,7 @@ def main() -> int:
     p.add_argument("--pods", type=int, default=100, help="held pods, one on each of the first nodes")
     p.add_argument("--status-interval", type=float, default=5.0, help="the kubelet's pod status tick")
     p.add_argument("--cluster", default="scale", help="the kubelet's --cluster-name")
+    p.add_argument("--source", default="", help="the kubelet's sources from this src directory instead")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     revision = subprocess.run(
@@ -259,7 +261,9 @@ def main() -> int:
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     load_start = os.getloadavg()
     print(
-        f"kubelet_scale.py --partitions {args.partitions} --minutes {args.minutes:g} --pods {args.pods},"
+        f"kubelet_scale.py --partitions {args.partitions} --minutes {args.minutes:g} --pods {args.pods}"
+        + (f" --source {args.source}" if args.source else "")
+        + ","
         f" {started}, revision {revision}, load {' '.join(f'{x:.2f}' for x in load_start)}",
         flush=True,
     )
