@@ -301,12 +301,13 @@ class NodeController:
             flipped = asyncio.ensure_future(self._reachability.changed())
             woken = asyncio.ensure_future(self._wake.wait())
             try:
-                await asyncio.wait({flipped, woken}, timeout=max(pause, STEP))
+                # Which woke it is read before the cancels below (a cancelled future is done too).
+                done, _ = await asyncio.wait({flipped, woken}, timeout=max(pause, STEP))
             finally:
                 flipped.cancel()
                 woken.cancel()
             now = loop.time()
-            if self._wake.is_set() or flipped.done() or now - scanned >= scan:
+            if done or now - scanned >= scan:
                 self._wake.clear()
                 scanned = now
                 await self._write_each(list(self._nodes), force=False)
