@@ -9,9 +9,9 @@ Once every node is Ready, for ``--minutes``:
 
 - the kubelet's resident memory (VmRSS) and CPU, sampled every second (one line each) and its
   VmHWM at the end;
-- Lease renewals as kube-apiserver holds them: every node's Lease read back every 2 s; each new
-  renewTime is a renewal, its gap from the one before is what a reader of the Lease sees (late:
-  more than the renew interval plus 1 s; expired: more than the Lease's duration);
+- Lease renewals as kube-apiserver holds them: every node's Lease watched; each new renewTime is
+  a renewal, its gap from the one before is what a reader of the Lease sees (late: more than the
+  renew interval plus 1 s; expired: more than the Lease's duration);
 - Ready flaps: every node's Ready condition read every 10 s (the controller-manager's node
   lifecycle marks a node whose Lease expired Unknown): any node once not Ready is counted;
 - node status writes per minute and Lease renewals per second (the kubelet's own counters, by
@@ -48,7 +48,7 @@ import cpu_meter
 from kubelet_stack import JOBS, ROOT, RealPlane, forget_cluster, free_port, scancel_name_prefix
 
 from wlmvk.core import names
-from wlmvk.core.errors import NotFound
+from wlmvk.core.errors import NotFound, WlmvkError
 from wlmvk.kube.bodies import LEASES, NODES, PODS
 from wlmvk.kube.client import KubeClient
 
@@ -107,20 +107,48 @@ class Observed:
     soaking: bool = False
 
 
-async def watch_leases(kube: KubeClient, wanted: set[str], seen: Observed, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        listing = await kube.list(LEASES, namespace=names.NODE_LEASE_NAMESPACE)
-        for item in listing.get("items") or []:
-            name = item["metadata"]["name"]
-            renewed = (item.get("spec") or {}).get("renewTime")
-            if name not in wanted or not renewed:
-                continue
-            at = micro(renewed)
-            before = seen.renew_times.get(name)
-            if before is not None and at > before and seen.soaking:
-                seen.gaps.append(at - before)
-            seen.renew_times[name] = at
-        await asyncio.sleep(2)
+async def watch_leases(kube: KubeClient, wanted: set[str], seen: Observed) -> None:
+    """Every renewal of the nodes' Leases, from a watch (relisted when it expires or fails)."""
+
+    def note(item: dict[str, Any]) -> None:
+        name = item["metadata"]["name"]
+        renewed = (item.get("spec") or {}).get("renewTime")
+        if name not in wanted or not renewed:
+            return
+        at = micro(renewed)
+        before = seen.renew_times.get(name)
+        if before is not None and at > before and seen.soaking:
+            seen.gaps.append(at - before)
+        seen.renew_times[name] = max(at, before or at)
+
+    version = ""
+    while True:
+        try:
+            if not version:
+                listing = await kube.list(LEASES, namespace=names.NODE_LEASE_NAMESPACE)
+                version = str(listing["metadata"]["resourceVersion"])
+                for item in listing.get("items") or []:
+                    note(item)
+            query: dict[str, str | int | bool | None] = {
+                "watch": True,
+                "allowWatchBookmarks": True,
+                "resourceVersion": version,
+                "timeoutSeconds": 300,
+            }
+            async for event in kube.stream_lines(
+                LEASES.path(namespace=names.NODE_LEASE_NAMESPACE), query=query, read_timeout=330
+            ):
+                if event.get("type") == "ERROR":
+                    version = ""
+                    break
+                item = event.get("object") or {}
+                version = str(item.get("metadata", {}).get("resourceVersion") or version)
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    note(item)
+        except WlmvkError as exc:
+            print(f"lease watch: {exc}; relisting", flush=True)
+            version = ""
+            await asyncio.sleep(1)
 
 
 async def ready_nodes(kube: KubeClient, cluster: str) -> dict[str, str]:
@@ -181,6 +209,7 @@ def bucket_bound(buckets: dict[str, float], share: float) -> str:
 
 HELD = "#!/bin/sh\n#SBATCH --hold\ntrue\n"
 NAMESPACE = "default"
+PREFIX = "kscale"
 
 
 def held_pod(prefix: str, index: int, node: str) -> dict[str, Any]:
@@ -191,6 +220,15 @@ def held_pod(prefix: str, index: int, node: str) -> dict[str, Any]:
         "metadata": {"name": f"{prefix}-{index}", "annotations": {names.ANNOTATION_BATCH: HELD}},
         "spec": {"nodeName": node, "containers": [{"name": "job", "image": "none"}]},
     }
+
+
+async def forget_pods(kube: KubeClient) -> None:
+    """Remove the held pods an interrupted run left behind (at once: their node's kubelet is gone)."""
+    listing = await kube.list(PODS, namespace=NAMESPACE)
+    for item in listing.get("items") or []:
+        if item["metadata"]["name"].startswith(f"{PREFIX}-"):
+            with contextlib.suppress(NotFound):
+                await kube.delete(PODS, item["metadata"]["name"], namespace=NAMESPACE, grace_period_seconds=0)
 
 
 @dataclass
@@ -281,9 +319,6 @@ def main() -> int:
     return 0
 
 
-PREFIX = "kscale"
-
-
 async def measure(args: argparse.Namespace, run: Started, partitions: list[str]) -> dict[str, Any]:
     kube = await KubeClient.connect(str(run.plane.kubeconfig))
     wanted = {names.node_name(args.cluster, part) for part in partitions}
@@ -292,6 +327,7 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
     halt = asyncio.Event()
     t0 = run.started_at
     try:
+        await forget_pods(kube)
         while True:
             states = await ready_nodes(kube, args.cluster)
             ready = sum(1 for name, s in states.items() if name in wanted and s == "True")
@@ -323,7 +359,7 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             await asyncio.sleep(1)
         print(f"{len(bound)} held pods submitted (one on each of the first nodes)", flush=True)
         tasks = [
-            asyncio.ensure_future(watch_leases(kube, wanted, seen, halt)),
+            asyncio.ensure_future(watch_leases(kube, wanted, seen)),
             asyncio.ensure_future(watch_ready(kube, args.cluster, seen, halt, t0)),
         ]
         await asyncio.sleep(12)  # every Lease read once before the gaps count
@@ -349,6 +385,8 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
         cpu = cpu_meter.process_times(kubelet.pid)[0] - cpu0
         plane1 = plane.cpu_seconds()
         halt.set()
+        for task in tasks:
+            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         figures = kubelet_figures(first, last, minutes)
         gaps = seen.gaps
@@ -377,6 +415,19 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             "lease_gap_median_s": percentile(gaps, 0.5),
             "lease_late": sum(1 for g in gaps if g > RENEW_INTERVAL + LATE_SLACK),
             "lease_expired": sum(1 for g in gaps if g > LEASE_DURATION),
+            "lease_gap_buckets": {
+                f"{low:g}-{high:g}": sum(1 for g in gaps if low < g <= high)
+                for low, high in (
+                    (0, 9),
+                    (9, 10.5),
+                    (10.5, 11),
+                    (11, 12),
+                    (12, 15),
+                    (15, 20),
+                    (20, 40),
+                    (40, 1e9),
+                )
+            },
             "lateness_p99_bound_s": bucket_bound(figures["lateness_buckets"], 0.99),
             "not_ready_reads": len(seen.not_ready),
             "not_ready_nodes": flapped[:20],
@@ -395,7 +446,7 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             f"Lease renewals read back: {len(gaps)} gaps, median {result['lease_gap_median_s']:.2f} s, p99"
             f" {result['lease_gap_p99_s']:.2f} s, max {result['lease_gap_max_s']:.2f} s; late (> "
             f"{RENEW_INTERVAL + LATE_SLACK:g} s) {result['lease_late']}, expired (> {LEASE_DURATION:g} s)"
-            f" {result['lease_expired']}"
+            f" {result['lease_expired']}; by gap (s): {result['lease_gap_buckets']}"
         )
         print(
             f"kubelet: {result['lease_renewals_per_s']:.1f} Lease renewals/s, lateness mean"
