@@ -48,6 +48,7 @@ from typing import Any
 import cpu_meter
 import faults_section
 from exec_section import EXEC, EXEC_ARGV, exec_section
+from nodes_scale_section import NODES_SCALE, NODES_SCALE_ARGV, nodes_scale_section
 from perf_sections import (
     LOGS,
     LOGS_ARGV,
@@ -76,7 +77,7 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
-PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS)
+PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS, NODES_SCALE)
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
@@ -407,6 +408,14 @@ def write_docs(
         "",
         *(tenants_section(kept(TENANTS)) if (RAW / f"{TENANTS}.json").exists() else ["Not run yet."]),
         "",
+        "## One kubelet, many virtual nodes (real control plane)",
+        "",
+        *(
+            nodes_scale_section(kept(NODES_SCALE))
+            if (RAW / f"{NODES_SCALE}.json").exists()
+            else ["Not run yet."]
+        ),
+        "",
         "## Not run by `bench/run-all` yet",
         "",
         "These scripts print their own figures; none is quoted here until this script runs it,",
@@ -490,6 +499,8 @@ def performance(args: argparse.Namespace) -> None:
         run(EXEC, EXEC_ARGV)
     if TENANTS in rerun:
         run(TENANTS, TENANTS_ARGV)
+    if NODES_SCALE in rerun:
+        run(NODES_SCALE, NODES_SCALE_ARGV)
     if submit is None:
         raise SystemExit(f"no submission figures in {RAW}: run {SUBMIT} first")
     stats = [kept(n) for n in RUNS if (RAW / f"{n}.json").exists()]

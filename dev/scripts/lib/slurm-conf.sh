@@ -36,6 +36,9 @@
 #   enforce       AccountingStorageEnforce (accounting mode only), e.g.
 #                 associations,limits,qos: a user submits only with an
 #                 association sacctmgr made (docs/tenancy.md)           [none]
+#   extra_partitions  N more partitions over the same node, extra1..extraN
+#                 (debug's limits): many virtual nodes for one kubelet
+#                 (bench/kubelet_scale.py)                              [0]
 #
 # slurmdbd.conf is written only in accounting mode (and removed otherwise),
 # owned by slurm_user and mode 600 when run as root, as slurmdbd demands.
@@ -63,12 +66,13 @@ slurm_conf_write() {
     local ctld_port=$SLURM_CONF_DEFAULT_CTLD_PORT slurmd_port=$SLURM_CONF_DEFAULT_SLURMD_PORT
     local dbd_port=$SLURM_CONF_DEFAULT_DBD_PORT db_port=$SLURM_CONF_DEFAULT_DB_PORT
     local munge_socket='' cpus=$SLURM_CONF_DEFAULT_CPUS memory=16000 slurm_user=slurm first_job_id=1 gpus=2 enforce=
+    local extra_partitions=0
     local kv key value
     for kv in "$@"; do
         key=${kv%%=*}; value=${kv#*=}
         [ "$key" != "$kv" ] || { echo "slurm_conf_write: expected key=value, got '$kv'" >&2; return 2; }
         case $key in
-            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id|gpus|enforce)
+            base|mode|host|cluster|ctld_port|slurmd_port|dbd_port|db_port|munge_socket|cpus|memory|slurm_user|first_job_id|gpus|enforce|extra_partitions)
                 printf -v "$key" '%s' "$value" ;;
             *) echo "slurm_conf_write: unknown key '$key'" >&2; return 2 ;;
         esac
@@ -77,6 +81,11 @@ slurm_conf_write() {
     case $mode in accounting|no-accounting) ;; *) echo "slurm_conf_write: mode is accounting or no-accounting, not '$mode'" >&2; return 2 ;; esac
     [ -n "$host" ] || host=$(hostname -s)
     [ -n "$munge_socket" ] || munge_socket=$base/munge/munged.socket
+    case $extra_partitions in ''|*[!0-9]*) echo "slurm_conf_write: extra_partitions wants a count, not '$extra_partitions'" >&2; return 2 ;; esac
+    local extra_lines='' n
+    for ((n = 1; n <= extra_partitions; n++)); do
+        extra_lines+="PartitionName=extra$n Nodes=$host MaxTime=10:00 State=UP"$'\n'
+    done
 
     local node_gres='' gres_lines='' item type count first=0
     local -a items
@@ -153,6 +162,8 @@ PartitionName=cpu Nodes=$host MaxTime=01:00:00 State=UP
 PartitionName=long Nodes=$host MaxTime=1-00:00:00 MaxMemPerNode=8000 DefMemPerNode=1000 State=UP
 PartitionName=gpu Nodes=$host MaxTime=02:00:00 State=UP
 PartitionName=unlimited Nodes=$host MaxTime=UNLIMITED MaxCPUsPerNode=1 State=UP
+# Extra partitions (extra_partitions=N), if any:
+$extra_lines
 CONF
     # gpu needs character devices as File= (a count alone is dropped by slurmd).
     printf '%s' "$gres_lines" > "$dir/gres.conf"

@@ -172,6 +172,7 @@ class Kubelet:
             context=context,
             reachability=self.reachability,
             held=self.pods.gpus_held,
+            metrics=self.metrics,
             timings=NodeTimings(
                 discovery_interval=s.discovery_interval,
                 status_interval=s.node_status_interval,

@@ -116,6 +116,15 @@ class KubeletMetrics:
         )
         self.status_writes = Counter("wlmvk_kubelet_pod_status_writes_total", "Pod status patches.")
         self.status_ticks = Counter("wlmvk_kubelet_status_ticks_total", "Batched job state queries.")
+        self.node_status_writes = Counter(
+            "wlmvk_kubelet_node_status_writes_total",
+            "Node status patches, by reason (registered, changed, heartbeat).",
+        )
+        self.lease_renewals = Counter("wlmvk_kubelet_node_lease_renewals_total", "Node Lease renewals.")
+        self.lease_lateness = Histogram(
+            "wlmvk_kubelet_node_lease_renewal_lateness_seconds",
+            "From a node Lease renewal's due time to its answer.",
+        )
 
         def phases() -> dict[Labels, float]:
             return {(("phase", phase),): float(count) for phase, count in pods_by_phase().items()}
@@ -132,6 +141,9 @@ class KubeletMetrics:
             self.watch_restarts,
             self.status_writes,
             self.status_ticks,
+            self.node_status_writes,
+            self.lease_renewals,
+            self.lease_lateness,
         ):
             lines += metric.render()
         return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ deletion, reachability, restarts.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -26,6 +27,7 @@ from wlmvk.core.errors import WlmvkError
 from wlmvk.core.jobs import GpuKind, JobId, PartitionResources
 from wlmvk.kube.bodies import LEASES, NODES, PODS, Body
 from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet.node.spread import phase
 
 NODE = "slurm-test-debug"
 
@@ -528,3 +530,35 @@ async def test_allocatable_follows_slurms_gpus_in_use_counting_the_nodes_own_run
 
 async def phase_of(kube: KubeClient, name: str, phase: str) -> bool:
     return bool((await get_pod(kube, name)).get("status", {}).get("phase") == phase)
+
+
+async def test_many_nodes_renew_their_leases_each_at_its_own_phase_and_count_it(
+    apiserver: RunningApiServer, kube: KubeClient, kubelet_factory: StartKubelet, fake: FakeBackend
+) -> None:
+    for n in range(12):
+        fake.partition_table[f"p{n}"] = PartitionResources(f"p{n}", 1, 2, 100, 60)
+    kubelet = await start(
+        kubelet_factory, apiserver, fake, lease_renew_interval=1.0, node_status_interval=1.0
+    )
+    period = 1.0
+    await asyncio.sleep(2.5)  # every Lease renewed twice since its node was registered
+    listing = await kube.list(LEASES, namespace=names.NODE_LEASE_NAMESPACE)
+    renewed = {
+        item["metadata"]["name"]: datetime.datetime.strptime(
+            item["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ"
+        )
+        for item in listing["items"]
+        if item["metadata"]["name"].startswith("slurm-test-p")
+    }
+    assert len(renewed) == 12
+    first = min(renewed)
+    for name, at in renewed.items():
+        # Apart from the first node's by the difference of their phases (modulo the period).
+        apart = (
+            (at - renewed[first]).total_seconds() - (phase(name, period) - phase(first, period))
+        ) % period
+        assert min(apart, period - apart) < 0.25, (name, apart)
+    assert max(renewed.values()) - min(renewed.values()) > datetime.timedelta(seconds=0.3)
+    assert kubelet.metrics.lease_renewals.value() >= 24
+    assert kubelet.metrics.node_status_writes.value(reason="heartbeat") >= 12
+    assert kubelet.metrics.node_status_writes.value(reason="registered") == 14
