@@ -40,6 +40,7 @@ from typing import Any
 
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node, wait_until
 from logs_follow import kubectl
+from quantiles import quantile
 from slurm_side import USER, BenchRedBox, Processes, apiserver_and_kubelet
 
 from wlmvk.core import names
@@ -61,11 +62,6 @@ def sleeper(namespace: str, node: str) -> dict[str, Any]:
         },
         "spec": {"nodeName": node, "containers": [{"name": "job", "image": "none"}]},
     }
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> float:

@@ -39,6 +39,7 @@ from typing import Any
 import cpu_meter
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node, wait_until
 from kubelet_submit import pod
+from quantiles import quantile
 from slurm_side import (
     ROOT,
     BenchRedBox,
@@ -252,7 +253,7 @@ def figures_of(
         written.setdefault(f.pod, set()).update(w for w, _ in f.lines if opened <= w < closed)
     missing = sum(len(written[f.pod]) for f in followers) - sum(per_follower)
     cpu_ms = {part: (after[part] - before[part]) * 1000 / max(1, printed) for part in after}
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    p95 = quantile(latencies, 0.95)
     figures = {
         "plane": "real" if real else "memory",
         "start_s": opened - launched,

@@ -40,6 +40,7 @@ import cpu_meter
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node
 from kubelet_submit import rotated
 from logs_follow import kubectl
+from quantiles import quantile
 from slurm_side import (
     ROOT,
     USER,
@@ -97,7 +98,7 @@ def latency_figures(start: float, ends: list[float], count: int) -> dict[str, An
         "total_s": total,
         "per_s": len(latencies) / total if total else 0.0,
         "p50_s": statistics.median(latencies) if latencies else 0.0,
-        "p95_s": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else 0.0,
+        "p95_s": quantile(latencies, 0.95) if latencies else 0.0,
     }
 
 
@@ -322,7 +323,7 @@ async def measured(
         "total_s": total,
         "per_s": len(done) / total,
         "p50_s": statistics.median(latencies),
-        "p95_s": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))],
+        "p95_s": quantile(latencies, 0.95),
         "operator_cpu_s": cpu,
         "operator_rss_peak_sampled_mb": peak[0],
         "operator_rss_hwm_mb": hwm,
@@ -348,7 +349,7 @@ async def measured(
         )
     print("when each stage was reached, s after the apply (first, 50%, 95%, last):")
     for stage, after in figures["stages"].items():
-        marks = [after[min(len(after) - 1, round(q * (len(after) - 1)))] for q in (0, 0.5, 0.95, 1)]
+        marks = [quantile(after, q) for q in (0, 0.5, 0.95, 1)]
         print(f"  {stage:<22} {len(after):4d}: " + ", ".join(f"{m:6.1f}" for m in marks))
     return figures
 

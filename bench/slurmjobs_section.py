@@ -10,6 +10,7 @@ from typing import Any
 
 import cpu_meter
 from perf_sections import PLANE_NAMES
+from quantiles import quantile
 
 SLURMJOBS = "slurmjobs-e2e"
 SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200", "--rounds", "3"]
@@ -120,9 +121,7 @@ def _where(rounds: list[dict[str, Any]], ratios: dict[str, tuple[list[float], li
     stages = list(next(iter(chosen.values()))[0]["stages"])
 
     def marks(after: list[float]) -> str:
-        return " / ".join(
-            f"{after[min(len(after) - 1, round(q * (len(after) - 1)))]:.1f}" for q in (0, 0.5, 0.95, 1)
-        )
+        return " / ".join(f"{quantile(after, q):.1f}" for q in (0, 0.5, 0.95, 1))
 
     lines = [
         "",

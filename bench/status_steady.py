@@ -35,6 +35,7 @@ from typing import Any
 import cpu_meter
 from kubelet_stack import wait_for_node, wait_until
 from kubelet_submit import pod
+from quantiles import quantile
 from slurm_side import (
     ROOT,
     USER,
@@ -245,7 +246,7 @@ async def measured(
         await wait_until(lambda: asyncio.sleep(0, all(n in moved for n in chosen)), timeout=120, every=0.2)
         waits = sorted(moved[n] - t for n, t in zip(chosen, latencies, strict=True))
         p50 = statistics.median(waits)
-        p95 = waits[min(len(waits) - 1, round(0.95 * (len(waits) - 1)))]
+        p95 = quantile(waits, 0.95)
         result |= {"change_p50_s": p50, "change_p95_s": p95, "change_max_s": waits[-1], "changes": len(waits)}
         print(
             f"[{label}] kubelet: CPU per tick {result['kubelet_cpu_s_per_tick'] or 0:.3f} s,"
