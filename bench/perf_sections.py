@@ -75,8 +75,8 @@ def status_section(result: dict[str, Any], before: str = "") -> list[str]:
         " `--local` (REQUEST_FED_INFO first); `scontrol show partition` one, `scontrol show node` two."
         " Where a node has GPUs, red-box reads the node table at every discovery round for the GPUs in"
         " use (`scontrol -d -o show node`: two more RPCs per round, for all nodes and partitions;"
-        " `tests/unit/redbox/test_commands.py` counts them); the table above was measured before that,"
-        " on the local Slurm, whose node has two GPUs."
+        " `tests/unit/redbox/slurm/cli/test_commands.py` counts them); the table above was measured"
+        " before that, on the local Slurm, whose node has two GPUs."
         " A kubelet ticking every 5 s through squeue therefore costs 2 per interval by itself. Through"
         " slurmrestd (`rest`) a tick is one REQUEST_JOB_INFO: `GET /jobs?update_time=T` answers"
         ' "no change" or with every job of the cluster, which red-box reads instead of running'

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from tests.e2e.apiserver_controllers.conftest import Scratch, needs_root
-from tests.unit.apiserver_controllers.conftest import eventually
+from tests.unit.dev.apiserver.controllers.conftest import eventually
 from wlmvk_dev.apiserver.kubelets import default_log_handler, hostkubelet
 from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, EVENTS, NODES, PODS
 from wlmvk_dev.apiserver.server import ApiServer

@@ -48,7 +48,7 @@ ENDING = {
 }
 # An ended array is not among them: red-box answers it from accounting (squeue forgets each task
 # MinJobAge after it ends) and keeps the first answer, so two red-boxes asked a moment apart may
-# rightly differ; the dump's reading of one is compared with squeue's in test_restjobs.py.
+# rightly differ; the dump's reading of one is compared with squeue's in test_dump.py.
 TIMEOUT = job("#SBATCH --time=1", "#SBATCH --output=to-%x-%j.log", "sleep 600")
 
 

@@ -14,7 +14,7 @@ from wlmvk.redbox.slurm.cli import sstat as stats
 from wlmvk.redbox.slurm.cli.releases import Release
 
 SLURM_22_05 = Release(22, 5, 8)
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 AT = datetime(2026, 12, 3, 15, 0, tzinfo=UTC)
 
 

@@ -20,7 +20,7 @@ from wlmvk.redbox.slurm.cli import squeue
 from wlmvk.redbox.slurm.cli.releases import Release
 from wlmvk.redbox.slurm.rest import dump as restjobs
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 USER = "cloudsdk"
 UID = 1000
 """The owner of the captured 22.05 jobs (``user_id`` in the dump)."""

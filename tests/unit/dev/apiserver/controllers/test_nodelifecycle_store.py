@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.unit.apiserver_controllers.conftest import eventually
+from tests.unit.dev.apiserver.controllers.conftest import eventually
 from wlmvk_dev.apiserver.controllers import nodelifecycle
 from wlmvk_dev.apiserver.objects.resources import EVENTS, LEASES, NODES, PODS
 from wlmvk_dev.apiserver.storage.store import Store

@@ -1,7 +1,7 @@
 """What each status reading of a REST red-box costs slurmctld: one request to slurmrestd, or squeue.
 
 slurmrestd here is a small server on a Unix socket answering captured 22.05 bodies (the
-dump of ``test_restjobs``, 304 for no change, an error), and squeue a runner answering the
+dump of ``test_dump``, 304 for no change, an error), and squeue a runner answering the
 squeue output captured with that dump. Every request to the server is one RPC to slurmctld,
 every squeue two.
 """
@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
 
-from tests.unit.redbox.test_restclient import Answer, Server, Start, http, serve  # noqa: F401
-from tests.unit.redbox.test_restjobs import CAPTURED, UID, USER
+from tests.unit.redbox.slurm.rest.test_connection import Answer, Server, Start, http, serve  # noqa: F401
+from tests.unit.redbox.slurm.rest.test_dump import CAPTURED, UID, USER
 from wlmvk.core.jobs import JobId, JobStatus
 from wlmvk.redbox.slurm.processes.runner import Completed
 from wlmvk.redbox.slurm.rest import backend as restapi

@@ -19,7 +19,7 @@ from wlmvk.redbox.slurm.cli.commands import classify, no_accounting
 from wlmvk.redbox.slurm.processes import spawning
 from wlmvk.redbox.slurm.processes.runner import Completed, Runner
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 
 
 @pytest.fixture(params=["pidfd", "asyncio"])

@@ -1,7 +1,7 @@
 """ObserveStates reads every user's jobs and records none; FollowJobs quiets the recorder for
 red-box's own unfinished jobs only (docs/tenancy.md, Status at scale).
 
-squeue's rows and slurmrestd's dump are the captured 22.05 ones (``test_restjobs``), one job given
+squeue's rows and slurmrestd's dump are the captured 22.05 ones (``test_dump``), one job given
 to another user (uid 1001, ``slurmuser``) the way Slurm prints it.
 """
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.redbox.slurm.rest.test_backend import DUMP, LISTING, NOT_MODIFIED
+from tests.unit.redbox.slurm.rest.test_connection import Server, Start, http, serve  # noqa: F401
+from tests.unit.redbox.slurm.rest.test_dump import USER
 from tests.unit.redbox.test_recorder import following
-from tests.unit.redbox.test_restclient import Server, Start, http, serve  # noqa: F401
-from tests.unit.redbox.test_restjobs import USER
-from tests.unit.redbox.test_reststatus import DUMP, LISTING, NOT_MODIFIED
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.redbox import observing
 from wlmvk.redbox.slurm.cli import arrays, squeue

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.apiserver_controllers.conftest import eventually
+from tests.unit.dev.apiserver.controllers.conftest import eventually
 from wlmvk_dev.apiserver.controllers import gc
 from wlmvk_dev.apiserver.objects.errors import ApiError
 from wlmvk_dev.apiserver.objects.resources import CONFIGMAPS, GVR, NODES, PODS, SECRETS, Obj, ResourceInfo

@@ -19,7 +19,7 @@ from wlmvk.redbox.slurm.cli.releases import Release
 from wlmvk.redbox.slurm.cli.slices import Answered, Slice
 
 SLURM_22_05 = Release(22, 5, 8)
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 AT = datetime(2026, 12, 3, 20, 10, tzinfo=UTC)
 THREE, SPIN, HELD, UNKNOWN = JobId(305139), JobId(305140), JobId(305141), JobId(9999991)
 

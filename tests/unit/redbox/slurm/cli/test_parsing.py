@@ -17,7 +17,7 @@ from wlmvk.redbox.slurm.cli import scontrol as records
 from wlmvk.redbox.slurm.cli.releases import Release
 
 SLURM_22_05 = Release(22, 5, 8)
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 
 
 def captured(name: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from tests.unit.redbox.test_parsing import captured
+from tests.unit.redbox.slurm.cli.test_parsing import captured
 from wlmvk.core.errors import Unavailable
 from wlmvk.redbox.slurm.cli import commands
 from wlmvk.redbox.slurm.cli.commands import Slurm

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.redbox.test_parsing import captured
+from tests.unit.redbox.slurm.cli.test_parsing import captured
 from wlmvk.core.jobs import GpuKind
 from wlmvk.redbox.slurm.cli import nodeinfo as partitions
 

@@ -178,7 +178,7 @@ def test_cancel_answers_name_the_code_error_number() -> None:
     assert _first_error(Response(500, CANCEL_UNKNOWN.encode())) == (2017, "Invalid job id specified")
 
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured" / "releases"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured" / "releases"
 
 
 def _captured(release: str, name: str, status: int) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tests.unit.apiserver_controllers.conftest import eventually
+from tests.unit.dev.apiserver.controllers.conftest import eventually
 from wlmvk_dev.apiserver.controllers import scheduler
 from wlmvk_dev.apiserver.objects.resources import EVENTS, NODES, PODS
 from wlmvk_dev.apiserver.storage.store import Store

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.redbox.slurm.rest.test_connection import Server, Start, http, serve  # noqa: F401
 from tests.unit.redbox.test_jobs import ScriptedSlurm
-from tests.unit.redbox.test_restclient import Server, Start, http, serve  # noqa: F401
 from wlmvk.core.errors import InvalidInput, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox.files import Confinement

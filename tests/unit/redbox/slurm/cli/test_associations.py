@@ -25,7 +25,7 @@ from wlmvk.redbox.slurm.processes.runner import Completed
 from wlmvk.slurm.tenantstatus import Association, AssociationLook, Associations, seen
 from wlmvk.wire import associations as wire
 
-CAPTURED = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured"
+CAPTURED = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured"
 
 
 def test_a_users_associations_as_sacctmgr_prints_them() -> None:

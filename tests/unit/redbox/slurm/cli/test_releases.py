@@ -22,7 +22,7 @@ from wlmvk.redbox.slurm.cli import scontrol as records
 from wlmvk.redbox.slurm.cli import sstat as stats
 from wlmvk.redbox.slurm.cli.releases import Release
 
-RELEASES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_captured" / "releases"
+RELEASES = Path(__file__).resolve().parents[4] / "fixtures" / "slurm_captured" / "releases"
 CAPTURED = sorted(path.name for path in RELEASES.iterdir())
 
 
