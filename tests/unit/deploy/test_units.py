@@ -1,7 +1,7 @@
 """deploy/: the systemd units, the tmpfiles entry and the manifests name the same paths and user.
 
 How they behave under systemd (restarts, the directory's inode) is dev/scripts/site-systemd's run,
-kept in docs/raw/site-systemd.txt.
+kept in docs/raw/real-node-lane.txt (the stand-in's earlier run: docs/raw/site-systemd.txt).
 """
 
 from __future__ import annotations
