@@ -10,6 +10,10 @@ from typing import Any
 NODES_SCALE = "kubelet-scale-real"
 NODES_SCALE_ARGV = ["kubelet_scale.py", "--partitions", "1000", "--minutes", "30", "--pods", "100"]
 RSS_GOAL_MB = 400
+CLUSTERS_SCALE = "kubelet-scale-clusters"
+CLUSTERS_SCALE_ARGV = [
+    "kubelet_scale.py", "--clusters", "10", "--partitions", "1000", "--minutes", "30", "--pods", "100"
+]  # fmt: skip
 
 
 def nodes_scale_section(result: dict[str, Any]) -> list[str]:
