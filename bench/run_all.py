@@ -419,7 +419,9 @@ def write_docs(
         "## One kubelet, many virtual nodes (real control plane)",
         "",
         *(
-            nodes_scale_section(kept(NODES_SCALE))
+            nodes_scale_section(
+                kept(NODES_SCALE), kept(CLUSTERS_SCALE) if (RAW / f"{CLUSTERS_SCALE}.json").exists() else None
+            )
             if (RAW / f"{NODES_SCALE}.json").exists()
             else ["Not run yet."]
         ),
