@@ -73,8 +73,8 @@ class ClusterRoutes:
         node = {
             **nodes[0],
             "nodeName": ",".join(n["nodeName"] for n in nodes if n["nodeName"]),
-            "cpu": _added([n["cpu"] for n in nodes]),
-            "memory": _added([n["memory"] for n in nodes]),
+            "cpu": added_up([n["cpu"] for n in nodes]),
+            "memory": added_up([n["memory"] for n in nodes]),
         }
         return {"node": node, "pods": [pod for part in parts for pod in part["pods"]]}
 
@@ -85,10 +85,10 @@ class ClusterRoutes:
                 if cluster.owns(node):
                     return await cluster.stats.resource_metrics(node)
             raise NotFound(f'node "{node}" is not served by this kubelet')
-        return _merged([await cluster.stats.resource_metrics(None) for cluster in self._clusters])
+        return merged_texts([await cluster.stats.resource_metrics(None) for cluster in self._clusters])
 
 
-def _added(figures: list[dict[str, Any]]) -> dict[str, Any]:
+def added_up(figures: list[dict[str, Any]]) -> dict[str, Any]:
     """The first's figures, its whole numbers added up over all (a figure some lack is left out)."""
     out: dict[str, Any] = {}
     for key, value in figures[0].items():
@@ -100,7 +100,7 @@ def _added(figures: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _merged(texts: list[str]) -> str:
+def merged_texts(texts: list[str]) -> str:
     """Prometheus texts as one: each family's comments once, then its labelled samples from every
     text; a sample without labels (a node figure) added up, the scrape error the largest."""
     families: dict[str, list[str]] = {}
