@@ -19,7 +19,13 @@ from wlmvk.kube.client import KubeClient
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.kubelet.settings import ClusterSettings
 
-pytestmark = [pytest.mark.slurm, pytest.mark.kubectl]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.kubectl,
+    pytest.mark.kube_any(
+        subject="scheduling by node labels and the pods/log proxy to a kubelet of two clusters"
+    ),
+]
 
 CLUSTERS = ("east", "west")
 
