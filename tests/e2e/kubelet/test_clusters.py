@@ -14,8 +14,9 @@ from tests.fixtures.apiserver import RealApiServer, RunningApiServer
 from tests.fixtures.kubelet import StartKubelet
 from tests.fixtures.redbox import JOB_OWNER, RedBox
 from wlmvk.core import names
-from wlmvk.kube.bodies import NODES, PODS, Body
+from wlmvk.kube.bodies import LEASES, NODES, PODS, Body
 from wlmvk.kube.client import KubeClient
+from wlmvk.kubelet import standby
 from wlmvk.kubelet.app import Kubelet
 from wlmvk.kubelet.settings import ClusterSettings
 
@@ -67,7 +68,14 @@ async def test_one_kubelet_serves_two_clusters_through_their_red_boxes(
         cluster_name="east",
         red_box_socket=boxes["east"].socket,
         clusters=tuple(ClusterSettings(cluster, boxes[cluster].socket) for cluster in CLUSTERS),
+        leader_elect=True,
     )
+    # One cluster Lease for the process: the first cluster's, held by this kubelet.
+    assert kubelet.elector is not None
+    assert kubelet.elector.scope == f"{names.NODE_LEASE_NAMESPACE}/{standby.lease_name('east')}"
+    assert kubelet.elector.holds()
+    lease = await kube.get(LEASES, standby.lease_name("east"), namespace=names.NODE_LEASE_NAMESPACE)
+    assert lease["spec"]["holderIdentity"].startswith("agent-host_")
     partitions = slurm_partitions()
     wanted = {names.node_name(cluster, p) for cluster in CLUSTERS for p in partitions}
 
