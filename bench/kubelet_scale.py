@@ -20,10 +20,18 @@ Once every node is Ready, for ``--minutes``:
   node write (status writes and Lease renewals together); kube-apiserver's and etcd's CPU;
 - the load average at the start and every minute.
 
+With ``--clusters N`` (N > 1) the one kubelet serves N clusters (``--cluster NAME=SOCKET``):
+slurm-local gets ``--partitions``/N partitions, N red-boxes stand in front of it, each a cluster
+(``<cluster>0`` .. ``<cluster>N-1``) with those partitions as its nodes, so ``--partitions`` nodes
+in all; the held pods are spread over the clusters (the first ``--pods``/N nodes of each), and
+the kubelet's counters (labelled by cluster) are added up over them.
+
 Prints the samples and a summary; ``--json`` writes the figures. bench/run-all runs it as
-``kubelet-scale-real`` (docs/performance.md, "One kubelet, many virtual nodes").
+``kubelet-scale-real`` and, with 10 clusters, ``kubelet-scale-clusters`` (docs/performance.md,
+"One kubelet, many virtual nodes").
 
     .venv/bin/python bench/kubelet_scale.py --partitions 1000 --minutes 30
+    .venv/bin/python bench/kubelet_scale.py --clusters 10 --partitions 1000 --minutes 30
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import contextlib
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -88,6 +97,15 @@ def counters(text: str) -> dict[str, float]:
         if line and not line.startswith("#"):
             key, _, value = line.rpartition(" ")
             out[key] = float(value)
+    return out
+
+
+def folded(values: dict[str, float]) -> dict[str, float]:
+    """Counters of a kubelet serving several clusters added up over its clusters (label dropped)."""
+    out: dict[str, float] = {}
+    for key, value in values.items():
+        bare = re.sub(r'cluster="[^"]*",?', "", key).replace(",}", "}").replace("{}", "")
+        out[bare] = out.get(bare, 0.0) + value
     return out
 
 
@@ -151,18 +169,21 @@ async def watch_leases(kube: KubeClient, wanted: set[str], seen: Observed) -> No
             await asyncio.sleep(1)
 
 
-async def ready_nodes(kube: KubeClient, cluster: str) -> dict[str, str]:
-    listing = await kube.list(NODES, label_selector=f"{names.LABEL_CLUSTER}={cluster}")
+async def ready_nodes(kube: KubeClient, clusters: list[str]) -> dict[str, str]:
     out = {}
-    for item in listing.get("items") or []:
-        ready = [c for c in item.get("status", {}).get("conditions", []) if c.get("type") == "Ready"]
-        out[item["metadata"]["name"]] = ready[0]["status"] if ready else "None"
+    for cluster in clusters:
+        listing = await kube.list(NODES, label_selector=f"{names.LABEL_CLUSTER}={cluster}")
+        for item in listing.get("items") or []:
+            ready = [c for c in item.get("status", {}).get("conditions", []) if c.get("type") == "Ready"]
+            out[item["metadata"]["name"]] = ready[0]["status"] if ready else "None"
     return out
 
 
-async def watch_ready(kube: KubeClient, cluster: str, seen: Observed, stop: asyncio.Event, t0: float) -> None:
+async def watch_ready(
+    kube: KubeClient, clusters: list[str], seen: Observed, stop: asyncio.Event, t0: float
+) -> None:
     while not stop.is_set():
-        for name, status in (await ready_nodes(kube, cluster)).items():
+        for name, status in (await ready_nodes(kube, clusters)).items():
             if status != "True":
                 seen.not_ready.append((time.monotonic() - t0, name, status))
         await asyncio.sleep(10)
@@ -236,44 +257,58 @@ class Started:
     """The processes of one run and what the measurement needs of them."""
 
     plane: RealPlane
-    redbox: subprocess.Popen[bytes]
+    redboxes: list[subprocess.Popen[bytes]]
     kubelet: subprocess.Popen[bytes]
     metrics_port: int
     base: Path
     started_at: float
 
 
+def cluster_names(args: argparse.Namespace) -> list[str]:
+    """The kubelet's clusters: ``--cluster`` alone, or ``--cluster`` numbered from 0 (``--clusters``)."""
+    return [args.cluster] if args.clusters == 1 else [f"{args.cluster}{i}" for i in range(args.clusters)]
+
+
 def start(args: argparse.Namespace) -> Started:
     plane = RealPlane.up()
     base = Path(tempfile.mkdtemp(prefix="kscale-", dir="/tmp"))
-    work = Path(tempfile.mkdtemp(prefix="kscale-", dir=JOBS))
-    sock = base / "rb.sock"
-    with (base / "red-box.log").open("wb") as log:
-        redbox = subprocess.Popen(
-            [sys.executable, "-m", "wlmvk.redbox", "--socket", str(sock), "--work-dir", str(work),
-             "--state-dir", str(base / "state"), "--log-level", "warning"],
-            stdout=log, stderr=log, cwd=ROOT, start_new_session=True,
-        )  # fmt: skip
+    redboxes, sockets = [], []
+    for index in range(args.clusters):
+        # One red-box: its files as they always were; several: each in its own numbered ones.
+        own = "" if args.clusters == 1 else str(index)
+        work = Path(tempfile.mkdtemp(prefix="kscale-", dir=JOBS))
+        sock = base / f"rb{own}.sock"
+        with (base / f"red-box{own}.log").open("wb") as log:
+            redboxes.append(subprocess.Popen(
+                [sys.executable, "-m", "wlmvk.redbox", "--socket", str(sock), "--work-dir", str(work),
+                 "--state-dir", str(base / f"state{own}"), "--log-level", "warning"],
+                stdout=log, stderr=log, cwd=ROOT, start_new_session=True,
+            ))  # fmt: skip
+        sockets.append(sock)
     deadline = time.monotonic() + 30
-    while not sock.exists() and time.monotonic() < deadline:
+    while not all(sock.exists() for sock in sockets) and time.monotonic() < deadline:
         time.sleep(0.1)
+    if args.clusters == 1:
+        served = ["--red-box-socket", str(sockets[0]), "--cluster-name", args.cluster]
+    else:
+        served = [f"--cluster={name}={sock}" for name, sock in zip(cluster_names(args), sockets, strict=True)]
     metrics_port = free_port()
     started_at = time.monotonic()
     with (base / "kubelet.log").open("wb") as log:
         kubelet = subprocess.Popen(
             [sys.executable, "-c", "import sys; from wlmvk.cli import main; sys.exit(main(sys.argv[1:]))",
-             "kubelet", "--kubeconfig", str(plane.kubeconfig), "--red-box-socket", str(sock),
-             "--cluster-name", args.cluster, "--listen", "127.0.0.1", "--port", str(free_port()),
+             "kubelet", "--kubeconfig", str(plane.kubeconfig), *served,
+             "--listen", "127.0.0.1", "--port", str(free_port()),
              "--metrics-port", str(metrics_port), "--status-interval", str(args.status_interval),
              "--log-level", "warning"],
             stdout=log, stderr=log, cwd=ROOT, start_new_session=True,
             env={**os.environ, "PYTHONPATH": args.source} if args.source else None,
         )  # fmt: skip
-    return Started(plane, redbox, kubelet, metrics_port, base, started_at)
+    return Started(plane, redboxes, kubelet, metrics_port, base, started_at)
 
 
 def stop(run: Started) -> None:
-    for proc in (run.kubelet, run.redbox):
+    for proc in (run.kubelet, *run.redboxes):
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -285,7 +320,10 @@ def stop(run: Started) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--partitions", type=int, default=1000, help="partitions, so virtual nodes")
+    p.add_argument("--partitions", type=int, default=1000, help="virtual nodes (partitions x clusters)")
+    p.add_argument(
+        "--clusters", type=int, default=1, help="clusters the kubelet serves, one red-box each (--cluster)"
+    )
     p.add_argument("--minutes", type=float, default=30.0, help="soak length once every node is Ready")
     p.add_argument("--pods", type=int, default=100, help="held pods, one on each of the first nodes")
     p.add_argument("--status-interval", type=float, default=5.0, help="the kubelet's pod status tick")
@@ -293,19 +331,23 @@ def main() -> int:
     p.add_argument("--source", default="", help="the kubelet's sources from this src directory instead")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
+    if args.clusters < 1 or args.partitions % args.clusters:
+        p.error(f"--partitions ({args.partitions}) must be a multiple of --clusters ({args.clusters})")
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
     ).stdout.strip()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     load_start = os.getloadavg()
     print(
-        f"kubelet_scale.py --partitions {args.partitions} --minutes {args.minutes:g} --pods {args.pods}"
+        "kubelet_scale.py"
+        + (f" --clusters {args.clusters}" if args.clusters > 1 else "")
+        + f" --partitions {args.partitions} --minutes {args.minutes:g} --pods {args.pods}"
         + (f" --source {args.source}" if args.source else "")
         + ","
         f" {started}, revision {revision}, load {' '.join(f'{x:.2f}' for x in load_start)}",
         flush=True,
     )
-    partitions = slurm_partitions(args.partitions)
+    partitions = slurm_partitions(args.partitions // args.clusters)
     print(f"slurm-local: {len(partitions)} partitions", flush=True)
     run = start(args)
     try:
@@ -321,7 +363,8 @@ def main() -> int:
 
 async def measure(args: argparse.Namespace, run: Started, partitions: list[str]) -> dict[str, Any]:
     kube = await KubeClient.connect(str(run.plane.kubeconfig))
-    wanted = {names.node_name(args.cluster, part) for part in partitions}
+    clusters = cluster_names(args)
+    wanted = {names.node_name(cluster, part) for cluster in clusters for part in partitions}
     kubelet, plane, base = run.kubelet, run.plane, run.base
     seen = Observed()
     halt = asyncio.Event()
@@ -329,7 +372,7 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
     try:
         await forget_pods(kube)
         while True:
-            states = await ready_nodes(kube, args.cluster)
+            states = await ready_nodes(kube, clusters)
             ready = sum(1 for name, s in states.items() if name in wanted and s == "True")
             if ready == len(wanted):
                 break
@@ -340,7 +383,11 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             await asyncio.sleep(1)
         registered_s = time.monotonic() - t0
         print(f"all {len(wanted)} nodes Ready {registered_s:.1f} s after the kubelet started", flush=True)
-        bound = sorted(wanted)[: args.pods]
+        if len(clusters) == 1:
+            bound = sorted(wanted)[: args.pods]
+        else:  # the first nodes of each cluster
+            each = args.pods // len(clusters)
+            bound = [n for c in clusters for n in sorted(names.node_name(c, p) for p in partitions)[:each]]
         for index, node in enumerate(bound):
             await kube.create(PODS, held_pod(PREFIX, index, node), namespace=NAMESPACE)
 
@@ -360,11 +407,11 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
         print(f"{len(bound)} held pods submitted (one on each of the first nodes)", flush=True)
         tasks = [
             asyncio.ensure_future(watch_leases(kube, wanted, seen)),
-            asyncio.ensure_future(watch_ready(kube, args.cluster, seen, halt, t0)),
+            asyncio.ensure_future(watch_ready(kube, clusters, seen, halt, t0)),
         ]
         await asyncio.sleep(12)  # every Lease read once before the gaps count
         seen.soaking = True
-        first = await scrape(run.metrics_port)
+        first = folded(await scrape(run.metrics_port))
         cpu0, plane0 = cpu_meter.process_times(kubelet.pid)[0], plane.cpu_seconds()
         soak0 = time.monotonic()
         loads = [os.getloadavg()[0]]
@@ -381,7 +428,7 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             print(f"t={elapsed:7.1f} rss_mb={rss:6.1f} cpu_s={cpu:7.2f} load={load:.2f}", flush=True)
             await asyncio.sleep(1.0 - (time.monotonic() - soak0) % 1.0)
         minutes = (time.monotonic() - soak0) / 60
-        last = await scrape(run.metrics_port)
+        last = folded(await scrape(run.metrics_port))
         cpu = cpu_meter.process_times(kubelet.pid)[0] - cpu0
         plane1 = plane.cpu_seconds()
         halt.set()
@@ -393,7 +440,9 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
         writes = sum(figures["status_writes"].values()) + figures["lease_renewals"]
         flapped = sorted({name for _, name, _ in seen.not_ready})
         result = {
-            "partitions": len(partitions),
+            "partitions": len(partitions) * len(clusters),
+            "clusters": len(clusters),
+            "partitions_per_cluster": len(partitions),
             "nodes": len(wanted),
             "minutes": minutes,
             "registered_s": registered_s,
@@ -467,7 +516,8 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
         return result
     finally:
         halt.set()
-        await forget_cluster(kube, args.cluster)
+        for cluster in clusters:
+            await forget_cluster(kube, cluster)
         await kube.close()
 
 

@@ -48,7 +48,13 @@ from typing import Any
 import cpu_meter
 import faults_section
 from exec_section import EXEC, EXEC_ARGV, exec_section
-from nodes_scale_section import NODES_SCALE, NODES_SCALE_ARGV, nodes_scale_section
+from nodes_scale_section import (
+    CLUSTERS_SCALE,
+    CLUSTERS_SCALE_ARGV,
+    NODES_SCALE,
+    NODES_SCALE_ARGV,
+    nodes_scale_section,
+)
 from perf_sections import (
     LOGS,
     LOGS_ARGV,
@@ -77,7 +83,9 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 SUBMIT = "redbox-submit"
 PODS = "kubelet-submit"
 REFERENCE = RAW / f"{SUBMIT}-reference.json"
-PERFORMANCE_BENCHES = (SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS, NODES_SCALE)
+PERFORMANCE_BENCHES = (
+    SUBMIT, STATUS, PODS, LOGS, SLURMJOBS, "stats", SCALE, EXEC, TENANTS, NODES_SCALE, CLUSTERS_SCALE
+)  # fmt: skip
 NOT_RUN = [
     (
         "bench/kubelet_status_tick.py",
@@ -411,7 +419,9 @@ def write_docs(
         "## One kubelet, many virtual nodes (real control plane)",
         "",
         *(
-            nodes_scale_section(kept(NODES_SCALE))
+            nodes_scale_section(
+                kept(NODES_SCALE), kept(CLUSTERS_SCALE) if (RAW / f"{CLUSTERS_SCALE}.json").exists() else None
+            )
             if (RAW / f"{NODES_SCALE}.json").exists()
             else ["Not run yet."]
         ),
@@ -501,6 +511,8 @@ def performance(args: argparse.Namespace) -> None:
         run(TENANTS, TENANTS_ARGV)
     if NODES_SCALE in rerun:
         run(NODES_SCALE, NODES_SCALE_ARGV)
+    if CLUSTERS_SCALE in rerun:
+        run(CLUSTERS_SCALE, CLUSTERS_SCALE_ARGV)
     if submit is None:
         raise SystemExit(f"no submission figures in {RAW}: run {SUBMIT} first")
     stats = [kept(n) for n in RUNS if (RAW / f"{n}.json").exists()]

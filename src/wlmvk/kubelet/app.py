@@ -1,4 +1,5 @@
-"""``wlmvk kubelet``: the process that serves one red-box's partitions as nodes.
+"""``wlmvk kubelet``: the process that serves one red-box's partitions as nodes (or several
+red-boxes', one per cluster: ``serving`` holds each cluster's parts, ``routing`` the shared API's).
 
 ``serve()`` follows the uvicorn shape: startup (connect to the API server
 and red-box, start the HTTPS and metrics servers, register nodes, take in
@@ -13,10 +14,10 @@ Lease, and losing it ends the process (exit 1) so that it comes back standing by
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -30,29 +31,27 @@ from wlmvk.core.errors import WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.kube import tls
 from wlmvk.kube.client import KubeClient
-from wlmvk.kube.events import EventPoster
 from wlmvk.kube.fencing import FencedClient
 from wlmvk.kube.leader import Elector
 from wlmvk.kube.tenants import TenantWatch
-from wlmvk.kube.version import declared_features, kubelet_version
+from wlmvk.kube.version import kubelet_version
 from wlmvk.kubelet import flags, standby
 from wlmvk.kubelet.api import server
 from wlmvk.kubelet.api.auth.gate import AuthSettings, Gate
 from wlmvk.kubelet.api.exec import executing
 from wlmvk.kubelet.api.stats import sampling
 from wlmvk.kubelet.handlers import PodHandlers
-from wlmvk.kubelet.metered import MeteredBackend
-from wlmvk.kubelet.metrics import KubeletMetrics
+from wlmvk.kubelet.metrics import KubeletMetrics, render_clusters
 from wlmvk.kubelet.node import nodes
-from wlmvk.kubelet.node.controller import NodeController, NodeTimings
+from wlmvk.kubelet.node.controller import NodeController
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.node.reachability import Reachability
-from wlmvk.kubelet.pods.controller import PodController, PodSettings
-from wlmvk.kubelet.pods.observing import StateLooks
+from wlmvk.kubelet.pods.controller import PodController
 from wlmvk.kubelet.pods.tenants import TenantRoutes
+from wlmvk.kubelet.routing import ClusterRoutes, Served
+from wlmvk.kubelet.serving import ClusterServing
 from wlmvk.kubelet.settings import Settings
 from wlmvk.kubelet.tenantstatus import TenantStatusWriter
-from wlmvk.redboxclient.client import RedBoxClient
 
 _log = structlog.get_logger(__name__)
 
@@ -60,137 +59,95 @@ _log = structlog.get_logger(__name__)
 LOST_LEASE_SHUTDOWN = 5.0
 
 
-def red_box_backend(socket_path: str, *, timeout: float) -> Backend:
-    """The red-box gRPC client."""
-    return RedBoxClient(socket_path, timeout=timeout)
-
-
 class Kubelet:
-    """One running kubelet: its controllers, servers and clients."""
+    """One running kubelet: its served clusters (``serving``), servers and shared clients."""
 
     def __init__(self, settings: Settings, *, backend: Backend | None = None) -> None:
         self.settings = settings
-        self._raw_backend = backend
-        self.reachability = Reachability()
-        self.directory = NodeDirectory(settings.cluster_name)
-        self.pods: PodController | None = None
-        self.nodes: NodeController | None = None
-        self.metrics = KubeletMetrics(lambda: self.pods.phases() if self.pods else {})
+        # A backend given (tests, benchmarks) is the first cluster's; the others' are red-box clients.
+        self.clusters = [
+            ClusterServing(one, backend=backend if index == 0 else None)
+            for index, one in enumerate(settings.served())
+        ]
         self.port = settings.port
         self.metrics_port = settings.metrics_port
         self._tasks: list[asyncio.Task[Any]] = []
         self._runners: list[web.AppRunner] = []
         self._client: KubeClient | None = None
-        self._backend: MeteredBackend | None = None
-        self._tenant_backends: dict[str, RedBoxClient] = {}
-        self.tenants: TenantRoutes | None = None
-        self.tenant_status: TenantStatusWriter | None = None
-        self.stats: sampling.StatsSource | None = None
-        self.handlers: PodHandlers | None = None
         self.elector: Elector | None = None
         self.lost_lease = False
 
+    # The first (with one cluster, the only) cluster's parts, as before kubelets served several.
+    @property
+    def _first(self) -> ClusterServing:
+        return self.clusters[0]
+
+    @property
+    def directory(self) -> NodeDirectory:
+        return self._first.directory
+
+    @property
+    def reachability(self) -> Reachability:
+        return self._first.reachability
+
+    @property
+    def metrics(self) -> KubeletMetrics:
+        return self._first.metrics
+
+    @property
+    def pods(self) -> PodController | None:
+        return self._first.pods
+
+    @property
+    def nodes(self) -> NodeController | None:
+        return self._first.nodes
+
+    @property
+    def tenants(self) -> TenantRoutes | None:
+        return self._first.tenants
+
+    @property
+    def tenant_status(self) -> TenantStatusWriter | None:
+        return self._first.tenant_status
+
+    @property
+    def stats(self) -> sampling.StatsSource | None:
+        return self._first.stats
+
+    @property
+    def handlers(self) -> PodHandlers | None:
+        return self._first.handlers
+
     async def start(self) -> None:
         s = self.settings
-        raw = self._raw_backend or red_box_backend(s.red_box_socket, timeout=s.wlm_timeout)
-        self._raw_backend = raw
-        backend = MeteredBackend(raw, metrics=self.metrics, reachability=self.reachability)
-        self._backend = backend
         self._client = client = await KubeClient.connect(s.kubeconfig)
         writer: KubeClient = client
-        changer: Backend = backend
+        elector: Elector | None = None
         if s.leader_elect:
             elector = await self._stand_by(client)
             # Renewing from now on: the start below may wait on red-box longer than the Lease lasts.
             self._tasks.append(guarded(self._hold(elector), name="cluster lease"))
             writer = FencedClient(client, check=elector.check)
-            changer = standby.FencedBackend(backend, check=elector.check)
-            if isinstance(raw, RedBoxClient):
-                raw.fence_with(standby.LeaseFence(elector))
         host = s.agent_host or socket.gethostname()
-        events = EventPoster(writer, component="wlmvk-kubelet", host=host)
-        self._tenant_backends = {
-            user: RedBoxClient(path, timeout=s.wlm_timeout) for user, path in s.red_boxes
-        }
-        red_boxes: dict[str, Backend] = dict(self._tenant_backends)
-        if s.leader_elect:
-            red_boxes = {user: standby.FencedBackend(b, check=elector.check) for user, b in red_boxes.items()}
         watcher = TenantWatch(client=client)
         self._tasks.append(guarded(watcher.run(), name="tenants"))
-        # Read-only questions to the red-boxes (unfenced): the default's one look at every tenant
-        # user, each tenant user's own when the look cannot tell; the status writes are fenced.
-        self.tenant_status = status_writer = TenantStatusWriter(
-            client=writer,
-            watch=watcher,
-            cluster=s.cluster_name,
-            red_boxes=self._tenant_backends,
-            observer=raw if self._tenant_backends and isinstance(raw, RedBoxClient) else None,
-        )
-        self._tasks.append(guarded(status_writer.run(), name="tenant status"))
-        # With tenants' red-boxes, one look at every job per tick through the default's (observing).
-        looks = None
-        if self._tenant_backends and isinstance(raw, RedBoxClient):
-            looks = StateLooks(observer=raw, followers=self._tenant_backends)
-        self.tenants = TenantRoutes(
-            default=changer, cluster=s.cluster_name, red_boxes=red_boxes, watch=watcher, looks=looks
-        )
-        self.pods = PodController(
-            client=writer,
-            backend=changer,
-            events=events,
-            directory=self.directory,
-            metrics=self.metrics,
-            settings=PodSettings(
-                host_ip=s.node_ip,
-                jobs_root=s.jobs_root,
-                status_interval=s.status_interval,
-                workers=s.workers,
-                submissions=s.submissions,
-                gpu_names=dict(s.gpu_names),
-                sif_gpu_flags=s.sif_gpu_flags,
-            ),
-            tenants=self.tenants,
-        )
+        for cluster in self.clusters:
+            cluster.start_pods(writer=writer, elector=elector, watcher=watcher, host=host)
         await self._serve_http()
         reported = await self._kubelet_version(client)
-        context = nodes.NodeContext(
-            kubelet_version=reported,
-            declared_features=declared_features(reported, websockets=s.websockets_to_kubelet),
-            cluster=s.cluster_name,
-            agent_host=s.agent_host,
-            node_ip=s.node_ip,
-            port=self.port,
-            max_pods=s.max_pods,
-            red_box_socket=s.red_box_socket,
-            red_boxes=s.red_boxes,
-            gpu_names=dict(s.gpu_names),
-        )
-        self.nodes = NodeController(
-            client=writer,
-            backend=changer,
-            directory=self.directory,
-            context=context,
-            reachability=self.reachability,
-            held=self.pods.gpus_held,
-            metrics=self.metrics,
-            timings=NodeTimings(
-                discovery_interval=s.discovery_interval,
-                status_interval=s.node_status_interval,
-                lease_duration=s.lease_duration,
-                lease_renew_interval=s.lease_renew_interval,
-            ),
-        )
-        await self.nodes.start()
-        self._tasks.append(guarded(self.nodes.run(), name="nodes"))
-        self._tasks.append(guarded(self.pods.run(), name="pods"))
-        await self.pods.synced()
-        _log.info(
-            "kubelet started",
-            cluster=s.cluster_name,
-            nodes=sorted(self.directory.partitions),
-            port=self.port,
-            metrics_port=self.metrics_port,
-        )
+        for cluster in self.clusters:
+            await cluster.start_nodes(writer=writer, port=self.port, reported=reported)
+            self._tasks += cluster.tasks
+        for cluster in self.clusters:
+            assert cluster.pods is not None
+            await cluster.pods.synced()
+            _log.info(
+                "kubelet started",
+                cluster=cluster.name,
+                nodes=sorted(cluster.directory.partitions),
+                port=self.port,
+                metrics_port=self.metrics_port,
+            )
 
     async def _kubelet_version(self, client: KubeClient) -> str:
         """The version the nodes report: the API server's, asked once at start (wlmvk.kube.version)."""
@@ -232,32 +189,7 @@ class Kubelet:
 
     async def _serve_http(self) -> None:
         s = self.settings
-        assert self.pods is not None
-        assert self._backend is not None
-        self.handlers = pods = PodHandlers(
-            pods=self.pods,
-            backend=self._backend,
-            directory=self.directory,
-            host_ip=s.node_ip,
-            tenants=self.pods.provider.tenants,
-        )
-        self.stats = sampling.StatsSource(
-            backend=self._backend,
-            pods=pods.running,
-            nodes=lambda: sorted(self.directory.owned),
-            interval=s.stats_interval,
-            holders=self.tenants.red_boxes if self.tenants is not None else None,
-        )
-        executor = executing.Executor(lookup=pods.exec_target, backend=self._backend)
-        handlers = server.Handlers(
-            logs=pods.logs,
-            pods=pods.listed,
-            healthy=lambda: self.reachability.reachable,
-            summary=self.stats.summary,
-            resource_metrics=self.stats.resource_metrics,
-            exec=executor.run,
-            exec_check=executor.check,
-        )
+        handlers = self._handlers()
         context = tls.server_context(
             cert=s.tls_cert,
             key=s.tls_key,
@@ -273,7 +205,7 @@ class Kubelet:
                 authorization_mode=s.authorization_mode,
             ),
             create=self._client.create,
-            nodes_for=pods.nodes_for,
+            nodes_for=self._nodes_for(),
         )
         api = server.kubelet_app(handlers, gate=gate)
         runner = web.AppRunner(api, access_log=None)
@@ -283,11 +215,58 @@ class Kubelet:
         self._runners.append(runner)
         self.port = _bound_port(runner, s.port)
         if s.metrics_port >= 0:
-            metrics_runner = web.AppRunner(server.metrics_app(self.metrics.render), access_log=None)
+            metrics_runner = web.AppRunner(server.metrics_app(self._render_metrics), access_log=None)
             await metrics_runner.setup()
             await web.TCPSite(metrics_runner, s.metrics_host, s.metrics_port).start()
             self._runners.append(metrics_runner)
             self.metrics_port = _bound_port(metrics_runner, s.metrics_port)
+
+    def _handlers(self) -> server.Handlers:
+        """The API's handlers: the one cluster's, or routed to each request's cluster (``routing``)."""
+        first = self._first
+        assert first.handlers is not None
+        assert first.stats is not None
+        assert first.executor is not None
+        if len(self.clusters) == 1:
+            pods, stats, executor = first.handlers, first.stats, first.executor
+            logs, listed, summary, resource = pods.logs, pods.listed, stats.summary, stats.resource_metrics
+        else:
+            routes = self._routes()
+            executor = executing.Executor(lookup=routes.exec_target, backend=first.backend)
+            logs, listed, summary, resource = (
+                routes.logs,
+                routes.listed,
+                routes.summary,
+                routes.resource_metrics,
+            )
+        return server.Handlers(
+            logs=logs,
+            pods=listed,
+            healthy=lambda: all(cluster.reachability.reachable for cluster in self.clusters),
+            summary=summary,
+            resource_metrics=resource,
+            exec=executor.run,
+            exec_check=executor.check,
+        )
+
+    def _routes(self) -> ClusterRoutes:
+        served = []
+        for cluster in self.clusters:
+            assert cluster.handlers is not None
+            assert cluster.stats is not None
+            served.append(Served(handlers=cluster.handlers, stats=cluster.stats, owns=cluster.directory.owns))
+        return ClusterRoutes(served)
+
+    def _nodes_for(self) -> Callable[[str], list[str]]:
+        if len(self.clusters) == 1:
+            assert self._first.handlers is not None
+            return self._first.handlers.nodes_for
+        return self._routes().nodes_for
+
+    def _render_metrics(self) -> str:
+        if len(self.clusters) == 1:
+            return self._first.metrics.render()
+        return render_clusters([(cluster.name, cluster.metrics) for cluster in self.clusters])
 
     async def serve_forever(self) -> None:
         stopping = asyncio.Event()
@@ -312,13 +291,8 @@ class Kubelet:
             await runner.cleanup()
         if self._client is not None:
             await self._client.close()
-        for backend in [self._raw_backend, *self._tenant_backends.values()]:
-            close = getattr(backend, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    result = close()
-                    if asyncio.iscoroutine(result):
-                        await result
+        for cluster in self.clusters:
+            await cluster.close()
 
 
 def _bound_port(runner: web.AppRunner, wanted: int) -> int:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 
 from wlmvk.core import names, runtimes
 from wlmvk.core.errors import InvalidInput
 from wlmvk.kubelet.api.auth import gate
 from wlmvk.kubelet.node import addresses
-from wlmvk.kubelet.settings import DEFAULT_METRICS_PORT, Settings
+from wlmvk.kubelet.settings import DEFAULT_METRICS_PORT, ClusterSettings, Settings
 from wlmvk.slurm import gpus
+
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?")
 
 
 def parse(argv: list[str]) -> Settings:
@@ -24,7 +27,20 @@ def parse(argv: list[str]) -> Settings:
         description="Serve every Slurm partition of one red-box as a Kubernetes node; run its pods as jobs.",
     )
     add = parser.add_argument
-    add("--red-box-socket", default=names.DEFAULT_RED_BOX_SOCKET, help="red-box's Unix socket")
+    add(
+        "--red-box-socket",
+        default=None,
+        help=f"red-box's Unix socket (default {names.DEFAULT_RED_BOX_SOCKET})",
+    )
+    add(
+        "--cluster",
+        action="append",
+        default=[],
+        metavar="NAME=SOCKET",
+        help="serve cluster NAME (nodes slurm-NAME-<partition>) through the red-box at SOCKET; repeat to"
+        " serve several clusters from this one process (instead of --cluster-name and --red-box-socket;"
+        " then --red-box takes NAME:USER=SOCKET)",
+    )
     add(
         "--red-box",
         action="append",
@@ -36,7 +52,7 @@ def parse(argv: list[str]) -> Settings:
     add("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster, else ~/.kube/config)")
     add(
         "--cluster-name",
-        default="",
+        default=None,
         help="the <cluster> in node names slurm-<cluster>-<partition> (default: $NODE_NAME, $HOST_NAME,"
         " else the host name: the original named nodes after the agent host)",
     )
@@ -171,19 +187,16 @@ def parse(argv: list[str]) -> Settings:
             " writing 2 s before its last renewal runs out"
         )
     agent = args.agent_host or os.environ.get("NODE_NAME", "") or os.environ.get("HOST_NAME", "")
-    red_boxes: dict[str, str] = {}
-    for entry in args.red_box:
-        user, eq, path = entry.partition("=")
-        if not eq or not user or not path or user == "root":
-            parser.error(f"--red-box {entry!r}: expected USER=SOCKET, USER a Slurm user other than root")
-        if user in red_boxes:
-            parser.error(f"--red-box: user {user} is given twice")
-        red_boxes[user] = path
+    clusters = _clusters(parser, args) if args.cluster else ()
+    red_boxes = () if args.cluster else _red_boxes(parser, args.red_box)
     return Settings(
-        red_box_socket=args.red_box_socket,
-        red_boxes=tuple(red_boxes.items()),
+        red_box_socket=clusters[0].red_box_socket if clusters else _or_default(args.red_box_socket),
+        red_boxes=red_boxes,
+        clusters=clusters,
         kubeconfig=args.kubeconfig,
-        cluster_name=args.cluster_name or agent or socket.gethostname().split(".")[0],
+        cluster_name=(clusters[0].name if clusters else args.cluster_name)
+        or agent
+        or socket.gethostname().split(".")[0],
         agent_host=agent,
         node_ip=args.node_ip or os.environ.get("NODE_IP", "") or addresses.node_ip_for(args.listen),
         listen_host=args.listen,
@@ -218,6 +231,49 @@ def parse(argv: list[str]) -> Settings:
     )
 
 
+def _red_boxes(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple[str, str], ...]:
+    red_boxes: dict[str, str] = {}
+    for entry in given:
+        user, eq, path = entry.partition("=")
+        if not eq or not user or not path or user == "root":
+            parser.error(f"--red-box {entry!r}: expected USER=SOCKET, USER a Slurm user other than root")
+        if user in red_boxes:
+            parser.error(f"--red-box: user {user} is given twice")
+        red_boxes[user] = path
+    return tuple(red_boxes.items())
+
+
+def _clusters(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[ClusterSettings, ...]:
+    """``--cluster NAME=SOCKET`` entries, with ``--red-box NAME:USER=SOCKET`` for their tenants."""
+    for flag, value in (("--cluster-name", args.cluster_name), ("--red-box-socket", args.red_box_socket)):
+        if value is not None:
+            parser.error(
+                f"--cluster and {flag} exclude each other: each --cluster NAME=SOCKET names its"
+                " cluster and its red-box's socket"
+            )
+    sockets: dict[str, str] = {}
+    for entry in args.cluster:
+        name, eq, path = entry.partition("=")
+        if not eq or not path or not _CLUSTER_NAME.fullmatch(name):
+            parser.error(f"--cluster {entry!r}: expected NAME=SOCKET, NAME letters, digits, '-' and '_'")
+        if any(names.node_name(name, "") == names.node_name(known, "") for known in sockets):
+            parser.error(f"--cluster: cluster {name} is given twice")
+        sockets[name] = path
+    tenants: dict[str, list[str]] = {name: [] for name in sockets}
+    for entry in args.red_box:
+        cluster, colon, rest = entry.partition(":")
+        if not colon or cluster not in sockets:
+            parser.error(
+                f"--red-box {entry!r}: with --cluster, expected NAME:USER=SOCKET, NAME one of the"
+                f" --cluster names ({', '.join(sockets)})"
+            )
+        tenants[cluster].append(rest)
+    return tuple(
+        ClusterSettings(name=name, red_box_socket=path, red_boxes=_red_boxes(parser, tenants[name]))
+        for name, path in sockets.items()
+    )
+
+
 def _sif_gpu_flags(parser: argparse.ArgumentParser, given: str) -> tuple[str, ...]:
     try:
         return runtimes.check_gpu_flags(given.split())
@@ -237,3 +293,7 @@ def _gpu_names(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple
             )
         out.append((resource.strip(), kind.strip()))
     return tuple(out)
+
+
+def _or_default(red_box_socket: str | None) -> str:
+    return names.DEFAULT_RED_BOX_SOCKET if red_box_socket is None else red_box_socket

@@ -48,6 +48,10 @@ class PodHandlers:
         self._directory = directory
         self._host_ip = host_ip
 
+    def serves(self, namespace: str, pod: str) -> bool:
+        """Whether the pod is on one of these nodes (a kubelet serving several clusters asks)."""
+        return self._pods.record(namespace, pod) is not None
+
     def listed(self) -> list[dict[str, Any]]:
         """The pods ``/pods`` lists."""
         return self._pods.pods()

@@ -2,7 +2,8 @@
 
 A handful of counters, gauges and one latency histogram do not justify a
 client library: each metric renders itself. Label values are escaped as the
-format requires. ``KubeletMetrics`` names everything the kubelet exports.
+format requires. ``KubeletMetrics`` names everything the kubelet exports for one cluster;
+``render_clusters`` renders those of several, each series labelled ``cluster``.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ class Counter:
     def value(self, **labels: str) -> float:
         return self.values.get(tuple(sorted(labels.items())), 0.0)
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"]
-        lines += [f"{self.name}{_labels(key)} {value:g}" for key, value in sorted(self.values.items())]
+    def render(self, extra: Labels = (), *, header: bool = True) -> list[str]:
+        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"] if header else []
+        lines += [
+            f"{self.name}{_labels(extra + key)} {value:g}" for key, value in sorted(self.values.items())
+        ]
         return lines
 
 
@@ -53,9 +56,11 @@ class Gauge:
     help: str
     read: Callable[[], dict[Labels, float]]
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} gauge"]
-        lines += [f"{self.name}{_labels(key)} {value:g}" for key, value in sorted(self.read().items())]
+    def render(self, extra: Labels = (), *, header: bool = True) -> list[str]:
+        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} gauge"] if header else []
+        lines += [
+            f"{self.name}{_labels(extra + key)} {value:g}" for key, value in sorted(self.read().items())
+        ]
         return lines
 
 
@@ -91,9 +96,10 @@ class Histogram:
         row = self.series.get(tuple(sorted(labels.items())))
         return int(row[-2]) if row else 0
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
-        for key, row in sorted(self.series.items()):
+    def render(self, extra: Labels = (), *, header: bool = True) -> list[str]:
+        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"] if header else []
+        for bare, row in sorted(self.series.items()):
+            key = extra + bare
             for index, bound in enumerate(self.buckets):
                 lines.append(f"{self.name}_bucket{_labels(key, (('le', f'{bound:g}'),))} {row[index]:g}")
             lines.append(f"{self.name}_bucket{_labels(key, (('le', '+Inf'),))} {row[-2]:g}")
@@ -131,9 +137,8 @@ class KubeletMetrics:
 
         self.pods = Gauge("wlmvk_kubelet_pods", "Pods on this kubelet's nodes, by phase.", phases)
 
-    def render(self) -> str:
-        lines: list[str] = []
-        for metric in (
+    def all(self) -> tuple[Counter | Gauge | Histogram, ...]:
+        return (
             self.pods,
             self.submissions,
             self.wlm_calls,
@@ -144,6 +149,19 @@ class KubeletMetrics:
             self.node_status_writes,
             self.lease_renewals,
             self.lease_lateness,
-        ):
+        )
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for metric in self.all():
             lines += metric.render()
         return "\n".join(lines) + "\n"
+
+
+def render_clusters(clusters: list[tuple[str, KubeletMetrics]]) -> str:
+    """The metrics of a kubelet serving several clusters: each series labelled with its cluster."""
+    lines: list[str] = []
+    for index in range(len(clusters[0][1].all())):
+        for position, (name, metrics) in enumerate(clusters):
+            lines += metrics.all()[index].render((("cluster", name),), header=position == 0)
+    return "\n".join(lines) + "\n"

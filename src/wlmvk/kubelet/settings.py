@@ -1,8 +1,12 @@
-"""The kubelet's settings: a frozen dataclass (``flags.py`` fills it from the command line)."""
+"""The kubelet's settings: a frozen dataclass (``flags.py`` fills it from the command line).
+
+One process serves one cluster (``cluster_name``, ``red_box_socket``), or several (``clusters``,
+from ``--cluster NAME=SOCKET``): ``served()`` gives each served cluster's own settings.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wlmvk.core import names, runtimes
 from wlmvk.kubelet.api.auth import gate
@@ -10,6 +14,15 @@ from wlmvk.kubelet.api.auth import gate
 # Not 10255: that is the real kubelet's legacy read-only port, which another
 # kubelet on the host may still hold.
 DEFAULT_METRICS_PORT = 10262
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """One cluster of a kubelet serving several: its name, its red-box, its tenants' red-boxes."""
+
+    name: str
+    red_box_socket: str
+    red_boxes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,3 +66,16 @@ class Settings:
     leader_lease_duration: int = 15
     leader_renew_interval: float = 5.0
     leader_retry_interval: float = 2.0
+    clusters: tuple[ClusterSettings, ...] = ()
+    """Every cluster served when several are (``--cluster``); empty: the one of ``cluster_name``."""
+
+    def served(self) -> tuple[Settings, ...]:
+        """The settings of each cluster served: this one's alone, or one per ``clusters`` entry."""
+        if not self.clusters:
+            return (self,)
+        return tuple(
+            replace(
+                self, cluster_name=c.name, red_box_socket=c.red_box_socket, red_boxes=c.red_boxes, clusters=()
+            )
+            for c in self.clusters
+        )

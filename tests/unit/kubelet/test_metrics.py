@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from wlmvk.kubelet.metrics import Counter, Histogram, KubeletMetrics
+from wlmvk.kubelet.metrics import Counter, Histogram, KubeletMetrics, render_clusters
 
 
 def test_exposition_format() -> None:
@@ -27,3 +27,23 @@ def test_kubelet_metrics_render_pods_by_phase() -> None:
     text = metrics.render()
     assert 'wlmvk_kubelet_pods{phase="Running"} 2' in text
     assert text.endswith("\n")
+
+
+def test_several_clusters_metrics_are_labelled_by_cluster_each_family_once() -> None:
+    east = KubeletMetrics(lambda: {"Running": 2})
+    west = KubeletMetrics(lambda: {})
+    east.lease_renewals.inc()
+    west.lease_renewals.inc(3)
+    west.wlm_calls.observe(0.2, method="cancel")
+    lines = render_clusters([("east", east), ("west", west)]).splitlines()
+    assert lines.count("# TYPE wlmvk_kubelet_node_lease_renewals_total counter") == 1
+    start = lines.index("# TYPE wlmvk_kubelet_node_lease_renewals_total counter")
+    assert lines[start + 1 : start + 3] == [
+        'wlmvk_kubelet_node_lease_renewals_total{cluster="east"} 1',
+        'wlmvk_kubelet_node_lease_renewals_total{cluster="west"} 3',
+    ]
+    assert 'wlmvk_kubelet_pods{cluster="east",phase="Running"} 2' in lines
+    assert 'wlmvk_kubelet_wlm_call_seconds_bucket{cluster="west",method="cancel",le="0.25"} 1' in lines
+    assert 'wlmvk_kubelet_wlm_call_seconds_count{cluster="west",method="cancel"} 1' in lines
+    # One cluster: the text as it always was, no cluster label.
+    assert "cluster=" not in east.render()
