@@ -233,10 +233,16 @@ def _tenants_burst_cpu(result: dict[str, Any]) -> list[str]:
     one, all_ = single["burst_cpu_s"], many["burst_cpu_s"]
     parts = "; ".join(f"{part} {one[part]:.2f} and {all_[part]:.2f}" for part in one)
     busy = [sum(arm["burst_cpu_s"].values()) / (cores * arm["to_jobs_s"]) for arm in (single, many)]
+    apart = "their Slurm commands" in one
+    ran = (
+        "the Slurm commands the red-boxes ran apart"
+        if apart
+        else "the red-boxes with the Slurm commands they ran"
+    )
     return [
         "",
         f"CPU seconds from the first pod created to the last job id, by part (one tenant, then"
-        f" {many['tenants']} tenants; the red-boxes with the Slurm commands they ran): {parts}; in all"
+        f" {many['tenants']} tenants; {ran}): {parts}; in all"
         f" {sum(one.values()):.2f} and {sum(all_.values()):.2f}, that is {100 * busy[0]:.0f}% and"
         f" {100 * busy[1]:.0f}% of the {cores} cores over each arm's time (the rest of the machine's"
         " load not counted).",
