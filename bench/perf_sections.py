@@ -233,13 +233,43 @@ def _tenants_burst_cpu(result: dict[str, Any]) -> list[str]:
     one, all_ = single["burst_cpu_s"], many["burst_cpu_s"]
     parts = "; ".join(f"{part} {one[part]:.2f} and {all_[part]:.2f}" for part in one)
     busy = [sum(arm["burst_cpu_s"].values()) / (cores * arm["to_jobs_s"]) for arm in (single, many)]
+    apart = "their Slurm commands" in one
+    ran = (
+        "the Slurm commands the red-boxes ran apart"
+        if apart
+        else "the red-boxes with the Slurm commands they ran"
+    )
     return [
         "",
         f"CPU seconds from the first pod created to the last job id, by part (one tenant, then"
-        f" {many['tenants']} tenants; the red-boxes with the Slurm commands they ran): {parts}; in all"
+        f" {many['tenants']} tenants; {ran}): {parts}; in all"
         f" {sum(one.values()):.2f} and {sum(all_.values()):.2f}, that is {100 * busy[0]:.0f}% and"
         f" {100 * busy[1]:.0f}% of the {cores} cores over each arm's time (the rest of the machine's"
         " load not counted).",
+        *(_tenants_bound(result) if apart else []),
+    ]
+
+
+def _tenants_bound(result: dict[str, Any]) -> list[str]:
+    """What the tenants' burst cost beyond the one tenant's, and the rate its CPU allows."""
+    single, many = result["arms"]["single"], result["arms"]["tenants"]
+    cores = int(result["machine"]["cores"])
+    one, all_ = single["burst_cpu_s"], many["burst_cpu_s"]
+    grew = sorted(((all_[p] - one[p], p) for p in one if all_[p] - one[p] >= 0.05), reverse=True)
+    more = ", ".join(f"{part} +{extra:.2f}" for extra, part in grew)
+    floor = sum(all_.values()) / cores  # the burst's CPU on every core, nothing else running
+    ceiling = single["to_jobs_s"] / floor
+    budget = cores * single["to_jobs_s"] / 0.9
+    return [
+        "",
+        f"The bound: the {many['tenants']} tenants' burst cost {sum(all_.values()) - sum(one.values()):.2f}"
+        f" CPU s more than the one tenant's ({more}). Its {sum(all_.values()):.2f} CPU s take at least"
+        f" {floor:.2f} s on {cores} cores, so at that CPU it can reach at most {ceiling:.2f}x the one"
+        f" tenant's rate; 0.9x needs the burst within {budget:.2f} CPU s. What grows: each tenant's"
+        " red-box reads its own user's keys once (`squeue -u`, `sacct -u`: its commands), and the pods,"
+        f" spread evenly over the tenants ({result['pods'] // max(1, many['tenants'])} each), reach each"
+        " red-box a few at a time, so few meet in one `SubmitJobs`, where red-box's gRPC costs more per"
+        " call than its submission per job (docs/slurmrestd.md, where red-box's CPU goes).",
     ]
 
 

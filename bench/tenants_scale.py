@@ -196,13 +196,14 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
 
 def cpu_by_part(s: dict[str, Any]) -> dict[str, float]:
     """CPU seconds so far of each part: the kubelet, the API server, the red-boxes (the default and
-    every tenant's, with the Slurm commands they ran), their slurmrestds, Slurm's daemons, and this
-    script (it creates the pods and watches them)."""
+    every tenant's), the Slurm commands they ran (sbatch, squeue, sacct: their reaped children),
+    their slurmrestds, Slurm's daemons, and this script (it creates the pods and watches them)."""
     readings = [cpu_meter.reading(box.pid()) for box in [s["default"], *s["boxes"].values()]]
     return {
         "kubelet": process_cpu(s["kubelet"].pid),
         "API server": process_cpu(s["apiserver"].pid),
-        "red-boxes": sum(r["server"] + r["sbatch"] for r in readings),
+        "red-boxes": sum(r["server"] for r in readings),
+        "their Slurm commands": sum(r["sbatch"] for r in readings),
         "slurmrestd": sum(r["slurmrestd"] for r in readings),
         **{part: readings[0][part] for part in cpu_meter.DAEMONS},
         "this script": readings[0]["client"],

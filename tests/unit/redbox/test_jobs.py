@@ -57,6 +57,9 @@ class ScriptedSlurm:
             await self.queue_gate.wait()
         return [s for j, s in self.queued.items() if job_ids is None or j in job_ids]
 
+    async def own_jobs(self) -> list[JobState]:
+        return await self.queue()
+
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         self.calls.append("sacct")
         if self.accounted is None:

@@ -8,7 +8,12 @@ knows Kubernetes and nothing of Slurm; ``provider`` creates and deletes jobs ove
   ``NodeDirectory``; each event updates a record (``records``) and queues its key;
 - the workers: take keys from a ``WorkQueue`` (one worker per pod at a time) and sync the pod:
   ask the provider for a job, write the job id annotation, the status and Events, release a
-  deleted pod once the provider has ended its job;
+  deleted pod once the provider has ended its job. A new pod's sync (its submission, then its
+  annotation) is handed off the worker, up to ``submissions`` per red-box: its key stays taken
+  until that sync ends, so the pod is still synced by one at a time, and the workers go on to
+  the next pods. Each red-box's client then sees every submission waiting for it and sends
+  them together (``redboxclient.batching``), also when the pods of many tenants come
+  interleaved, which the workers alone (fewer than the tenants) would send one pod per call;
 - the status poller, which queues the pods whose job changed.
 
 A job id found in a pod's annotation is only a claim (anybody who may write the pod can write
@@ -100,6 +105,9 @@ class PodController:
         # A pod whose sync fails is retried after 0.5 s, doubling to 10 s while it keeps failing.
         self._queue: WorkQueue[str] = WorkQueue(base_delay=0.5, max_delay=_RETRY_MAX)
         self._requeued: set[str] = set()
+        # New pods' syncs handed off the workers, by red-box (its user, '' the default one).
+        self._creating: Counter[str] = Counter()
+        self._apart: set[asyncio.Task[None]] = set()
         self._first_listing = True
         self._synced = asyncio.Event()
         self.provider = SlurmProvider(
@@ -168,6 +176,9 @@ class PodController:
             )
         finally:
             self._queue.close()
+            for task in list(self._apart):
+                task.cancel()
+            await asyncio.gather(*self._apart, return_exceptions=True)
 
     async def _poll(self) -> None:
         await self._synced.wait()
@@ -236,15 +247,38 @@ class PodController:
     async def _worker(self) -> None:
         while True:
             uid = await self._queue.get()
-            try:
-                record = self._records.get(uid)
-                if record is not None:
-                    await self._sync(record)
-            except Exception:
-                _log.exception("reconcile crashed", uid=uid)
-                self._retry(uid)
-            finally:
-                self._queue.done(uid)
+            record = self._records.get(uid)
+            holder = self._hand_off(record)
+            if record is not None and holder is not None:
+                self._creating[holder] += 1
+                task = asyncio.create_task(self._work(uid, record, holder))
+                self._apart.add(task)
+                task.add_done_callback(self._apart.discard)
+                continue
+            await self._work(uid, record)
+
+    async def _work(self, uid: str, record: PodRecord | None, holder: str | None = None) -> None:
+        """Sync the pod; its key is handed to no other worker until this ends (``done``)."""
+        try:
+            if record is not None:
+                await self._sync(record)
+        except Exception:
+            _log.exception("reconcile crashed", uid=uid)
+            self._retry(uid)
+        finally:
+            self._queue.done(uid)
+            if holder is not None:
+                self._creating[holder] -= 1
+
+    def _hand_off(self, record: PodRecord | None) -> str | None:
+        """The red-box ('' the default one) of a new pod whose sync goes off the worker, while
+        fewer than ``submissions`` of its pods are; None: the worker syncs the pod itself."""
+        if record is None or record.stage is not Stage.NEW or record.presence is not Presence.LIVE:
+            return None
+        if record.finished_before or not self.provider.ready:
+            return None
+        holder = self.provider.holder_of(record)
+        return holder if self._creating[holder] < max(1, self._settings.submissions) else None
 
     def _retry(self, uid: str, delay: float | None = None) -> None:
         """Sync the pod again: after ``delay``, else after its failure delay (which grows)."""

@@ -128,6 +128,17 @@ class SlurmProvider:
         assert self.tenants is not None
         return self.tenants.backend_of(record)
 
+    def holder_of(self, record: PodRecord) -> str:
+        """The user of the red-box that holds (or would hold) the pod's job ('' the default one)."""
+        assert self.tenants is not None
+        return self.tenants.holder_of(record)
+
+    @property
+    def ready(self) -> bool:
+        """Whether pods can be submitted (the SlurmTenants are known)."""
+        assert self.tenants is not None
+        return self.tenants.ready
+
     async def probe(self) -> None:
         """Learn whether red-box can look jobs up by key; start the lookup grace."""
         self._lookups_from = asyncio.get_running_loop().time() + self.lookup_grace

@@ -161,6 +161,15 @@ class Slurm:
 
         With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
         """
+        return await self._user_queue(job_ids)
+
+    async def own_jobs(self) -> list[JobState]:
+        """Every job of red-box's user that slurmctld holds, read by ``squeue -u`` (the lookup by
+        key's reading): slurmctld sends only this user's jobs (``slurm_load_job_user``), so its
+        cost is this user's jobs, never the cluster's, whatever reading ``queue`` prefers."""
+        return await self._user_queue(None)
+
+    async def _user_queue(self, job_ids: Sequence[JobId] | None) -> list[JobState]:
         # --local: no REQUEST_FED_INFO first (a third of what each look cost slurmctld); red-box
         # submits to its own cluster only.
         release = await self.release()

@@ -12,17 +12,21 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
 from tests.unit.redbox.slurm.rest.test_connection import Answer, Server, Start, http, serve  # noqa: F401
 from tests.unit.redbox.slurm.rest.test_dump import CAPTURED, UID, USER
 from wlmvk.core.jobs import JobId, JobStatus
+from wlmvk.redbox.files import Confinement
+from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm.processes.runner import Completed
 from wlmvk.redbox.slurm.rest import backend as restapi
 from wlmvk.redbox.slurm.rest.backend import RestSlurm
 from wlmvk.redbox.slurm.rest.connection import Client
 from wlmvk.redbox.slurm.rest.daemon import Restd
+from wlmvk.redbox.store import Store
 
 DUMP = (CAPTURED / "restd_jobs_v0.0.38.json").read_text()
 LISTING = (CAPTURED / "squeue_restd_v0.0.38.txt").read_text()
@@ -32,12 +36,16 @@ NOT_MODIFIED = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 0\r\n\r\n"
 class SqueueRunner:
     def __init__(self) -> None:
         self.squeues = 0
+        self.argvs: list[tuple[str, ...]] = []
 
     async def run(
         self, argv: Sequence[str], *, stdin: bytes = b"", env: Mapping[str, str] | None = None
     ) -> Completed:
+        self.argvs.append(tuple(argv))
         if argv[0] == "sinfo":
             return Completed(tuple(argv), 0, "slurm 22.05.8\n", "")
+        if argv[0] == "sacct":
+            return Completed(tuple(argv), 0, "", "")  # nothing in accounting
         assert argv[0] == "squeue"
         self.squeues += 1
         return Completed(tuple(argv), 0, LISTING, "")
@@ -86,6 +94,28 @@ async def test_every_reading_is_one_request_and_no_squeue(
     assert (changed, kept) == (first, first)
     assert len(everything) == 10
     assert (len(server.requests), runner.squeues) == (4, 0)
+
+
+async def test_a_lookup_by_key_reads_the_users_own_jobs_not_the_clusters_dump(
+    box: tuple[RestSlurm, SqueueRunner, Server, Answers], tmp_path: Path
+) -> None:
+    """Before: the key index read ``GET /jobs``, every job of the cluster, so each of 50 tenants'
+    red-boxes paid slurmrestd and itself for all 50 tenants' jobs at its first keyed submission.
+    Now ``squeue -u`` its own user (slurmctld sends that user's jobs alone) and sacct."""
+    slurm, runner, server, _ = box
+    store = Store(tmp_path / "state")
+    store.open()
+    jobs = Jobs(
+        slurm=slurm, store=store, confinement=Confinement(tmp_path, [tmp_path]), max_script_bytes=1000
+    )
+    assert await jobs.job_for_key("key-ok") == JobId(161616)
+    assert await jobs.job_for_key("key-never-used") is None
+    assert server.requests == []
+    squeues = [argv for argv in runner.argvs if argv[0] == "squeue"]
+    assert len(squeues) == 2  # one index read per lookup (max_age 0), no job list
+    for argv in squeues:
+        assert argv[argv.index("-u") + 1] == USER
+        assert "-j" not in argv
 
 
 async def test_squeue_reads_when_the_answer_is_no_dump_and_looks_wait(
