@@ -47,6 +47,7 @@ from typing import Any
 
 import cpu_meter
 import faults_section
+import submit_goals
 from exec_section import EXEC, EXEC_ARGV, exec_section
 from nodes_scale_section import (
     CLUSTERS_SCALE,
@@ -355,6 +356,7 @@ def write_docs(
             *pods_cpu(pods),
         ]
     not_run = [f"- `{script}`: {what}." for script, what in NOT_RUN]
+    goal_rows = submit_goals.goals(submit)
     before = []
     if "before" in submit:
         before = [f"The `--before` arms run red-box as of git revision {submit['before']}.", ""]
@@ -380,6 +382,7 @@ def write_docs(
         "",
         *cpu_table(submit),
         "",
+        *([*goal_rows, ""] if goal_rows else []),
         *before,
         "## Pods to jobs",
         "",

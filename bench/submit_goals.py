@@ -1,0 +1,98 @@
+"""The submission section's goals against the path's own limit (issue 35), from one run's figures.
+
+Red-box through its slurmrestd is compared with a bare slurmrestd of the same release, flags and
+user, posted to directly with the same number in flight (``bare-rest@C``): the kubelet's burst
+(``rest-kubelet``, against the widest bare arm) and one SubmitJob call per job (``rest-single@C``).
+Each goal is stated as met or missed; a missed one is put beside the most the arm could reach on
+the machine's cores at its CPU per job, against the bare arm's measured rate (the bound).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cpu_meter
+
+KUBELET_X_BARE = 0.85
+KUBELET_X_LOOP = 3.0
+SINGLE_X_BARE = 0.7
+ROUND_SPREAD = 0.15
+
+
+def _total(arm: dict[str, Any]) -> float:
+    """The arm's CPU per job in all (ms, median of the rounds)."""
+    return cpu_meter.median([r.get("total", 0.0) for r in arm.get("cpu_ms_per_job") or [{}]])
+
+
+def _spread(arm: dict[str, Any]) -> float:
+    """How far the arm's farthest round is from the median of its rounds (a fraction)."""
+    rounds = arm["rounds"]
+    middle = cpu_meter.median(rounds)
+    return max(abs(r - middle) for r in rounds) / middle if middle else 0.0
+
+
+def _verdict(value: float, goal: float) -> str:
+    return "met" if value >= goal else "missed"
+
+
+def _bound(arm: dict[str, Any], bare: dict[str, Any], cores: int) -> str:
+    """The most the arm could reach against the bare arm at its CPU per job: as busy as the bare
+    arm kept the cores, and with every core busy."""
+    total, bare_total = _total(arm), _total(bare)
+    if not total or not bare_total or not bare["jobs_per_s"]:
+        return ""
+    busy = bare["jobs_per_s"] * bare_total / 1000
+    full = cores * 1000 / total / bare["jobs_per_s"]
+    return (
+        f"; it costs {total:.2f} ms of CPU per job against the bare arm's {bare_total:.2f}, so with the"
+        f" cores as busy as the bare arm kept them ({busy:.2f} of {cores}) it could reach at most"
+        f" {bare_total / total:.2f}x, and {full:.2f}x with all {cores} busy"
+    )
+
+
+def goals(result: dict[str, Any]) -> list[str]:
+    """The paragraph of goals, or nothing when the run had no bare slurmrestd arm."""
+    arms: dict[str, dict[str, Any]] = result["arms"]
+    bares = sorted((int(name.partition("@")[2]), name) for name in arms if name.startswith("bare-rest@"))
+    if not bares:
+        return []
+    cores = int(result["machine"]["cores"])
+    load = result["machine"]["load"]
+    lines = [f"Against the path's own limit (goals on a quiet machine; load at the start {load}):"]
+    kubelet = arms.get("rest-kubelet")
+    if kubelet is not None and "x_bare" in kubelet:
+        widest = arms[bares[-1][1]]
+        x_bare, x_loop = kubelet["x_bare"], kubelet["x_loop"]
+        lines.append(
+            f"- the kubelet's burst: {x_bare:.2f}x the bare slurmrestd at {bares[-1][0]} in flight (goal >="
+            f" {KUBELET_X_BARE}: {_verdict(x_bare, KUBELET_X_BARE)}), {x_loop:.2f}x the loop (goal >="
+            f" {KUBELET_X_LOOP:g}: {_verdict(x_loop, KUBELET_X_LOOP)})"
+            + (_bound(kubelet, widest, cores) if x_bare < KUBELET_X_BARE else "")
+            + ";"
+        )
+    for concurrency, name in bares:
+        single = arms.get(f"rest-single@{concurrency}")
+        if single is None or "x_bare" not in single:
+            continue
+        x_bare = single["x_bare"]
+        lines.append(
+            f"- one SubmitJob per job, {concurrency} in flight: {x_bare:.2f}x the bare slurmrestd (goal >="
+            f" {SINGLE_X_BARE}: {_verdict(x_bare, SINGLE_X_BARE)})"
+            + (_bound(single, arms[name], cores) if x_bare < SINGLE_X_BARE else "")
+            + ";"
+        )
+    spreads = [
+        (name, _spread(arm))
+        for name, arm in arms.items()
+        if name == "rest-kubelet" or name.startswith(("rest-single@", "bare-rest@"))
+    ]
+    if spreads:
+        worst = max(spreads, key=lambda s: s[1])
+        within = all(s <= ROUND_SPREAD for n, s in spreads if not n.startswith("bare-rest@"))
+        lines.append(
+            "- rounds against their median (goal: red-box's within"
+            f" {ROUND_SPREAD:.0%}: {'met' if within else 'missed'}): "
+            + ", ".join(f"{n} {s:.0%}" for n, s in spreads)
+            + f"; the farthest, {worst[0]}."
+        )
+    return lines
