@@ -3,7 +3,12 @@
 Four watches keep an in-memory mirror: SlurmJobs, WlmJobs, the pods the
 operator made (label ``app.kubernetes.io/managed-by=wlmvk-operator``) and the
 virtual nodes. Each change queues the key of the resource concerned (a
-pod's controller owner; every unfinished resource for a node change);
+pod's controller owner; every unfinished resource for a node change). A pod
+change that does not end the pod queues its owner ``pod_batch_period`` later,
+as the Job controller of kube-controller-manager batches pod updates: a pod's
+binding, job id and first status, which come within a fraction of a second,
+then make one status write, not three. A pod that ended or was deleted
+queues its owner at once, so completion is reported without delay.
 ``workers`` take keys at once (the queue hands a key to one worker at a
 time, so each resource is decided and acted on by one), ask
 ``reconcile.decide`` what to do and do it. Work starts only once every
@@ -172,9 +177,14 @@ class Controller:
                 self.mirror.pods.pop(where, None)
             elif not _older(body, self.mirror.pods.get(where)):
                 self.mirror.pods[where] = body
+            ended = type_ == "DELETED" or objects.status(body).get("phase") in ("Succeeded", "Failed")
             for ref in objects.owner_references(body):
                 if ref.get("controller") and ref.get("kind") in RESOURCES:
-                    self._enqueue((str(ref["kind"]), where[0], str(ref.get("name", ""))))
+                    key = (str(ref["kind"]), where[0], str(ref.get("name", "")))
+                    if ended:
+                        self._enqueue(key)
+                    else:
+                        self._queue.add_after(key, self.settings.pod_batch_period)
         else:
             name = objects.name(body)
             if type_ == "DELETED":
