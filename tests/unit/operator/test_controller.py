@@ -67,6 +67,17 @@ async def test_pod_changes_queue_their_owner_once_after_the_batch_period() -> No
     assert c._queue.waiting() == [("SlurmJob", "ns", "a")]
 
 
+def test_the_echo_of_its_own_write_queues_nothing() -> None:
+    c = controller()
+    c.mirror.jobs[("SlurmJob", "ns", "a")] = job("a", "4", "Pending")
+    c.mirror.pods[("ns", "a-job")] = pod("a-job", "a", "3")  # as the create answered
+    c._apply("Pod", "ADDED", pod("a-job", "a", "3"))
+    c._apply("SlurmJob", "MODIFIED", job("a", "4", "Pending"))
+    assert queued(c) == set()
+    c._apply("SlurmJob", "MODIFIED", job("a", "5", "Pending"))  # another writer's change
+    assert queued(c) == {("SlurmJob", "ns", "a")}
+
+
 async def test_a_pod_that_ended_or_was_deleted_queues_its_owner_at_once() -> None:
     c = Controller(NoClient(), OperatorSettings(pod_batch_period=60))  # type: ignore[arg-type]
     c._apply("Pod", "MODIFIED", pod("a-job", "a", "5"))
