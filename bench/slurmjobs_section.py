@@ -211,6 +211,14 @@ def _writes(rounds: list[dict[str, Any]], ratios: dict[str, tuple[list[float], l
         f"| all | {sum(old_r['apiserver_requests'].values()) / old_r['count']:.2f}"
         f" | {sum(now['apiserver_requests'].values()) / now['count']:.2f} |",
     ]
+    sbatch_now = cpu_meter.median([r["sbatch"]["total_s"] for r in rounds])
+    sbatch_old = cpu_meter.median([r["sbatch"]["total_s"] for r in old_rounds])
+    rows += [
+        "",
+        f"The same {now['count']} scripts by `sbatch` alone took {sbatch_now:.1f} s (median of the rounds)"
+        f" in this run and {sbatch_old:.1f} s in the run before (load {old['machine']['load']} at its"
+        " start): each run's ratios are against its own `sbatch` alone, not against each other.",
+    ]
     if APPLY.exists():
         made = dict(re.findall(r"^(\w+ [\w/]+) \d+: (\d+)$", APPLY.read_text(), re.M))
         alone = ", ".join(f"{kind} {n}" for kind, n in made.items())
