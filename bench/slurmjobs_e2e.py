@@ -15,8 +15,9 @@ from the first submission to each job leaving the queue (polled every 0.2 s): wh
 operator's way is compared with (goal: all settled within 1.15x its time). ``--rounds``
 rounds each run every way, in an order rotated from round to round (the shared machine's load
 drifts); each plane's ratios are taken against its round's ``sbatch`` and their median is the
-figure. Each plane's run also prints CPU by part, kube-apiserver's requests (real plane) and
-when the SlurmJobs and their pods reached each stage.
+figure. ``--status-interval`` sets the kubelet's (its default otherwise), which says how soon
+the kubelet learns that a job ended. Each plane's run also prints CPU by part, kube-apiserver's
+requests (real plane) and when the SlurmJobs and their pods reached each stage.
 ``--json FILE`` writes the figures for bench/run-all. Cancels every job it made.
 
     .venv/bin/python bench/slurmjobs_e2e.py --count 200
@@ -59,6 +60,7 @@ from wlmvk.core import names
 from wlmvk.kube.bodies import PODS
 from wlmvk.kube.client import KubeClient
 from wlmvk.kube.watching import Listed, WatchOptions, watch
+from wlmvk.kubelet.settings import Settings as KubeletSettings
 from wlmvk.operator.controller import SLURMJOBS
 
 
@@ -238,15 +240,22 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             f"{plane}: median of {len(rounds)} rounds: all settled in {m['x_sbatch_time']:.2f}x sbatch's"
             f" time (goal <= 1.15x), p95 {m['x_sbatch_p95']:.2f}x sbatch's p95"
         )
-    return {"count": args.count, "rounds": rounds, "medians": medians, "plane": planes[0]}
+    return {
+        "count": args.count,
+        "rounds": rounds,
+        "medians": medians,
+        "plane": planes[0],
+        "status_interval_s": args.status_interval or KubeletSettings.status_interval,
+    }
 
 
 async def measured(
     args: argparse.Namespace, red_box: BenchRedBox, procs: Processes, real: RealPlane | None
 ) -> dict[str, Any]:
     """The SlurmJobs on one plane: ``real``, else the in-memory one."""
+    tick = ["--status-interval", str(args.status_interval)] if args.status_interval else []
     kubeconfig, cluster, kubelet = await apiserver_and_kubelet(
-        red_box, procs, "sj", client_ca=False, controllers=True, real=real
+        red_box, procs, "sj", *tick, client_ca=False, controllers=True, real=real
     )
     own_apiserver = [] if real is not None else [procs.procs[-2]]  # the in-memory one, started just before
     apiserver = own_apiserver[0].pid if own_apiserver else 0
@@ -361,6 +370,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for all to settle")
     parser.add_argument(
         "--plane", default="both", choices=("both", "real", "memory"), help="the control plane"
+    )
+    parser.add_argument(
+        "--status-interval",
+        type=float,
+        default=0.0,
+        help="the kubelet's --status-interval (0: its default), how soon it learns a job ended",
     )
     main_with_json(parser, measure)
 

@@ -6,16 +6,30 @@ never typed; a run recorded before rounds (one ``sbatch`` and ``planes`` at the 
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import cpu_meter
 from perf_sections import PLANE_NAMES
 from quantiles import quantile
 
+from wlmvk.kubelet.settings import Settings as KubeletSettings
+
 SLURMJOBS = "slurmjobs-e2e"
 SLURMJOBS_ARGV = ["slurmjobs_e2e.py", "--count", "200", "--rounds", "3"]
 GOAL = 1.15
 """All SlurmJobs settled within this many times `sbatch` alone's time (issue 35)."""
+RAW = Path(__file__).resolve().parents[1] / "docs" / "raw"
+BEFORE = RAW / f"{SLURMJOBS}-before.json"
+"""The kept run before the operator's Events and status writes were cut (issue 35), for the counts."""
+APPLY = RAW / "slurmjobs-kubectl-apply-requests.txt"
+"""kube-apiserver's requests made by the benchmark's `kubectl apply` alone (no wlmvk running)."""
+STATUS_INTERVAL = KubeletSettings.status_interval
+"""The kubelet's status tick in a run that recorded none (its default)."""
+WLMVK_WRITES = ("POST events", "PATCH slurmjobs/status", "PATCH pods/status", "PATCH pods", "POST pods")
+"""The requests per SlurmJob that wlmvk's operator and kubelet make (Events: the scheduler's too)."""
 
 
 def slurmjobs_section(result: dict[str, Any]) -> list[str]:
@@ -64,6 +78,8 @@ def slurmjobs_section(result: dict[str, Any]) -> list[str]:
         f"All settled against `sbatch` alone, median of the rounds, goal <= {GOAL}x: {verdicts}.",
         *_cpu(result["count"], rounds),
         *_where(rounds, ratios),
+        *_writes(rounds, ratios),
+        *_bound(rounds, ratios, cores=int(m.get("cores") or 2), tick=result.get("status_interval_s")),
     ]
 
 
@@ -165,3 +181,97 @@ def _where(rounds: list[dict[str, Any]], ratios: dict[str, tuple[list[float], li
         " `sbatch` row above for a job by `sbatch` alone; then the kubelet's status tick (every 5 s,"
         " deferred while submissions wait) tells the pod.",
     ]
+
+
+def _median_round(rounds: list[dict[str, Any]], times: list[float]) -> dict[str, Any]:
+    return rounds[times.index(cpu_meter.median(times))]
+
+
+def _writes(rounds: list[dict[str, Any]], ratios: dict[str, tuple[list[float], list[float]]]) -> list[str]:
+    """kube-apiserver's requests per SlurmJob now and in the kept run before the cut, and whose."""
+    if "real" not in ratios or not BEFORE.exists():
+        return []
+    now = _median_round(rounds, ratios["real"][0])["planes"]["real"]
+    old = json.loads(BEFORE.read_text())
+    old_rounds = old["rounds"]
+    old_r = _median_round(old_rounds, _ratios(old_rounds, "real")[0])["planes"]["real"]
+
+    def per(r: dict[str, Any], kind: str) -> str:
+        return f"{r['apiserver_requests'].get(kind, 0) / r['count']:.2f}"
+
+    rows = [
+        "",
+        "kube-apiserver's requests per SlurmJob (median rounds, its /metrics), before the operator's"
+        " per-step Events and status writes were cut (revision"
+        f" {old['machine']['revision']}, `docs/raw/{BEFORE.stem}.txt`) and now:",
+        "",
+        "| requests per SlurmJob | before | now |",
+        "|---|---|---|",
+        *(f"| {kind} | {per(old_r, kind)} | {per(now, kind)} |" for kind in WLMVK_WRITES),
+        f"| all | {sum(old_r['apiserver_requests'].values()) / old_r['count']:.2f}"
+        f" | {sum(now['apiserver_requests'].values()) / now['count']:.2f} |",
+    ]
+    sbatch_now = cpu_meter.median([r["sbatch"]["total_s"] for r in rounds])
+    sbatch_old = cpu_meter.median([r["sbatch"]["total_s"] for r in old_rounds])
+    rows += [
+        "",
+        f"The same {now['count']} scripts by `sbatch` alone took {sbatch_now:.1f} s (median of the rounds)"
+        f" in this run and {sbatch_old:.1f} s in the run before (load {old['machine']['load']} at its"
+        " start): each run's ratios are against its own `sbatch` alone, not against each other.",
+    ]
+    if APPLY.exists():
+        made = dict(re.findall(r"^(\w+ [\w/]+) \d+: (\d+)$", APPLY.read_text(), re.M))
+        alone = ", ".join(f"{kind} {n}" for kind, n in made.items())
+        rows += [
+            "",
+            f"GET namespaces and GET slurmjobs are not wlmvk's: the benchmark's own `kubectl apply` of"
+            f" {now['count']} SlurmJobs, with no wlmvk component running, made {alone}"
+            f" (`docs/raw/{APPLY.name}`): it reads each object's namespace and the object before"
+            " creating it.",
+        ]
+    return rows
+
+
+def _bound(
+    rounds: list[dict[str, Any]],
+    ratios: dict[str, tuple[list[float], list[float]]],
+    *,
+    cores: int,
+    tick: float | None,
+) -> list[str]:
+    """Where the goal is missed: when the last job ended and was told, and the CPU the way adds."""
+    lines: list[str] = []
+    interval = tick or STATUS_INTERVAL
+    for plane, (times, _) in ratios.items():
+        ratio = cpu_meter.median(times)
+        if ratio <= GOAL:
+            continue
+        round_ = _median_round(rounds, times)
+        r, sbatch = round_["planes"][plane], round_["sbatch"]
+        if "cpu_s" not in r or "cpu_s" not in sbatch or not r.get("stages"):
+            continue
+        count = r["count"]
+        ms = {part: v * 1000 / count for part, v in r["cpu_s"].items()}
+        base = sbatch["cpu_s"]["total"] * 1000 / count
+        plane_parts = [p for p in ("apiserver", "etcd", "controllers") if p in ms]
+        ours = [p for p in ("operator", "kubelet", "red-box", "red-box children", "slurmrestd") if p in ms]
+        extra = (ms["total"] - base) * count / 1000
+        share = 100 * extra / (sbatch["total_s"] * cores)
+        told = r["stages"]["pod Succeeded"][-1]
+        lines += [
+            "",
+            f"What bounds {PLANE_NAMES[plane]} ({ratio:.2f}x, median round): `sbatch` alone saw its last"
+            f" job leave the queue {sbatch['total_s']:.1f} s after the first submission (its `squeue`"
+            f" every 0.2 s); here the last pod was told Succeeded {told:.1f} s after the apply and the"
+            f" last SlurmJob settled at {r['total_s']:.1f} s. The kubelet learns that a job ended at its"
+            f" next status tick (`--status-interval`, {interval:g} s in this run, {STATUS_INTERVAL:g} s by"
+            f" default): up to {interval:g} s, {interval / sbatch['total_s']:.2f}x of"
+            f" `sbatch` alone's time, after the job ended. CPU: a SlurmJob cost {ms['total']:.1f} ms in"
+            f" all against {base:.1f} ms by `sbatch` alone, the control plane"
+            f" ({', '.join(f'{p} {ms[p]:.1f}' for p in plane_parts) or 'none apart'})"
+            f" {sum(ms[p] for p in plane_parts):.1f} ms, wlmvk"
+            f" ({', '.join(f'{p} {ms[p]:.1f}' for p in ours)}) {sum(ms[p] for p in ours):.1f} ms; over"
+            f" {count} SlurmJobs {extra:.1f} CPU s more than `sbatch` alone, {share:.0f}%"
+            f" of the {cores} cores during `sbatch` alone's {sbatch['total_s']:.1f} s.",
+        ]
+    return lines

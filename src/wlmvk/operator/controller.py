@@ -3,7 +3,12 @@
 Four watches keep an in-memory mirror: SlurmJobs, WlmJobs, the pods the
 operator made (label ``app.kubernetes.io/managed-by=wlmvk-operator``) and the
 virtual nodes. Each change queues the key of the resource concerned (a
-pod's controller owner; every unfinished resource for a node change);
+pod's controller owner; every unfinished resource for a node change). A pod
+change that does not end the pod queues its owner ``pod_batch_period`` later,
+as the Job controller of kube-controller-manager batches pod updates: a pod's
+binding, job id and first status, which come within a fraction of a second,
+then make one status write, not three. A pod that ended or was deleted
+queues its owner at once, so completion is reported without delay.
 ``workers`` take keys at once (the queue hands a key to one worker at a
 time, so each resource is decided and acted on by one), ask
 ``reconcile.decide`` what to do and do it. Work starts only once every
@@ -13,8 +18,10 @@ everything again, in case an event was missed.
 
 What the worker does is written back into the mirror at once (a created
 pod, a patched status), so the next decision never repeats an action the
-watch has not echoed yet; a create that finds the pod already there (409)
-is not an error.
+watch has not echoed yet; the echo itself (the same resourceVersion) queues
+nothing, so the batch of a pod's changes starts at its binding, not at the
+operator's own create. A create that finds the pod already there (409) is
+not an error.
 """
 
 from __future__ import annotations
@@ -162,19 +169,27 @@ class Controller:
             if type_ == "DELETED":
                 self.mirror.jobs.pop(key, None)
                 return
-            if _older(body, self.mirror.jobs.get(key)):
-                return  # an echo of a state this process has already written past
+            known = self.mirror.jobs.get(key)
+            if _older(body, known) or _same(body, known):
+                return  # an echo of what this process wrote (or has already written past)
             self.mirror.jobs[key] = body
             self._enqueue(key)
         elif kind == "Pod":
             where = (objects.namespace(body), objects.name(body))
             if type_ == "DELETED":
                 self.mirror.pods.pop(where, None)
+            elif _same(body, self.mirror.pods.get(where)):
+                return  # the echo of a pod this process created: its owner has just been decided
             elif not _older(body, self.mirror.pods.get(where)):
                 self.mirror.pods[where] = body
+            ended = type_ == "DELETED" or objects.status(body).get("phase") in ("Succeeded", "Failed")
             for ref in objects.owner_references(body):
                 if ref.get("controller") and ref.get("kind") in RESOURCES:
-                    self._enqueue((str(ref["kind"]), where[0], str(ref.get("name", ""))))
+                    key = (str(ref["kind"]), where[0], str(ref.get("name", "")))
+                    if ended:
+                        self._enqueue(key)
+                    else:
+                        self._queue.add_after(key, self.settings.pod_batch_period)
         else:
             name = objects.name(body)
             if type_ == "DELETED":
@@ -339,6 +354,14 @@ def _older(body: Body, known: Body | None) -> bool:
         return False
     new, old = objects.resource_version(body), objects.resource_version(known)
     return new.isdigit() and old.isdigit() and int(new) < int(old)
+
+
+def _same(body: Body, known: Body | None) -> bool:
+    """True when ``body`` is the very version of the object that ``known`` is (an echo)."""
+    if known is None or objects.uid(known) != objects.uid(body):
+        return False
+    version = objects.resource_version(body)
+    return bool(version) and version == objects.resource_version(known)
 
 
 def _reference(body: Body) -> Body:

@@ -1,7 +1,10 @@
 """Reconciliation as a pure decision: resource + owned pods + nodes -> actions.
 
 Given a SlurmJob/WlmJob, the pods it owns and the virtual nodes, ``decide``
-returns what to do: pods to create, the status to write, Events to post.
+returns what to do: pods to create, the status to write, Events to post:
+one Normal Event per pod created and one when the job succeeds, a Warning
+when it fails or is cancelled, is unschedulable or its pod refused; none for
+the steps between (Pending, Running), which the status and conditions say.
 It reads nothing else and remembers nothing: everything it needs is in the
 pods (the prepare pod carries the node chosen for the job) and the status,
 so a restarted operator takes up where the last one stopped. It is
@@ -387,7 +390,10 @@ def _report(old: Body, outcome: _Outcome, *, now: str, generation: int) -> list[
     actions: list[Action] = list(outcome.creates)
     if status != old:
         actions.append(PatchStatus(status))
-    if status.get("status") != old.get("status"):
+    if status.get("status") != old.get("status") and status["status"] in TERMINAL:
+        # An Event when a job ends, as the Job controller's Completed, and for each pod made (the
+        # creates): not for every step between (Pending, Running: the status and the pod's own
+        # Events say them), which cost a write each and nobody acts on.
         message = outcome.message or status["status"]
         if status["status"] in ("Failed", "Cancelled"):
             # Why, not just that: InvalidSpec, SubmitFailed, JobFailed, CollectFailed...

@@ -60,6 +60,12 @@ class OperatorSettings:
     # Resources reconciled at once (each by one worker at a time: the work queue's rule). One
     # worker waited on every API call in turn: 200 SlurmJobs took six or so calls each in a row.
     workers: int = 16
+    # A change of an owned pod that does not end it queues its resource this much later (seconds),
+    # as kube-controller-manager's Job controller batches pod updates (syncJobBatchPeriod): the
+    # binding, the job id and the kubelet's first status of one pod come within a fraction of a
+    # second, and are written to the resource's status at once. A pod that ended, or was
+    # deleted, queues its resource at once.
+    pod_batch_period: float = 1.0
     # Port of /healthz and /readyz; 0 serves no probes.
     health_port: int = 0
     # (namespace, name) of the operator's own pod, from the downward API: with staging.image

@@ -113,9 +113,8 @@ async def test_operator_restart_mid_job_completes_and_reports_once(stack: Stack)
     reasons: dict[str, int] = {}
     for event in events["items"]:
         reasons[event["reason"]] = reasons.get(event["reason"], 0) + int(event.get("count") or 1)
-    assert reasons.get("Succeeded") == 1
-    assert reasons.get("Created") == 1
-    assert reasons.get("Running") == 1
+    # One Event per pod made and one at the end, each once across the restart: none per step between.
+    assert reasons == {"Created": 1, "Succeeded": 1}
     pods = await get_json(stack.apiserver, "pods")
     assert [p["metadata"]["name"] for p in pods["items"] if p["metadata"]["name"].startswith("restart")] == [
         "restart-job"

@@ -129,7 +129,8 @@ def running(pod: Body) -> Body:
 
 
 class World:
-    """A resource and its pods; applies the operator's actions as the API server would."""
+    """A resource and its pods; applies the operator's actions as the API server would, and keeps
+    the Events the controller posts (``Emit``, and one per pod created)."""
 
     def __init__(self, body: Body, nodes: list[Body], settings: OperatorSettings = SETTINGS) -> None:
         self.body = body
@@ -146,6 +147,8 @@ class World:
             if isinstance(action, reconcile.CreatePod):
                 name = action.body["metadata"]["name"]
                 self.pods.setdefault(name, copy.deepcopy(action.body))
+                # The controller posts a Normal Event for each pod it creates.
+                self.events.append(reconcile.Emit(reconcile.NORMAL, action.reason, action.message))
             elif isinstance(action, reconcile.PatchStatus):
                 self.body = {**self.body, "status": action.status}
             else:

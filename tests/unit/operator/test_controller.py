@@ -54,13 +54,43 @@ def test_a_recreated_resource_replaces_the_old_one() -> None:
     assert c.mirror.jobs[("SlurmJob", "ns", "a")]["metadata"]["uid"] == "u-new"
 
 
-def test_a_pod_event_queues_its_owner() -> None:
-    c = controller()
-    c._apply("Pod", "MODIFIED", pod("a-job", "a", "5"))
-    assert queued(c) == {("SlurmJob", "ns", "a")}
+async def test_pod_changes_queue_their_owner_once_after_the_batch_period() -> None:
+    c = Controller(NoClient(), OperatorSettings(pod_batch_period=0.2))  # type: ignore[arg-type]
+    c._apply("Pod", "ADDED", pod("a-job", "a", "5"))
+    bound = pod("a-job", "a", "6")
+    bound["spec"] = {"nodeName": "n1"}
+    c._apply("Pod", "MODIFIED", bound)  # the binding, then the job id, within the period
+    c._apply("Pod", "MODIFIED", pod("a-job", "a", "7"))
+    assert queued(c) == set()
     assert [p["metadata"]["name"] for p in c.mirror.owned("u-a")] == ["a-job"]
-    c._apply("Pod", "DELETED", pod("a-job", "a", "6"))
-    assert c.mirror.owned("u-a") == []
+    await asyncio.sleep(0.3)
+    assert c._queue.waiting() == [("SlurmJob", "ns", "a")]
+
+
+def test_the_echo_of_its_own_write_queues_nothing() -> None:
+    c = controller()
+    c.mirror.jobs[("SlurmJob", "ns", "a")] = job("a", "4", "Pending")
+    c.mirror.pods[("ns", "a-job")] = pod("a-job", "a", "3")  # as the create answered
+    c._apply("Pod", "ADDED", pod("a-job", "a", "3"))
+    c._apply("SlurmJob", "MODIFIED", job("a", "4", "Pending"))
+    assert queued(c) == set()
+    c._apply("SlurmJob", "MODIFIED", job("a", "5", "Pending"))  # another writer's change
+    assert queued(c) == {("SlurmJob", "ns", "a")}
+
+
+async def test_a_pod_that_ended_or_was_deleted_queues_its_owner_at_once() -> None:
+    c = Controller(NoClient(), OperatorSettings(pod_batch_period=60))  # type: ignore[arg-type]
+    c._apply("Pod", "MODIFIED", pod("a-job", "a", "5"))
+    assert queued(c) == set()
+    done = pod("a-job", "a", "6")
+    done["status"] = {"phase": "Succeeded"}
+    c._apply("Pod", "MODIFIED", done)
+    assert c._queue.waiting() == [("SlurmJob", "ns", "a")]
+    c._queue = WorkQueue()
+    c._apply("Pod", "DELETED", pod("b-job", "b", "6"))
+    assert c._queue.waiting() == [("SlurmJob", "ns", "b")]
+    assert c.mirror.owned("u-b") == []
+    c._queue.close()
 
 
 def test_a_node_change_queues_unfinished_resources_only() -> None:

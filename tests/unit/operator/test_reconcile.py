@@ -112,7 +112,7 @@ def test_scheduler_reason_is_reported_once() -> None:
     assert world.status["message"] == message
     assert world.status["conditions"][0]["type"] == "Scheduled"
     assert world.status["conditions"][0]["status"] == "False"
-    assert event_reasons(world) == ["Pending", "FailedScheduling"]
+    assert event_reasons(world) == ["Created", "FailedScheduling"]
     assert world.step() == []
 
 
@@ -137,7 +137,7 @@ def test_job_runs_and_succeeds() -> None:
     assert world.status["status"] == "Succeeded"
     assert world.status["exitCode"] == 0
     assert world.status["completionTime"] == "2026-12-02T16:00:09Z"
-    assert event_reasons(world) == ["Pending", "Running", "Succeeded"]
+    assert event_reasons(world) == ["Created", "Succeeded"]
     assert world.step() == []
 
 
@@ -289,7 +289,7 @@ def test_the_whole_readme_session() -> None:
     assert world.status["status"] == "Succeeded"
     assert world.status["jobId"] == "9"
     assert [c["type"] for c in world.status["conditions"]] == ["Prepared", "Scheduled", "Collected"]
-    assert event_reasons(world) == ["Preparing", "Pending", "Running", "Collecting", "Succeeded"]
+    assert event_reasons(world) == ["Preparing", "Created", "Collecting", "Succeeded"]
     assert world.step() == []
 
 
