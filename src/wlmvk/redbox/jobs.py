@@ -299,7 +299,6 @@ class Jobs:
         full = self._accounting_read is None or started - self._index_full_at > KEY_INDEX_FULL
         # Between full builds the index only grows: a key found once keeps its job (the newest).
         index: dict[str, JobState] = {} if full else dict(self._index)
-        # This user's jobs alone: a tenant's red-box on a cluster of many users pays for its own.
         rows = await self.slurm.own_jobs()
         if self._accounting_maybe():
             since = (

@@ -8,12 +8,8 @@ knows Kubernetes and nothing of Slurm; ``provider`` creates and deletes jobs ove
   ``NodeDirectory``; each event updates a record (``records``) and queues its key;
 - the workers: take keys from a ``WorkQueue`` (one worker per pod at a time) and sync the pod:
   ask the provider for a job, write the job id annotation, the status and Events, release a
-  deleted pod once the provider has ended its job. A new pod's sync (its submission, then its
-  annotation) is handed off the worker, up to ``submissions`` per red-box: its key stays taken
-  until that sync ends, so the pod is still synced by one at a time, and the workers go on to
-  the next pods. Each red-box's client then sees every submission waiting for it and sends
-  them together (``redboxclient.batching``), also when the pods of many tenants come
-  interleaved, which the workers alone (fewer than the tenants) would send one pod per call;
+  deleted pod once the provider has ended its job. A new pod's sync is handed off the worker,
+  up to ``submissions`` per red-box (``handoff``), so that each red-box's client batches them;
 - the status poller, which queues the pods whose job changed.
 
 A job id found in a pod's annotation is only a claim (anybody who may write the pod can write
@@ -48,20 +44,18 @@ from wlmvk.kubelet.metrics import KubeletMetrics
 from wlmvk.kubelet.node.directory import NodeDirectory
 from wlmvk.kubelet.pods import held
 from wlmvk.kubelet.pods import status as pod_status
+from wlmvk.kubelet.pods.handoff import HandOffs
 from wlmvk.kubelet.pods.poller import StatusPoller
 from wlmvk.kubelet.pods.provider import Later, Logger, SlurmProvider, Started
 from wlmvk.kubelet.pods.records import PodRecord, job_id_of, slim
 from wlmvk.kubelet.pods.states import Happening, Presence, Stage, initial, urgent
 from wlmvk.kubelet.pods.tenants import TenantRoutes
 from wlmvk.kubelet.pods.translate import Rejection
+from wlmvk.kubelet.pods.writes import PodWrites
 
 _log = structlog.get_logger(__name__)
 
 _RETRY_MAX = 10.0
-# Job states in which Slurm counts a job's GPUs as in use.
-# A status write pinned to a resourceVersion that another write overtook is read again and tried
-# again this many times in a row before the sync retries later.
-_CONFLICT_TRIES = 5
 IMAGE_NOT_USED = "ImageNotUsed"
 """The Warning Event's reason when a plain pod's image does not run (``translate.unused_image``)."""
 
@@ -105,9 +99,8 @@ class PodController:
         # A pod whose sync fails is retried after 0.5 s, doubling to 10 s while it keeps failing.
         self._queue: WorkQueue[str] = WorkQueue(base_delay=0.5, max_delay=_RETRY_MAX)
         self._requeued: set[str] = set()
-        # New pods' syncs handed off the workers, by red-box (its user, '' the default one).
-        self._creating: Counter[str] = Counter()
-        self._apart: set[asyncio.Task[None]] = set()
+        self._handoffs = HandOffs(settings.submissions)
+        self._writes = PodWrites(client, gone=self._gone, written=metrics.status_writes.inc)
         self._first_listing = True
         self._synced = asyncio.Event()
         self.provider = SlurmProvider(
@@ -176,9 +169,7 @@ class PodController:
             )
         finally:
             self._queue.close()
-            for task in list(self._apart):
-                task.cancel()
-            await asyncio.gather(*self._apart, return_exceptions=True)
+            await self._handoffs.stop()
 
     async def _poll(self) -> None:
         await self._synced.wait()
@@ -250,14 +241,11 @@ class PodController:
             record = self._records.get(uid)
             holder = self._hand_off(record)
             if record is not None and holder is not None:
-                self._creating[holder] += 1
-                task = asyncio.create_task(self._work(uid, record, holder))
-                self._apart.add(task)
-                task.add_done_callback(self._apart.discard)
+                self._handoffs.start(holder, self._work(uid, record))
                 continue
             await self._work(uid, record)
 
-    async def _work(self, uid: str, record: PodRecord | None, holder: str | None = None) -> None:
+    async def _work(self, uid: str, record: PodRecord | None) -> None:
         """Sync the pod; its key is handed to no other worker until this ends (``done``)."""
         try:
             if record is not None:
@@ -267,8 +255,6 @@ class PodController:
             self._retry(uid)
         finally:
             self._queue.done(uid)
-            if holder is not None:
-                self._creating[holder] -= 1
 
     def _hand_off(self, record: PodRecord | None) -> str | None:
         """The red-box ('' the default one) of a new pod whose sync goes off the worker, while
@@ -278,7 +264,7 @@ class PodController:
         if record.finished_before or not self.provider.ready:
             return None
         holder = self.provider.holder_of(record)
-        return holder if self._creating[holder] < max(1, self._settings.submissions) else None
+        return holder if self._handoffs.has_room(holder) else None
 
     def _retry(self, uid: str, delay: float | None = None) -> None:
         """Sync the pod again: after ``delay``, else after its failure delay (which grows)."""
@@ -363,7 +349,7 @@ class PodController:
                 return
             except (Conflict, InvalidInput):
                 # The uid pin refused (409 here, 422 "field is immutable" from kube-apiserver).
-                if await self._fresh(record) is None:
+                if await self._writes.fresh(record) is None:
                     return
                 raise
             except Fenced:
@@ -376,13 +362,15 @@ class PodController:
     async def _hold(self, record: PodRecord, why: Rejection) -> None:
         """Say once per limit why the pod waits: Pending with Slurm's reason, and a Warning Event."""
         facts = record.facts(self._settings.host_ip)
-        await self._patch_status(record, pod_status.held_status(why.reason, why.message, facts, now=_now()))
+        await self._writes.patch_status(
+            record, pod_status.held_status(why.reason, why.message, facts, now=_now())
+        )
         record.held = why.message
         self._post(record.pod, type=WARNING, reason=why.reason, message=why.message)
 
     async def _reject(self, record: PodRecord, reason: str, message: str) -> None:
         body = pod_status.rejected_status(reason, message, record.facts(self._settings.host_ip), now=_now())
-        await self._patch_status(record, body)
+        await self._writes.patch_status(record, body)
         record.advance(Happening.FINISHED)
         self._post(record.pod, type=WARNING, reason=reason, message=message)
 
@@ -396,58 +384,12 @@ class PodController:
         key = hash(json.dumps(body, sort_keys=True))
         if key == record.written_key:
             return
-        await self._patch_status(record, body)
+        await self._writes.patch_status(record, body)
         for transition in pod_status.transitions(record.written_state, state):
             self._post(record.pod, type=transition.type, reason=transition.reason, message=transition.message)
         record.written_state, record.written_key = state, key
         if body["phase"] in pod_status.TERMINAL_PHASES:
             record.advance(Happening.FINISHED)
-
-    async def _patch_status(self, record: PodRecord, body: Body) -> None:
-        """Write the pod's status, pinned to the resourceVersion last seen of the pod.
-
-        A kubelet replaced by a standby while this write was on its way (``--leader-elect``:
-        stopped after its Lease check passed) gets 409 Conflict once the successor wrote the
-        pod, instead of putting an older status back. On a conflict the pod is read again and
-        the write tried again (through the fence, which refuses it from a replaced holder); a
-        pod of that name with another uid is not this record's.
-        """
-        status = {"reason": None, "message": None, **body}
-        for _ in range(_CONFLICT_TRIES):
-            seen = objects.resource_version(record.pod)
-            pin = {"uid": record.uid, "resourceVersion": seen} if seen else {"uid": record.uid}
-            patch = {"metadata": pin, "status": status}
-            try:
-                updated = await self._client.patch_status(
-                    PODS, record.name, patch, namespace=record.namespace
-                )
-            except NotFound:
-                self._gone(record)
-                return
-            except (Conflict, InvalidInput) as exc:
-                fresh = await self._fresh(record)
-                if fresh is None:
-                    return
-                if isinstance(exc, InvalidInput):
-                    raise
-                record.pod = slim(fresh)
-                continue
-            self._metrics.status_writes.inc()
-            if objects.uid(updated) == record.uid:
-                record.pod = slim(updated)
-            return
-        raise Unavailable(f"the pod's status: 409 Conflict {_CONFLICT_TRIES} times in a row")
-
-    async def _fresh(self, record: PodRecord) -> Body | None:
-        """The record's pod read again; None (and the record gone) when the name has another uid or none."""
-        try:
-            fresh = await self._client.get(PODS, record.name, namespace=record.namespace)
-        except NotFound:
-            fresh = {}
-        if objects.uid(fresh) != record.uid:
-            self._gone(record)
-            return None
-        return fresh
 
     async def _finish_deletion(self, record: PodRecord, log: Logger) -> None:
         if not await self.provider.delete(record, log):
@@ -456,7 +398,7 @@ class PodController:
             body = pod_status.deleted_status(
                 record.job_id, record.facts(self._settings.host_ip), now=_now(), state=record.state
             )
-            await self._patch_status(record, body)
+            await self._writes.patch_status(record, body)
             record.advance(Happening.FINISHED)
         record.ended.set()
         try:
