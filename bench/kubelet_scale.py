@@ -55,6 +55,7 @@ from typing import Any
 import aiohttp
 import cpu_meter
 from kubelet_stack import JOBS, ROOT, RealPlane, forget_cluster, free_port, scancel_name_prefix
+from quantiles import quantile
 
 from wlmvk.core import names
 from wlmvk.core.errors import NotFound, WlmvkError
@@ -107,13 +108,6 @@ def folded(values: dict[str, float]) -> dict[str, float]:
         bare = re.sub(r'cluster="[^"]*",?', "", key).replace(",}", "}").replace("{}", "")
         out[bare] = out.get(bare, 0.0) + value
     return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @dataclass
@@ -460,8 +454,8 @@ async def measure(args: argparse.Namespace, run: Started, partitions: list[str])
             "plane_cpu_s_per_min": {k: (plane1[k] - plane0[k]) / minutes for k in plane1},
             "lease_gaps": len(gaps),
             "lease_gap_max_s": max(gaps, default=0.0),
-            "lease_gap_p99_s": percentile(gaps, 0.99),
-            "lease_gap_median_s": percentile(gaps, 0.5),
+            "lease_gap_p99_s": quantile(gaps, 0.99) if gaps else 0.0,
+            "lease_gap_median_s": quantile(gaps, 0.5) if gaps else 0.0,
             "lease_late": sum(1 for g in gaps if g > RENEW_INTERVAL + LATE_SLACK),
             "lease_expired": sum(1 for g in gaps if g > LEASE_DURATION),
             "lease_gap_buckets": {
