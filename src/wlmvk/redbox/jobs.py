@@ -24,6 +24,7 @@ import functools
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -89,6 +90,7 @@ class Jobs:
         self._index_scan: asyncio.Future[None] | None = None
         self._index_full_at = -math.inf  # monotonic: the last full build
         self._accounting_read: float | None = None  # epoch: when the index last read accounting
+        self.index_scans: Counter[str] = Counter()  # scans of the key index started, full or since
         # When each followed job was last looked at in Slurm (a JobStates, a FollowJobs; a job's
         # acceptance is its first): the recorder leaves out jobs a client looked at recently.
         self._looked: dict[JobId, float] = {}
@@ -297,6 +299,7 @@ class Jobs:
 
     async def _scan_keys(self, started: float) -> None:
         full = self._accounting_read is None or started - self._index_full_at > KEY_INDEX_FULL
+        self.index_scans["full" if full else "since"] += 1
         # Between full builds the index only grows: a key found once keeps its job (the newest).
         index: dict[str, JobState] = {} if full else dict(self._index)
         rows = await self.slurm.own_jobs()
