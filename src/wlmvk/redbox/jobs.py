@@ -30,9 +30,9 @@ from dataclasses import replace
 
 import structlog
 
-from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
-from wlmvk.redbox import scripts
+from wlmvk.redbox import scripts, submitting
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.slurm import verdicts
 from wlmvk.redbox.slurm.cli import arrays
@@ -104,7 +104,9 @@ class Jobs:
     async def submit(self, spec: JobSpec) -> JobId:
         script = scripts.check_script(spec.script, limit=self.max_script_bytes)
         key = scripts.check_key(spec.idempotency_key)
-        options, env = self._options(spec)
+        options, env = submitting.options(
+            spec, allowed=self.allowed, confinement=self.confinement, base_env=self.base_env
+        )
         if not key:
             try:
                 job_id = await self.slurm.submit(script, options, env=env)
@@ -203,39 +205,6 @@ class Jobs:
                 self._index_scan.add_done_callback(self._scanned)
             await asyncio.shield(self._index_scan)
         return self._index
-
-    def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
-        # Checked before the working directory is made: a refused job leaves nothing behind.
-        texts = {"partition": spec.partition, "job name": spec.name, "working dir": spec.working_dir}
-        for what, value in {**texts, "output": spec.std_out, "error": spec.std_err}.items():
-            scripts.check_text(what, value)
-        # The options red-box adds besides the partition (name, directory, outputs, key) choose
-        # no identity: the script, the partition and the environment are what is judged.
-        partition = [f"--partition={spec.partition}"] if spec.partition else []
-        refused = tenancy.outside(self.allowed, spec.script, partition, spec.env)
-        if refused:
-            _log.warning(
-                "job refused by the site's allow-lists", why=refused, key=spec.idempotency_key or None
-            )
-            raise InvalidInput(refused)
-        working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
-        outputs = []
-        for path in (spec.std_out, spec.std_err):
-            if path:
-                # Slurm expands %j etc. in the name; the directory part must be ours.
-                outputs.append(str(self.confinement.resolve(path, base=working_dir)))
-            else:
-                outputs.append("")
-        options = scripts.sbatch_options(
-            script=spec.script,
-            partition=spec.partition,
-            name=spec.name,
-            working_dir=str(working_dir),
-            std_out=outputs[0],
-            std_err=outputs[1],
-            idempotency_key=spec.idempotency_key,
-        )
-        return options, scripts.environment(self.base_env, spec.env)
 
     # --- finding by key ---
 
