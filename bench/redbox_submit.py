@@ -320,10 +320,13 @@ async def measure(
                 costs.setdefault(name, []).append(
                     cpu_meter.per_job(before_cpu, cpu_meter.reading(server_pid), count)
                 )
-                did = "  " + redbox_tallies.others(busy, costs[name][-1]["total"] * count / 1000, elapsed)
+                cores = redbox_tallies.others(busy, costs[name][-1]["total"] * count / 1000, elapsed)
+                costs[name][-1].update(cores)  # kept beside the round's CPU (bench/submit_goals.py)
+                did = "  " + redbox_tallies.others_line(cores)
                 if tallies and before_tallies:
                     diff = redbox_tallies.difference(before_tallies, await tallies.read())
                     did += "; " + redbox_tallies.line(diff)
+                    costs[name][-1].update(redbox_tallies.notes(diff))
                 scancel(ids)
                 await cpu_meter.settled()
                 rates.setdefault(name, []).append(count / elapsed)

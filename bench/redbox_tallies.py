@@ -59,9 +59,23 @@ def machine_cpu() -> float:
     return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def others(busy: float, ours: float, elapsed: float) -> str:
+def others(busy: float, ours: float, elapsed: float) -> dict[str, float]:
     """The cores the machine kept busy in a round, and those outside the arm's measured parts."""
-    return f"machine {busy / elapsed:.2f} cores busy, {max(busy - ours, 0.0) / elapsed:.2f} of them others'"
+    return {"machine_cores": busy / elapsed, "others_cores": max(busy - ours, 0.0) / elapsed}
+
+
+def others_line(cores: dict[str, float]) -> str:
+    return f"machine {cores['machine_cores']:.2f} cores busy, {cores['others_cores']:.2f} of them others'"
+
+
+def notes(diff: dict[str, Any]) -> dict[str, float]:
+    """A round's tallies as numbers kept with its CPU figures (bench/submit_goals.py reads them)."""
+    return {
+        "index_scans": float(sum(diff["index_scans"].values())),
+        "fsyncs": float(diff["fsyncs"]),
+        "gc_ms": float(sum(diff["gc_ms"])),
+        "gc2": float(diff["gc_collections"][2]),
+    }
 
 
 def difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
