@@ -101,7 +101,9 @@ class Jobs:
 
     # --- submitting ---
 
-    async def submit(self, spec: JobSpec) -> JobId:
+    async def submit(self, spec: JobSpec, *, durable: bool = True) -> JobId:
+        """A keyed job's id is on the disk before it is returned, unless ``durable`` is False:
+        then the caller waits for ``store.durable()`` before it answers (SubmitJobs: one for all)."""
         script = scripts.check_script(spec.script, limit=self.max_script_bytes)
         key = scripts.check_key(spec.idempotency_key)
         options, env = submitting.options(
@@ -125,7 +127,10 @@ class Jobs:
             inflight = asyncio.ensure_future(self._submit_once(key, script, options, env, spec.partition))
             self._inflight[key] = inflight
             inflight.add_done_callback(functools.partial(self._settled, key))
-        return await asyncio.shield(inflight)
+        job_id = await asyncio.shield(inflight)
+        if durable:
+            await self.store.durable()
+        return job_id
 
     def _settled(self, key: str, done: asyncio.Future[JobId]) -> None:
         if self._inflight.get(key) is done:
@@ -168,7 +173,6 @@ class Jobs:
                 raise
         self.store.submitted(key, job_id)
         self._looked[job_id] = time.monotonic()
-        await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id
 
@@ -234,7 +238,9 @@ class Jobs:
         if inflight is not None:
             # A submission with this key is under way: its answer is the answer.
             with contextlib.suppress(Exception):
-                return await asyncio.shield(inflight)
+                made = await asyncio.shield(inflight)
+                await self.store.durable()  # on the disk before anyone hears of the job
+                return made
         return await self._lookup(key, max_age=max_age)
 
     async def _lookup(self, key: str, *, max_age: float, stale: float = 0.0) -> JobId | None:
