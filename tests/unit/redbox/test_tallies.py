@@ -22,7 +22,9 @@ def test_a_watched_collection_is_counted_in_its_generation() -> None:
     finally:
         gc.enable()
     assert watch.collections == [1, 0, 1]
-    assert watch.seconds[0] > 0 and watch.seconds[2] > 0 and watch.seconds[1] == 0
+    assert watch.seconds[0] > 0
+    assert watch.seconds[2] > 0
+    assert watch.seconds[1] == 0
     assert watch not in gc.callbacks
 
 
