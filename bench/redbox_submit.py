@@ -64,6 +64,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import cpu_meter
+import redbox_tallies
 from redbox_common import JOB_OWNER, red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
@@ -247,10 +248,17 @@ async def measure(
     older_pid: list[int] = []
     older_rest_pid: list[int] = []
     bare_pid: list[int] = []
+    # What each of this tree's red-boxes did in each round (index scans, GC, CPU), by its pid.
+    ours_tallies, rest_tallies = redbox_tallies.Tallies(), redbox_tallies.Tallies()
     async with contextlib.AsyncExitStack() as stack:
-        ours = await stack.enter_async_context(red_box_process(pids=ours_pid, args=("--slurm-api", "cli")))
+        ours_args = ("--slurm-api", "cli", *ours_tallies.args)
+        ours = await stack.enter_async_context(red_box_process(pids=ours_pid, args=ours_args))
         rest_args = ("--slurm-api", "rest")
-        rest = await stack.enter_async_context(red_box_process(pids=rest_pid, args=rest_args, owner=True))
+        rest = await stack.enter_async_context(
+            red_box_process(pids=rest_pid, args=(*rest_args, *rest_tallies.args), owner=True)
+        )
+        ours_tallies.pid, rest_tallies.pid = ours_pid[0], rest_pid[0]
+        tallied = {t.pid: t for t in (ours_tallies, rest_tallies)}
         theirs = await stack.enter_async_context(original_process(original, theirs_pid)) if original else None
         older = await stack.enter_async_context(red_box_from(before, older_pid)) if before else None
         older_rest = (
@@ -300,18 +308,29 @@ async def measure(
             arms = {name: arm for name, arm in arms.items() if name == "loop" or name.split("@")[0] in only}
         for number in range(rounds):
             for name in rotated(list(arms), number):
-                arm, server = arms[name]
-                before_cpu = cpu_meter.reading(server)
+                arm, server_pid = arms[name]
+                tallies = tallied.get(server_pid or 0)
+                before_tallies = await tallies.read() if tallies else None
+                before_cpu = cpu_meter.reading(server_pid)
+                before_machine = redbox_tallies.machine_cpu()
                 started = time.perf_counter()
                 ids = await arm(count)
                 elapsed = time.perf_counter() - started
+                busy = redbox_tallies.machine_cpu() - before_machine
                 costs.setdefault(name, []).append(
-                    cpu_meter.per_job(before_cpu, cpu_meter.reading(server), count)
+                    cpu_meter.per_job(before_cpu, cpu_meter.reading(server_pid), count)
                 )
+                cores = redbox_tallies.others(busy, costs[name][-1]["total"] * count / 1000, elapsed)
+                costs[name][-1].update(cores)  # kept beside the round's CPU (bench/submit_goals.py)
+                did = "  " + redbox_tallies.others_line(cores)
+                if tallies and before_tallies:
+                    diff = redbox_tallies.difference(before_tallies, await tallies.read())
+                    did += "; " + redbox_tallies.line(diff)
+                    costs[name][-1].update(redbox_tallies.notes(diff))
                 scancel(ids)
                 await cpu_meter.settled()
                 rates.setdefault(name, []).append(count / elapsed)
-                print(f"round {number + 1} {name:<18} {count / elapsed:7.1f} jobs/s", flush=True)
+                print(f"round {number + 1} {name:<18} {count / elapsed:7.1f} jobs/s{did}", flush=True)
     return rates, costs
 
 

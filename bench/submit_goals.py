@@ -95,4 +95,33 @@ def goals(result: dict[str, Any]) -> list[str]:
             + ", ".join(f"{n} {s:.0%}" for n, s in spreads)
             + f"; the farthest, {worst[0]}."
         )
+        lines += _farthest(arms, worst[0])
     return lines
+
+
+def _farthest(arms: dict[str, dict[str, Any]], name: str) -> list[str]:
+    """What the farthest round of ``name`` shared its time with: other processes' cores, red-box's
+    key index scans and garbage collections in it (bench/redbox_tallies.py), when the run kept them."""
+    arm = arms[name]
+    notes = arm.get("cpu_ms_per_job") or []
+    if len(notes) != len(arm["rounds"]) or any("others_cores" not in n for n in notes):
+        return []
+    middle = cpu_meter.median(arm["rounds"])
+    at = max(range(len(notes)), key=lambda i: abs(arm["rounds"][i] - middle))
+    others = cpu_meter.median([n["others_cores"] for n in notes])
+    theirs = (
+        f"other processes kept {notes[at]['others_cores']:.2f} cores busy in it (median round: {others:.2f})"
+    )
+    if "index_scans" in notes[at]:
+        theirs += (
+            f", red-box started {notes[at]['index_scans']:.0f} key index scan(s) and spent"
+            f" {notes[at]['gc_ms']:.1f} ms in garbage collection in it"
+        )
+    ours = [n for a, arm_ in arms.items() if a.startswith("rest-") for n in arm_.get("cpu_ms_per_job") or []]
+    scanned = sum(1 for n in ours if n.get("index_scans"))
+    return [
+        f"- {name}'s farthest round ({arm['rounds'][at]:.0f} jobs/s, median {middle:.0f}): {theirs}."
+        f" In the whole run red-box scanned its key index in {scanned} of {len(ours)} rounds of its"
+        f" slurmrestd arms, and spent at most {max((n.get('gc_ms', 0.0) for n in ours), default=0.0):.1f}"
+        " ms of a round in garbage collection."
+    ]

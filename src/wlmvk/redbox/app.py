@@ -37,6 +37,7 @@ from wlmvk.core import runtimes
 from wlmvk.core.errors import InvalidInput, Unavailable, WlmvkError
 from wlmvk.core.tasks import guarded, stop
 from wlmvk.redbox import config as cfg
+from wlmvk.redbox import tallies
 from wlmvk.redbox.dialects import ORIGINAL, WLMVK
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.flags import parser, settings_from, tcp_address
@@ -236,6 +237,11 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+    watch = tallies.GcWatch()
+    if settings.stats_file:
+        watch.start()
+        stats = tallies.StatsFile(Path(settings.stats_file), jobs.index_scans, store.fsyncs, watch)
+        loop.add_signal_handler(signal.SIGUSR1, stats.write)
     if ready is not None:
         ready.set()
     try:
@@ -256,8 +262,9 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
         await stop(*tasks)
         await stop_restd(parts)
         store.close()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
+        watch.stop()
         _log.info("red-box stopped")
 
 

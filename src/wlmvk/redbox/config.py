@@ -57,6 +57,8 @@ class Settings:
     slurm_api: str = "auto"
     # The accounts, QoS and partitions its jobs may name (empty: any): docs/tenancy.md.
     allowed: Allowed = field(default_factory=Allowed)
+    # Debugging: on SIGUSR1, red-box's tallies (``tallies``) as JSON to this file; "" none.
+    stats_file: str = ""
 
     @property
     def roots(self) -> tuple[Path, ...]:

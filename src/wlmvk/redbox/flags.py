@@ -134,6 +134,13 @@ def parser() -> argparse.ArgumentParser:
             help=f"the {what} this red-box's jobs may name (comma-separated; default: any): a job naming"
             " another in its script, partition or SBATCH_* environment is refused (docs/tenancy.md)",
         )
+    p.add_argument(
+        "--stats-file",
+        default="",
+        metavar="PATH",
+        help="debugging: on SIGUSR1 write red-box's tallies (key index scans, garbage collections by "
+        "generation and their seconds, CPU seconds) as JSON to PATH; default: none",
+    )
     p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
     return p
 
@@ -186,6 +193,7 @@ def settings_from(args: argparse.Namespace) -> cfg.Settings:
         runtime_path=args.runtime_path,
         image_dir=os.path.realpath(args.image_dir) if args.image_dir else "",
         slurm_api=args.slurm_api,
+        stats_file=args.stats_file,
         allowed=Allowed(
             _names(args.allowed_accounts), _names(args.allowed_qos), _names(args.allowed_partitions)
         ),

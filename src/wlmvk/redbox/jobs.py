@@ -24,14 +24,15 @@ import functools
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import structlog
 
-from wlmvk.core.errors import InvalidInput, NotFound, Unavailable
+from wlmvk.core.errors import NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
-from wlmvk.redbox import scripts
+from wlmvk.redbox import scripts, submitting
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.slurm import verdicts
 from wlmvk.redbox.slurm.cli import arrays
@@ -89,6 +90,7 @@ class Jobs:
         self._index_scan: asyncio.Future[None] | None = None
         self._index_full_at = -math.inf  # monotonic: the last full build
         self._accounting_read: float | None = None  # epoch: when the index last read accounting
+        self.index_scans: Counter[str] = Counter()  # scans of the key index started, full or since
         # When each followed job was last looked at in Slurm (a JobStates, a FollowJobs; a job's
         # acceptance is its first): the recorder leaves out jobs a client looked at recently.
         self._looked: dict[JobId, float] = {}
@@ -99,10 +101,14 @@ class Jobs:
 
     # --- submitting ---
 
-    async def submit(self, spec: JobSpec) -> JobId:
+    async def submit(self, spec: JobSpec, *, durable: bool = True) -> JobId:
+        """A keyed job's id is on the disk before it is returned, unless ``durable`` is False:
+        then the caller waits for ``store.durable()`` before it answers (SubmitJobs: one for all)."""
         script = scripts.check_script(spec.script, limit=self.max_script_bytes)
         key = scripts.check_key(spec.idempotency_key)
-        options, env = self._options(spec)
+        options, env = submitting.options(
+            spec, allowed=self.allowed, confinement=self.confinement, base_env=self.base_env
+        )
         if not key:
             try:
                 job_id = await self.slurm.submit(script, options, env=env)
@@ -121,7 +127,10 @@ class Jobs:
             inflight = asyncio.ensure_future(self._submit_once(key, script, options, env, spec.partition))
             self._inflight[key] = inflight
             inflight.add_done_callback(functools.partial(self._settled, key))
-        return await asyncio.shield(inflight)
+        job_id = await asyncio.shield(inflight)
+        if durable:
+            await self.store.durable()
+        return job_id
 
     def _settled(self, key: str, done: asyncio.Future[JobId]) -> None:
         if self._inflight.get(key) is done:
@@ -164,7 +173,6 @@ class Jobs:
                 raise
         self.store.submitted(key, job_id)
         self._looked[job_id] = time.monotonic()
-        await self.store.durable()  # on the disk before the caller hears of the job
         _log.info("job submitted", job_id=job_id, partition=partition, key=key)
         return job_id
 
@@ -202,39 +210,6 @@ class Jobs:
             await asyncio.shield(self._index_scan)
         return self._index
 
-    def _options(self, spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
-        # Checked before the working directory is made: a refused job leaves nothing behind.
-        texts = {"partition": spec.partition, "job name": spec.name, "working dir": spec.working_dir}
-        for what, value in {**texts, "output": spec.std_out, "error": spec.std_err}.items():
-            scripts.check_text(what, value)
-        # The options red-box adds besides the partition (name, directory, outputs, key) choose
-        # no identity: the script, the partition and the environment are what is judged.
-        partition = [f"--partition={spec.partition}"] if spec.partition else []
-        refused = tenancy.outside(self.allowed, spec.script, partition, spec.env)
-        if refused:
-            _log.warning(
-                "job refused by the site's allow-lists", why=refused, key=spec.idempotency_key or None
-            )
-            raise InvalidInput(refused)
-        working_dir = self.confinement.directory(spec.working_dir or ".", create=True)
-        outputs = []
-        for path in (spec.std_out, spec.std_err):
-            if path:
-                # Slurm expands %j etc. in the name; the directory part must be ours.
-                outputs.append(str(self.confinement.resolve(path, base=working_dir)))
-            else:
-                outputs.append("")
-        options = scripts.sbatch_options(
-            script=spec.script,
-            partition=spec.partition,
-            name=spec.name,
-            working_dir=str(working_dir),
-            std_out=outputs[0],
-            std_err=outputs[1],
-            idempotency_key=spec.idempotency_key,
-        )
-        return options, scripts.environment(self.base_env, spec.env)
-
     # --- finding by key ---
 
     async def find(self, key: str, *, max_age: float = 0.0) -> JobState | None:
@@ -263,7 +238,9 @@ class Jobs:
         if inflight is not None:
             # A submission with this key is under way: its answer is the answer.
             with contextlib.suppress(Exception):
-                return await asyncio.shield(inflight)
+                made = await asyncio.shield(inflight)
+                await self.store.durable()  # on the disk before anyone hears of the job
+                return made
         return await self._lookup(key, max_age=max_age)
 
     async def _lookup(self, key: str, *, max_age: float, stale: float = 0.0) -> JobId | None:
@@ -297,6 +274,7 @@ class Jobs:
 
     async def _scan_keys(self, started: float) -> None:
         full = self._accounting_read is None or started - self._index_full_at > KEY_INDEX_FULL
+        self.index_scans["full" if full else "since"] += 1
         # Between full builds the index only grows: a key found once keeps its job (the newest).
         index: dict[str, JobState] = {} if full else dict(self._index)
         rows = await self.slurm.own_jobs()

@@ -135,14 +135,17 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
         specs = submit_jobs_request.specs
         if len(specs) > MAX_BATCH:
             raise InvalidInput(f"{len(specs)} jobs in one SubmitJobs; at most {MAX_BATCH}")
-        return batches.SubmitJobsReply(await asyncio.gather(*(self._submit_one(spec) for spec in specs)))
+        outcomes = await asyncio.gather(*(self._submit_one(spec) for spec in specs))
+        await self.jobs.store.durable()  # every job's key and id on the disk, one fsync for them all
+        return batches.SubmitJobsReply(outcomes)
 
     async def _submit_one(self, spec: JobSpec) -> batches.Outcome:
         """One job as SubmitJob answers it: its failure, mapped and logged by ``answering`` as
-        SubmitJob's is, is this job's answer alone; the others keep theirs."""
+        SubmitJob's is, is this job's answer alone; the others keep theirs. Its key and id reach
+        the disk with the others' (``submit_jobs``), before the call is answered."""
         try:
             with answering("SubmitJob", partition=spec.partition):
-                return batches.Outcome(job_id=await self.jobs.submit(self.dialect.spec(spec)))
+                return batches.Outcome(job_id=await self.jobs.submit(self.dialect.spec(spec), durable=False))
         except GRPCError as refused:
             return batches.Outcome(status=refused.status.value, message=refused.message or "")
 

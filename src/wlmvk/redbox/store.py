@@ -81,6 +81,7 @@ class Store:
         self._journal: Any = None
         self._written = 0  # lines written so far
         self._synced = 0  # of those, the ones an fsync has put on the disk
+        self.fsyncs = [0, 0.0]  # group commits so far and their seconds (``tallies``)
         self._syncing: asyncio.Future[None] | None = None
 
     def open(self) -> None:
@@ -167,7 +168,10 @@ class Store:
     async def _sync(self) -> None:
         try:
             covered = self._written
+            started = time.perf_counter()
             await asyncio.to_thread(os.fsync, self._journal.fileno())
+            self.fsyncs[0] += 1
+            self.fsyncs[1] += time.perf_counter() - started
             self._synced = max(self._synced, covered)
         finally:
             self._syncing = None

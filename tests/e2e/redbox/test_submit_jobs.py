@@ -7,8 +7,14 @@ The client sends the submissions made while others are on their way as one Submi
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from grpclib import GRPCError
@@ -17,6 +23,7 @@ from grpclib.const import Status
 
 from tests.e2e.redbox.helpers import scancel, script, slurm_cmd
 from tests.fixtures.redbox import RedBox
+from tests.fixtures.slurm import JOBS_ROOT
 from wlmvk._proto import api
 from wlmvk.core.errors import InvalidInput
 from wlmvk.core.jobs import JobSpec
@@ -95,3 +102,40 @@ async def test_the_clients_submissions_together_get_their_own_answers(
         ]
     finally:
         scancel(*ids)
+
+
+async def _tallies(box: RedBox, path: Path, written: int) -> dict[str, Any]:
+    """red-box's tallies (``--stats-file``), its ``written``-th writing, asked for by SIGUSR1."""
+    assert box.proc is not None
+    os.kill(box.servers[0][0] if box.servers else box.proc.pid, signal.SIGUSR1)
+    for _ in range(500):
+        figures = _read(path)
+        if figures.get("written") == written:
+            return figures
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"red-box wrote no tallies to {path}")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text())) if path.exists() else {}
+
+
+async def test_one_fsync_puts_every_job_of_a_call_on_the_disk(redbox_factory: Callable[..., RedBox]) -> None:
+    """The jobs of one SubmitJobs reach the journal's disk together, before the call is answered:
+    one group commit for the call, not one for each job as it comes back from Slurm."""
+    stats = Path(tempfile.mkdtemp(prefix="rbstats", dir=JOBS_ROOT)) / "tallies.json"
+    box = redbox_factory("--stats-file", str(stats))
+    channel = Channel(path=box.socket)
+    stub = api.WorkloadManagerStub(channel)
+    specs = [JobSpec(script=HELD, partition="debug", idempotency_key=str(uuid.uuid4())) for _ in range(16)]
+    before = await _tallies(box, stats, 1)
+    reply = await batches.ask(batches.SubmitJobsRequest(specs), stub)
+    try:
+        after = await _tallies(box, stats, 2)
+        ids = [o.job_id for o in reply.outcomes]
+        assert [o.status for o in reply.outcomes] == [0] * 16
+        assert after["fsyncs"] - before["fsyncs"] == 1
+        assert set(ids) <= box.journal_job_ids()
+    finally:
+        channel.close()
+        scancel(*(o.job_id for o in reply.outcomes if o.job_id))
