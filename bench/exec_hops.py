@@ -1,0 +1,244 @@
+"""Benchmark: where the time of one ``kubectl exec <pod> -- true`` goes, hop by hop, from timestamps.
+
+One pod runs a real Slurm job (``sleep``) on each plane (``--plane``: ``real``, kube-apiserver of
+dev/scripts/kube-local, ``memory``, the in-memory API server, or ``both``); the kubelet and red-box
+log at debug and kubectl runs with ``-v=7``, so every exec leaves wall-clock timestamps (one
+machine, one clock) at each hop:
+
+- the bench: kubectl spawned, kubectl exited;
+- kubectl (klog): its config loaded (its start done), the exec request sent (after its GET of the
+  pod), the 101 answer, the session closed;
+- the kubelet: the request received (after the API server's dial and the TLS handshake), let in
+  by its gate (authentication and authorization), the WebSocket session up (101 sent), the
+  command started (red-box said Started), ended;
+- red-box: the Exec call asked, the job's state checked (the ``exec`` line), srun spawned, srun
+  ended.
+
+Execs run one at a time, so each one's lines fall between its spawn and its exit. Prints the
+median and p95 of each hop and their sum against the median of the whole command; ``--json``
+writes them. ``-v=7`` costs kubectl a little time: this script breaks the command down, it is not
+the ratio (bench/kubectl_exec.py is).
+
+    .venv/bin/python bench/exec_hops.py --execs 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_exec import forget_clusters, sleeping_pod
+from kubelet_stack import RealPlane
+from logs_follow import kubectl
+from quantiles import quantile
+from slurm_side import USER, BenchRedBox, Processes
+
+HOPS: list[tuple[str, str, str]] = [
+    ("spawned", "kubectl loaded", "kubectl's start (its process, its config)"),
+    ("kubectl loaded", "exec sent", "kubectl: GET of the pod through the API server, then the exec request"),
+    (
+        "exec sent",
+        "kubelet received",
+        "API server: kubectl's dial, its checks, its dial and TLS to the kubelet",
+    ),
+    ("kubelet received", "kubelet let in", "kubelet: authentication and authorization (its gate)"),
+    ("kubelet let in", "kubelet upgraded", "kubelet: the pod looked up, the WebSocket upgrade (101)"),
+    ("kubelet upgraded", "red-box asked", "kubelet to red-box: the Exec call (gRPC, Unix socket)"),
+    ("red-box asked", "srun spawned", "red-box: srun spawned (after the job's state on a job's first exec)"),
+    ("srun spawned", "red-box ready", "red-box: the job's state awaited (asked beside srun's start)"),
+    ("red-box ready", "srun ended", "srun --overlap -- true, from red-box's Started to srun's end"),
+    ("srun ended", "kubectl closed", "back: red-box, the kubelet, the API server, kubectl's close"),
+    ("kubectl closed", "exited", "kubectl's exit"),
+]
+"""(from, to, what): consecutive points, so the hops add up to the whole command."""
+
+KLOG = re.compile(r"^I(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}\.\d{6}) ")
+KUBECTL_POINTS = {
+    "kubectl loaded": lambda line: "Config loaded" in line,
+    "exec sent": lambda line: '"Request"' in line and "/exec?" in line,
+    "kubectl upgraded": lambda line: "101 Switching Protocols" in line,
+    "kubectl closed": lambda line: "Closed channel" in line,
+}
+KUBELET_POINTS = {
+    "kubelet received": lambda e: e == "request received",
+    "kubelet let in": lambda e: e == "request let in",
+    "kubelet upgraded": lambda e: e.startswith("exec session over"),
+}
+RED_BOX_POINTS = {
+    "red-box asked": lambda e: e == "exec asked",
+    "srun spawned": lambda e: e == "exec: srun spawned",
+    "state checked": lambda e: e == "exec: state checked",
+    "red-box ready": lambda e: e == "exec",
+    "srun ended": lambda e: e == "exec ended",
+}
+
+
+@dataclass
+class Exec:
+    points: dict[str, float]
+
+
+def klog_time(line: str, year: int) -> float | None:
+    """The wall-clock second of a klog line (kubectl runs with TZ=UTC)."""
+    m = KLOG.match(line)
+    if m is None:
+        return None
+    month, day, hour, minute, second = m.groups()
+    whole, fraction = second.split(".")
+    when = datetime.datetime(
+        year, int(month), int(day), int(hour), int(minute), int(whole), tzinfo=datetime.UTC
+    )
+    return when.timestamp() + int(fraction) / 1e6
+
+
+def log_events(path: Path) -> list[tuple[float, str, str]]:
+    """(time, event, path) of each JSON line of a structlog log."""
+    events = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        stamp = entry.get("timestamp")
+        if not stamp:
+            continue
+        when = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        events.append((when, str(entry.get("event", "")), str(entry.get("path", ""))))
+    return events
+
+
+def one_exec(argv: list[str], env: dict[str, str]) -> tuple[float, float, list[str]]:
+    spawned = time.time()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    exited = time.time()
+    if done.returncode != 0:
+        raise SystemExit(f"kubectl exec failed ({done.returncode}): {done.stderr[-2000:]}")
+    return spawned, exited, done.stderr.splitlines()
+
+
+def points_of(
+    spawned: float, exited: float, klog: list[str], kubelet: list[tuple[float, str, str]],
+    red_box: list[tuple[float, str, str]],
+) -> dict[str, float]:  # fmt: skip
+    points = {"spawned": spawned, "exited": exited}
+    year = datetime.datetime.fromtimestamp(spawned, datetime.UTC).year
+    for line in klog:
+        for name, hit in KUBECTL_POINTS.items():
+            if name not in points and hit(line):
+                when = klog_time(line, year)
+                if when is not None:
+                    points[name] = when
+    for events, table in ((kubelet, KUBELET_POINTS), (red_box, RED_BOX_POINTS)):
+        for when, event, path in events:
+            if not spawned <= when <= exited:
+                continue
+            if event.startswith("request ") and not path.startswith("/exec/"):
+                continue
+            for name, hit in table.items():
+                if name not in points and hit(event):
+                    points[name] = when
+    return points
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50_ms": quantile(ordered, 0.5) * 1000,
+        "p95_ms": quantile(ordered, 0.95) * 1000,
+        "n": len(values),
+    }
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    planes = ["real", "memory"] if args.plane == "both" else [args.plane]
+    real = RealPlane.up() if "real" in planes else None
+    red_box = BenchRedBox(args=["--log-level", "debug"], count_commands=False).start()
+    procs = Processes(red_box.base)
+    binary = kubectl()
+    sessions: dict[str, tuple[str, dict[str, str], str]] = {}
+    execs: dict[str, list[dict[str, float]]] = {plane: [] for plane in planes}
+    srun_took: list[float] = []
+    try:
+        for plane in planes:
+            namespace, env, job, _ = await sleeping_pod(
+                red_box, procs, real if plane == "real" else None, "--log-level", "debug"
+            )
+            sessions[plane] = (namespace, env | {"TZ": "UTC"}, job)
+        first_job = sessions[planes[0]][2]
+        srun = ["runuser", "-u", USER, "--", "srun", "--overlap", f"--jobid={first_job}", "--quiet"]
+        runs: dict[str, list[tuple[float, float, list[str]]]] = {plane: [] for plane in planes}
+        for _ in range(args.execs):
+            start = time.perf_counter()
+            await asyncio.to_thread(subprocess.run, [*srun, "--", "true"], capture_output=True, check=True)
+            srun_took.append(time.perf_counter() - start)
+            for plane, (namespace, env, _) in sessions.items():
+                argv = [binary, "-v=7", "-n", namespace, "exec", "sleeper", "--", "true"]
+                runs[plane].append(await asyncio.to_thread(one_exec, argv, env))
+        await asyncio.sleep(0.5)  # the last lines written
+        red_box_events = log_events(red_box.base / "red-box.log")
+        for plane, (namespace, _, _) in sessions.items():
+            kubelet_events = log_events(red_box.base / f"kubelet-{namespace}.log")
+            for spawned, exited, klog in runs[plane]:
+                execs[plane].append(points_of(spawned, exited, klog, kubelet_events, red_box_events))
+    finally:
+        procs.close()
+        red_box.stop()
+        for _, _, job in sessions.values():
+            await asyncio.to_thread(subprocess.run, ["scancel", job], capture_output=True, check=False)
+        if real is not None:
+            await forget_clusters(real, [namespace for namespace, _, _ in sessions.values()])
+    figures: dict[str, Any] = {"execs": args.execs, "kubectl": binary, "srun": summary(srun_took), "planes": {}}
+    print(f"kubectl: {binary} (-v=7); {args.execs} execs per plane, one at a time")
+    print(f"srun --overlap -- true alone (the job owner): p50 {figures['srun']['p50_ms']:.1f} ms")
+    for plane in planes:
+        complete = [p for p in execs[plane] if all(a in p and b in p for a, b, _ in HOPS)]
+        hops = []
+        for a, b, what in HOPS:
+            hop = summary([p[b] - p[a] for p in complete])
+            hops.append({"from": a, "to": b, "what": what, **hop})
+        whole = summary([p["exited"] - p["spawned"] for p in complete])
+        # Beside the hops, not in their sum: the state check runs alongside srun's start.
+        check = summary([p["state checked"] - p["red-box asked"] for p in complete if "state checked" in p])
+        figures["planes"][plane] = {
+            "hops": hops,
+            "whole": whole,
+            "complete": len(complete),
+            "state_check": check,
+        }
+        print(f"{plane}: {len(complete)} of {len(execs[plane])} execs with every point;"
+              f" the whole command p50 {whole['p50_ms']:.1f} ms, p95 {whole['p95_ms']:.1f} ms")  # fmt: skip
+        for hop in hops:
+            print(f"  {hop['p50_ms']:6.1f} ms p50, {hop['p95_ms']:6.1f} ms p95  {hop['what']}")
+        print(f"  {sum(h['p50_ms'] for h in hops):6.1f} ms: the p50s summed")
+        print(f"  beside them: red-box's state check, asked to answered, p50 {check['p50_ms']:.1f} ms")
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--execs", type=int, default=30, help="kubectl exec calls per plane")
+    parser.add_argument("--plane", default="both", choices=("both", "real", "memory"))
+    parser.add_argument("--json", default="", help="write the figures to this file")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    figures = asyncio.run(measure(args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TZ", "UTC")
+    main()
