@@ -7,10 +7,11 @@ FailedPrecondition, the state named), then spawns srun. A running job's
 working directory does not change, so red-box remembers it (the last
 ``KNOWN`` jobs): a later exec into the same job spawns srun at once and asks
 the state while srun starts, instead of before (a slurmrestd round trip, a
-few ms of every ``kubectl exec``). Nothing reaches the client before the
-state is in: the session's Started waits for it, and a job found not running
-(or no longer the one remembered) stops the srun and is refused as before;
-srun itself cannot run a command in a job that does not run.
+few ms of every ``kubectl exec``). The session's Started goes at once, but
+none of the command's output before the state is in (``service`` awaits the
+check first): a job found not running (or no longer the one remembered) is
+refused with the same words as before, after Started instead of before, and
+its srun stopped; srun itself cannot run a command in a job that does not run.
 """
 
 from __future__ import annotations
