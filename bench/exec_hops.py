@@ -11,11 +11,12 @@ machine, one clock) at each hop:
 - the kubelet: the request received (after the API server's dial and the TLS handshake), let in
   by its gate (authentication and authorization), the WebSocket session up (101 sent), the
   command started (red-box said Started), ended;
-- red-box: the Exec call asked, the job's state checked (the ``exec`` line), srun spawned, srun
-  ended.
+- red-box: the Exec call asked, srun spawned, srun ended, and apart the job's state checked
+  (beside srun's start from a job's second exec on, so outside the hops' sum).
 
 Execs run one at a time, so each one's lines fall between its spawn and its exit. Prints the
-median and p95 of each hop and their sum against the median of the whole command; ``--json``
+median and p95 of each hop, whose it is (kubectl, the API server, wlmvk, Slurm), and their sum
+against the median of the whole command; ``--json``
 writes them. ``-v=7`` costs kubectl a little time: this script breaks the command down, it is not
 the ratio (bench/kubectl_exec.py is).
 
@@ -31,62 +32,56 @@ import json
 import os
 import re
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kubectl_exec import forget_clusters, sleeping_pod
+from kubectl_exec import PARTITION, forget_clusters, sleeping_pod
 from kubelet_stack import RealPlane
 from logs_follow import kubectl
 from quantiles import quantile
 from slurm_side import USER, BenchRedBox, Processes
 
-HOPS: list[tuple[str, str, str]] = [
-    ("spawned", "kubectl loaded", "kubectl's start (its process, its config)"),
-    ("kubectl loaded", "exec sent", "kubectl: GET of the pod through the API server, then the exec request"),
-    (
-        "exec sent",
-        "kubelet received",
-        "API server: kubectl's dial, its checks, its dial and TLS to the kubelet",
-    ),
-    ("kubelet received", "kubelet let in", "kubelet: authentication and authorization (its gate)"),
-    ("kubelet let in", "kubelet upgraded", "kubelet: the pod looked up, the WebSocket upgrade (101)"),
-    ("kubelet upgraded", "red-box asked", "kubelet to red-box: the Exec call (gRPC, Unix socket)"),
-    ("red-box asked", "srun spawned", "red-box: srun spawned (after the job's state on a job's first exec)"),
-    ("srun spawned", "red-box ready", "red-box: the job's state awaited (asked beside srun's start)"),
-    ("red-box ready", "srun ended", "srun --overlap -- true, from red-box's Started to srun's end"),
-    ("srun ended", "kubectl closed", "back: red-box, the kubelet, the API server, kubectl's close"),
-    ("kubectl closed", "exited", "kubectl's exit"),
+from wlmvk.core import names
+
+K, A, W, S = "kubectl", "API server", "wlmvk", "Slurm"
+HOPS: list[tuple[str, str, str, str]] = [
+    ("spawned", "kubectl loaded", K, "kubectl's start (its process, its config)"),
+    ("kubectl loaded", "exec sent", A, "kubectl's GET of the pod through the API server"),
+    ("exec sent", "kubelet received", A, "the API server's checks, its dial and TLS to the kubelet"),
+    ("kubelet received", "kubelet let in", W, "the kubelet's gate (authentication, authorization)"),
+    ("kubelet let in", "kubelet upgraded", W, "the kubelet: the pod looked up, the WebSocket upgrade"),
+    ("kubelet upgraded", "red-box asked", W, "the kubelet to red-box: the Exec call (gRPC)"),
+    ("red-box asked", "srun spawned", W, "red-box: srun spawned (after the state on a job's first exec)"),
+    ("srun spawned", "srun ended", S, "srun --overlap -- true, spawned to its end"),
+    ("srun ended", "kubectl closed", W, "back: red-box, the kubelet, the API server, kubectl's close"),
+    ("kubectl closed", "exited", K, "kubectl's exit"),
 ]
-"""(from, to, what): consecutive points, so the hops add up to the whole command."""
+"""(from, to, whose, what): consecutive points, so the hops add up to the whole command."""
 
 KLOG = re.compile(r"^I(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}\.\d{6}) ")
-KUBECTL_POINTS = {
+KUBECTL_POINTS: dict[str, Callable[[str], bool]] = {
     "kubectl loaded": lambda line: "Config loaded" in line,
     "exec sent": lambda line: '"Request"' in line and "/exec?" in line,
     "kubectl upgraded": lambda line: "101 Switching Protocols" in line,
     "kubectl closed": lambda line: "Closed channel" in line,
 }
-KUBELET_POINTS = {
+KUBELET_POINTS: dict[str, Callable[[str], bool]] = {
     "kubelet received": lambda e: e == "request received",
     "kubelet let in": lambda e: e == "request let in",
     "kubelet upgraded": lambda e: e.startswith("exec session over"),
 }
-RED_BOX_POINTS = {
+RED_BOX_POINTS: dict[str, Callable[[str], bool]] = {
     "red-box asked": lambda e: e == "exec asked",
     "srun spawned": lambda e: e == "exec: srun spawned",
     "state checked": lambda e: e == "exec: state checked",
-    "red-box ready": lambda e: e == "exec",
     "srun ended": lambda e: e == "exec ended",
 }
-
-
-@dataclass
-class Exec:
-    points: dict[str, float]
 
 
 def klog_time(line: str, year: int) -> float | None:
@@ -153,6 +148,21 @@ def points_of(
     return points
 
 
+def handshakes(port: int, cert: Path, key: Path, count: int) -> list[float]:
+    """Seconds of each of ``count`` fresh TCP connects and TLS handshakes to the kubelet, with the
+    certificate kube-apiserver presents to kubelets (as its dial per exec; no request sent)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # kube-apiserver does not verify kubelets here either
+    context.load_cert_chain(str(cert), str(key))
+    took = []
+    for _ in range(count):
+        start = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw):
+            took.append(time.perf_counter() - start)
+    return took
+
+
 def summary(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {
@@ -171,6 +181,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     sessions: dict[str, tuple[str, dict[str, str], str]] = {}
     execs: dict[str, list[dict[str, float]]] = {plane: [] for plane in planes}
     srun_took: list[float] = []
+    tls_took: list[float] = []
     try:
         for plane in planes:
             namespace, env, job, _ = await sleeping_pod(
@@ -187,6 +198,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for plane, (namespace, env, _) in sessions.items():
                 argv = [binary, "-v=7", "-n", namespace, "exec", "sleeper", "--", "true"]
                 runs[plane].append(await asyncio.to_thread(one_exec, argv, env))
+        if real is not None:
+            namespace = sessions["real"][0]
+            argv = [binary, "get", "node", names.node_name(namespace, PARTITION), "-o", "json"]
+            env = sessions["real"][1]
+            got = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=env)
+            node = json.loads(got.stdout)
+            port = int(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"])
+            pki = real.run.parent / "pki"
+            cert, key = pki / "apiserver-kubelet-client.crt", pki / "apiserver-kubelet-client.key"
+            tls_took = await asyncio.to_thread(handshakes, port, cert, key, args.execs)
         await asyncio.sleep(0.5)  # the last lines written
         red_box_events = log_events(red_box.base / "red-box.log")
         for plane, (namespace, _, _) in sessions.items():
@@ -200,15 +221,26 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.to_thread(subprocess.run, ["scancel", job], capture_output=True, check=False)
         if real is not None:
             await forget_clusters(real, [namespace for namespace, _, _ in sessions.values()])
-    figures: dict[str, Any] = {"execs": args.execs, "kubectl": binary, "srun": summary(srun_took), "planes": {}}
+    figures: dict[str, Any] = {
+        "execs": args.execs,
+        "kubectl": binary,
+        "srun": summary(srun_took),
+        "planes": {},
+    }
+    if tls_took:
+        figures["kubelet_tls"] = summary(tls_took)
     print(f"kubectl: {binary} (-v=7); {args.execs} execs per plane, one at a time")
+    if tls_took:
+        tls = figures["kubelet_tls"]
+        print(f"a TCP connect and TLS handshake to the kubelet, with kube-apiserver's kubelet-client"
+              f" certificate: p50 {tls['p50_ms']:.1f} ms, p95 {tls['p95_ms']:.1f} ms")  # fmt: skip
     print(f"srun --overlap -- true alone (the job owner): p50 {figures['srun']['p50_ms']:.1f} ms")
     for plane in planes:
-        complete = [p for p in execs[plane] if all(a in p and b in p for a, b, _ in HOPS)]
-        hops = []
-        for a, b, what in HOPS:
+        complete = [p for p in execs[plane] if all(a in p and b in p for a, b, _, _ in HOPS)]
+        hops: list[dict[str, Any]] = []
+        for a, b, whose, what in HOPS:
             hop = summary([p[b] - p[a] for p in complete])
-            hops.append({"from": a, "to": b, "what": what, **hop})
+            hops.append({"from": a, "to": b, "whose": whose, "what": what, **hop})
         whole = summary([p["exited"] - p["spawned"] for p in complete])
         # Beside the hops, not in their sum: the state check runs alongside srun's start.
         check = summary([p["state checked"] - p["red-box asked"] for p in complete if "state checked" in p])
@@ -220,8 +252,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         }
         print(f"{plane}: {len(complete)} of {len(execs[plane])} execs with every point;"
               f" the whole command p50 {whole['p50_ms']:.1f} ms, p95 {whole['p95_ms']:.1f} ms")  # fmt: skip
-        for hop in hops:
-            print(f"  {hop['p50_ms']:6.1f} ms p50, {hop['p95_ms']:6.1f} ms p95  {hop['what']}")
+        for h in hops:
+            print(f"  {h['p50_ms']:6.1f} ms p50, {h['p95_ms']:6.1f} ms p95  {h['whose']:10}  {h['what']}")
         print(f"  {sum(h['p50_ms'] for h in hops):6.1f} ms: the p50s summed")
         print(f"  beside them: red-box's state check, asked to answered, p50 {check['p50_ms']:.1f} ms")
     return figures
