@@ -52,8 +52,13 @@ from wlmvk.core import names
 K, A, W, S = "kubectl", "API server", "wlmvk", "Slurm"
 HOPS: list[tuple[str, str, str, str]] = [
     ("spawned", "kubectl loaded", K, "kubectl's start (its process, its config)"),
-    ("kubectl loaded", "exec sent", A, "kubectl's GET of the pod through the API server"),
-    ("exec sent", "kubelet received", A, "the API server's checks, its dial and TLS to the kubelet"),
+    ("kubectl loaded", "exec sent", A, "kubectl's TLS dial and GET of the pod through the API server"),
+    (
+        "exec sent",
+        "kubelet received",
+        A,
+        "kubectl's WebSocket dial, the API server's checks, its dial and TLS to the kubelet",
+    ),
     ("kubelet received", "kubelet let in", W, "the kubelet's gate (authentication, authorization)"),
     ("kubelet let in", "kubelet upgraded", W, "the kubelet: the pod looked up, the WebSocket upgrade"),
     ("kubelet upgraded", "red-box asked", W, "the kubelet to red-box: the Exec call (gRPC)"),

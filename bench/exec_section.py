@@ -12,6 +12,11 @@ EXEC_ARGV = ["kubectl_exec.py", "--rounds", "5", "--execs", "10", "--lines", "10
 HOPS = "kubectl-exec-hops"
 HOPS_ARGV = ["exec_hops.py", "--execs", "30"]
 OWNERS = ("kubectl", "API server", "wlmvk", "Slurm")
+LABELS = {
+    "kubectl loaded": "kubectl's TLS dial and GET of the pod through the API server",
+    "exec sent": "kubectl's WebSocket dial, the API server's checks, its dial and TLS to the kubelet",
+}
+"""Hops (by their first point) named more exactly than runs before 2026-12-06 23:00 named them."""
 
 
 PLANES = {
@@ -89,7 +94,7 @@ def hops_section(result: dict[str, Any]) -> list[str]:
 
     for index, hop in enumerate(planes[names[0]]["hops"]):
         cells = " | ".join(pair(planes[n]["hops"][index]) for n in names)
-        rows.append(f"| {hop['what']} | {hop['whose']} | {cells} |")
+        rows.append(f"| {LABELS.get(hop['from'], hop['what'])} | {hop['whose']} | {cells} |")
     summed = " | ".join(f"{sum(h['p50_ms'] for h in planes[n]['hops']):.1f} | " for n in names)
     rows.append(f"| the hops' p50s summed | | {summed}|")
     rows.append(f"| the whole command | | {' | '.join(pair(planes[n]['whole']) for n in names)} |")
