@@ -106,6 +106,12 @@ def hops_section(result: dict[str, Any]) -> list[str]:
             "A TCP connect and TLS handshake to the kubelet with kube-apiserver's kubelet-client"
             f" certificate (within the API server's hop): p50 {result['kubelet_tls']['p50_ms']:.1f} ms."
         )
+    if "apiserver_tls" in result:
+        notes.append(
+            "A TCP connect and TLS handshake to kube-apiserver with the admin's certificate (kubectl"
+            " makes two per exec, one in each of the API server's hops; the in-memory API server speaks"
+            f" plain HTTP): p50 {result['apiserver_tls']['p50_ms']:.1f} ms."
+        )
     tls = result["kubelet_tls"]["p50_ms"] if "kubelet_tls" in result else 0.0
     for n in names:
         f = planes[n]
