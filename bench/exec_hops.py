@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import re
 import signal
 import socket
@@ -45,7 +44,7 @@ from kubectl_exec import PARTITION, forget_clusters, sleeping_pod
 from kubelet_stack import RealPlane
 from logs_follow import kubectl
 from quantiles import quantile
-from slurm_side import USER, BenchRedBox, Processes
+from slurm_side import USER, BenchRedBox, Processes, main_with_json
 
 from wlmvk.core import names
 
@@ -280,14 +279,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--execs", type=int, default=30, help="kubectl exec calls per plane")
     parser.add_argument("--plane", default="both", choices=("both", "real", "memory"))
-    parser.add_argument("--json", default="", help="write the figures to this file")
-    args = parser.parse_args()
+    # A benchmark stopped from outside still stops what it started (measure's finally).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    figures = asyncio.run(measure(args))
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=1))
+    main_with_json(parser, measure)
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TZ", "UTC")
     main()
