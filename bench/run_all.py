@@ -48,7 +48,7 @@ from typing import Any
 import cpu_meter
 import faults_section
 import submit_goals
-from exec_section import EXEC, EXEC_ARGV, exec_section
+from exec_section import EXEC, EXEC_ARGV, HOPS, HOPS_ARGV, exec_section, hops_section
 from nodes_scale_section import (
     CLUSTERS_SCALE,
     CLUSTERS_SCALE_ARGV,
@@ -414,6 +414,7 @@ def write_docs(
         "## `kubectl exec`: round trips",
         "",
         *(exec_section(kept(EXEC)) if (RAW / f"{EXEC}.json").exists() else ["Not run yet."]),
+        *(["", *hops_section(kept(HOPS))] if (RAW / f"{HOPS}.json").exists() else []),
         "",
         "## Many tenants through one kubelet",
         "",
@@ -510,6 +511,7 @@ def performance(args: argparse.Namespace) -> None:
         run(SCALE, scale_argv())
     if EXEC in rerun:
         run(EXEC, EXEC_ARGV)
+        run(HOPS, HOPS_ARGV)
     if TENANTS in rerun:
         run(TENANTS, TENANTS_ARGV)
     if NODES_SCALE in rerun:

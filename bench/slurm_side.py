@@ -118,6 +118,8 @@ class BenchRedBox:
     args: list[str] = field(default_factory=list)
     user: str = USER
     """Who it runs as: the bench user (created when missing), or another the caller made."""
+    count_commands: bool = True
+    """Slurm's commands through counting shims (a shell each); a benchmark of latency leaves them out."""
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rbs-", dir="/tmp")))
     proc: subprocess.Popen[bytes] | None = None
     _child: int = 0
@@ -146,11 +148,9 @@ class BenchRedBox:
         argv = ["runuser", "-u", user, "--", python, "-m", "wlmvk.redbox", "--socket", self.socket,
                 "--work-dir", str(work), "--state-dir", str(state), "--log-level", "warning",
                 *self.args]  # fmt: skip
-        env = {
-            **os.environ,
-            "PYTHONPATH": pythonpath(self.source),
-            "PATH": f"{shims}:{os.environ['PATH']}",
-        }
+        env = {**os.environ, "PYTHONPATH": pythonpath(self.source)}
+        if self.count_commands:
+            env["PATH"] = f"{shims}:{os.environ['PATH']}"
         log = (self.base / "red-box.log").open("wb")
         self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env, cwd="/", start_new_session=True)
         deadline = time.monotonic() + 30

@@ -35,6 +35,7 @@ from wlmvk.redbox.answering import Inflight, answering, streaming, unary
 from wlmvk.redbox.checking import checked
 from wlmvk.redbox.config import PartitionOverride
 from wlmvk.redbox.dialects import WLMVK, Dialect
+from wlmvk.redbox.execstarts import ExecStarts
 from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.observing import Observing
@@ -93,6 +94,7 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
         self._states = StatesEncoder()
         self.inflight = Inflight()
         self.fences = Fences(jobs.store)
+        self.exec_starts = ExecStarts(state_of=jobs.state)
 
     def _sif_runtime(self) -> bool:
         """Whether a plain pod's image can run here: Apptainer/Singularity only (core.runtimes.pod_lines)."""
@@ -264,25 +266,19 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
         if first is None:
             return
         spec = sessions.spec_from_wire(first)
+        _log.debug("exec asked", job_id=spec.job_id)
         env = scripts.environment(self.jobs.base_env, spec.env)
-        state = await self.jobs.state(spec.job_id)
-        if state.status is JobStatus.NOT_FOUND:
-            raise NotFound(f"exec: job {spec.job_id} is unknown to Slurm and red-box")
-        if state.status is not JobStatus.RUNNING:
-            why = f" ({state.reason})" if state.reason and state.reason != "None" else ""
-            raise FailedPrecondition(
-                f"exec: job {spec.job_id} is {state.status.value}{why}: a command runs only in a running job"
-            )
-        execution = Execution(spec, working_dir=state.working_dir, env=env)
+        execution, checked = await self.exec_starts.start(spec, env)
         _log.info("exec", job_id=spec.job_id, argv=execution.argv)
         feeder: asyncio.Task[None] | None = None
         try:
-            await execution.start()
             feeder = asyncio.create_task(_feed(exec_request_iterator, execution))
             yield sessions.output_to_wire(Started())
+            await checked  # no output before the job is known to run (execstarts)
             async for output in execution.outputs():
                 yield sessions.output_to_wire(output)
         finally:
+            checked.cancel()
             if feeder is not None:
                 feeder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -175,6 +175,26 @@ async def test_a_job_that_is_not_running_is_refused_with_its_state(owner_box: Re
         await client.close()
 
 
+async def test_a_job_that_ended_since_its_last_exec_is_refused_with_its_state(owner_box: RedBox) -> None:
+    """red-box knows the job from the first exec and starts the second's srun before it has the
+    state (execstarts): the refusal is the same, after Started."""
+    client = RedBoxClient(owner_box.socket)
+    job = await running_job(client)
+    try:
+        spec = exec_spec(job, ["true"], tty=False, size=None)
+        assert await collect(client.exec(spec, no_input())) == (b"", b"", 0)
+        scancel(job)
+        await wait_for(client, job, lambda s: s.status is JobStatus.CANCELLED)
+        with pytest.raises(FailedPrecondition) as refused:
+            await collect(client.exec(spec, no_input()))
+        assert refused.value.message == (
+            f"Exec: exec: job {job} is CANCELLED: a command runs only in a running job"
+        )
+    finally:
+        scancel(job)
+        await client.close()
+
+
 async def test_an_original_red_box_cannot_exec(redbox_factory: Callable[..., RedBox]) -> None:
     box = redbox_factory(original=True)
     client = RedBoxClient(box.socket)

@@ -223,6 +223,7 @@ def _guarded_by(gate: Gate) -> Any:
     async def guard(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        _log.debug("request received", method=request.method, path=request.path)
         transport = request.transport
         peercert = transport.get_extra_info("peercert") if transport is not None else None
         refusal = await gate.check(
@@ -235,6 +236,7 @@ def _guarded_by(gate: Gate) -> Any:
         )
         if refusal is not None:
             raise _exception(refusal.status, refusal.message)
+        _log.debug("request let in", method=request.method, path=request.path)
         return await handler(request)
 
     return guard

@@ -198,3 +198,13 @@ async def test_anonymous_requests_when_allowed_are_still_authorized() -> None:
     assert refused == Refusal(
         403, "Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[pods proxy])"
     )
+
+
+async def test_one_review_serves_every_pod_of_a_node() -> None:
+    """The API server's execs into two pods and a log of a third, on one node: one review."""
+    reviews = Reviews(tokens={}, allowed={("apiserver", "proxy", "node-a")})
+    gate = Gate(AuthSettings(), create=reviews.create, nodes_for=lambda _: ["node-a"])
+    peercert = {"subject": ((("commonName", "apiserver"),),)}
+    for path in ("/exec/ns/p1/c", "/exec/ns/p2/c", "/containerLogs/ns/p3/c"):
+        assert await gate.check(Request(peercert=peercert, authorization="", method="GET", path=path)) is None
+    assert reviews.asked == [("apiserver", "proxy", "node-a")]

@@ -62,7 +62,10 @@ class Attributes:
     verb: str
     subresource: str
     node: str
-    path: str
+    path: str = field(compare=False)
+    """Not asked about (the review names the node's subresource): one decision serves every path,
+    so an exec into a second pod of the node is not reviewed again, as the kubelet's webhook cache
+    keys its decisions by the review alone."""
 
 
 def verb_of(method: str) -> str:
