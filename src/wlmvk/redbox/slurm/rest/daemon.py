@@ -201,19 +201,13 @@ class Restd:
 
     async def _watch(self, proc: asyncio.subprocess.Process, client: Client) -> None:
         """Replace a hung slurmrestd: stopped (SIGSTOP, seen in /proc at once), or no answer to a
-        look, nor to any request, within ``liveness_timeout``. Requests it held are then Lost.
-        No look is made in a period in which a request was answered."""
+        look, nor to any request, within ``liveness_timeout``. Requests it held are then Lost."""
         while proc.returncode is None:
             await asyncio.sleep(LIVENESS_PERIOD)
             if stopped(proc.pid):
                 why = "stopped (a signal)"
             else:
                 started = time.monotonic()
-                if client.answered_at > started - LIVENESS_PERIOD:
-                    # A request was answered since the last look: it is alive, and a look (a
-                    # connection of its own, two lines slurmrestd logs) would only cost CPU
-                    # while it is busiest, as when many tenants' red-boxes submit at once.
-                    continue
                 if await client.look(LIVENESS_TARGET, self.liveness_timeout) or client.answered_at > started:
                     continue
                 why = f"no answer within {self.liveness_timeout:g} s"

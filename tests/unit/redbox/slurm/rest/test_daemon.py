@@ -1,11 +1,10 @@
 """The supervisor's liveness look: a slurmrestd that stops answering is replaced, one that answers is kept.
 
 The process supervised here is a few lines of Python taking slurmrestd's place (its last argument
-``unix:PATH``): it accepts connections and answers every request with 404 (200 to ``GET /busy``,
-after which a client keeps its connection), or, once the file ``hang`` beside its socket exists,
-reads requests and answers none, as a slurmrestd whose workers are stuck does. It counts each
-connection it accepts in the file ``connections`` beside its socket. The real slurmrestd stopped
-by SIGSTOP is tests/faults/test_redbox_restd_kill.py's."""
+``unix:PATH``): it accepts connections and answers every request with 404, or, once the file
+``hang`` beside its socket exists, reads requests and answers none, as a slurmrestd whose workers
+are stuck does. The real slurmrestd stopped by SIGSTOP is tests/faults/test_redbox_restd_kill.py's.
+"""
 
 from __future__ import annotations
 
@@ -23,16 +22,12 @@ STANDIN = """
 import asyncio, os, sys
 path = sys.argv[-1].removeprefix("unix:")
 hang = os.path.join(os.path.dirname(path), "hang")
-connections = os.path.join(os.path.dirname(path), "connections")
 
 async def serve(reader, writer):
-    with open(connections, "a") as counted:
-        counted.write("1\\n")
-    while head := await reader.readuntil(b"\\r\\n\\r\\n"):
+    while await reader.readuntil(b"\\r\\n\\r\\n"):
         if os.path.exists(hang):
             await asyncio.sleep(3600)
-        status = b"200 OK" if head.startswith(b"GET /busy ") else b"404 Not Found"
-        writer.write(b"HTTP/1.1 " + status + b"\\r\\nContent-Length: 0\\r\\n\\r\\n")
+        writer.write(b"HTTP/1.1 404 Not Found\\r\\nContent-Length: 0\\r\\n\\r\\n")
         await writer.drain()
 
 async def main():
@@ -80,28 +75,3 @@ async def test_one_that_answers_nothing_is_replaced_within_the_bound(supervised:
     # A look every 0.1 s, unanswered for 0.5 s: replaced within about 0.6 s and started again.
     assert _pid(supervised) != first
     assert loop.time() - started < 2.0
-
-
-def _connections(supervisor: Restd) -> int:
-    counted = Path(supervisor.socket).with_name("connections")
-    return len(counted.read_text().splitlines()) if counted.exists() else 0
-
-
-async def test_no_look_while_requests_are_answered(supervised: Restd) -> None:
-    client = supervised.client
-    assert client is not None
-    await client.request("GET", "/busy")  # the kept connection, opened here
-    before = _connections(supervised)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    while loop.time() - started < 1.0:  # ten periods, a request answered in each
-        await client.request("GET", "/busy")
-        await asyncio.sleep(0.03)
-    # Every request on the one kept connection, and no look's connection beside it.
-    assert _connections(supervised) == before
-
-
-async def test_a_look_each_period_while_idle(supervised: Restd) -> None:
-    before = _connections(supervised)
-    await asyncio.sleep(1.0)
-    assert _connections(supervised) - before >= 5
