@@ -265,11 +265,12 @@ def _tenants_bound(result: dict[str, Any]) -> list[str]:
         f"The bound: the {many['tenants']} tenants' burst cost {sum(all_.values()) - sum(one.values()):.2f}"
         f" CPU s more than the one tenant's ({more}). Its {sum(all_.values()):.2f} CPU s take at least"
         f" {floor:.2f} s on {cores} cores, so at that CPU it can reach at most {ceiling:.2f}x the one"
-        f" tenant's rate; 0.9x needs the burst within {budget:.2f} CPU s. What grows: each tenant's"
-        " red-box reads its own user's keys once (`squeue -u`, `sacct -u`: its commands), and the pods,"
+        f" tenant's rate; 0.9x needs the burst within {budget:.2f} CPU s. What grows: the pods,"
         f" spread evenly over the tenants ({result['pods'] // max(1, many['tenants'])} each), reach each"
         " red-box a few at a time, so few meet in one `SubmitJobs`, where red-box's gRPC costs more per"
-        " call than its submission per job (docs/slurmrestd.md, where red-box's CPU goes).",
+        " call than its submission per job, and each call is one request to that tenant's slurmrestd"
+        " (docs/slurmrestd.md, where red-box's CPU goes). Each tenant's red-box reads its own user's"
+        " keys (`squeue -u`, `sacct -u`) when it starts, before the pods come.",
     ]
 
 

@@ -220,7 +220,8 @@ async def serve(settings: cfg.Settings, *, ready: asyncio.Event | None = None) -
         context = tls_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
         await tcp.start(host, port, ssl=context)
         servers.append(tcp)
-    tasks = []
+    # A tenant's red-box reads its keys before its pods come, not while they all come at once.
+    tasks = [guarded(jobs.warm_index(), name="key index at start")]
     if settings.poll_interval > 0:
         tasks.append(guarded(recorder(jobs, settings.poll_interval), name="red-box recorder"))
     _log.info(

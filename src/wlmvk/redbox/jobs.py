@@ -1,19 +1,16 @@
 """Jobs as red-box sees them: submit once per key, and know every job's state.
 
-Where a state comes from, in order: ``squeue -t all`` (one call for any
-number of jobs), then red-box's own record of terminal states, then
-``sacct`` (one call for all the rest) when accounting is on. A job found
-nowhere is NOT_FOUND: one red-box never knew, and also one it followed that
-left Slurm before its end was seen (accounting off, red-box down longer than
-MinJobAge), whose reason says so. Its end is unknowable, so its pod must end
-rather than wait for news that will never come; a cancel of it has nothing to
-do. Every terminal state seen is recorded, so a job that left squeue still
-answers without accounting, also after a restart.
+Where a state comes from, in order: ``squeue -t all`` (one call for any number of jobs), then
+red-box's own record of terminal states, then ``sacct`` (one call for all the rest) when accounting
+is on. A job found nowhere is NOT_FOUND: one red-box never knew, and also one it followed that left
+Slurm before its end was seen (accounting off, red-box down longer than MinJobAge), whose reason
+says so. Its end is unknowable, so its pod must end rather than wait for news that will never come;
+a cancel of it has nothing to do. Every terminal state seen is recorded, so a job that left squeue
+still answers without accounting, also after a restart.
 
-Submissions with an idempotency key are serialised per key: the second of
-two racing calls waits for the first and then finds its job (red-box's
-record, then the key in Slurm's job comments, then in accounting) instead
-of submitting again.
+Submissions with an idempotency key are serialised per key: the second of two racing calls waits for
+the first and then finds its job (red-box's record, then the key in Slurm's job comments, then in
+accounting) instead of submitting again.
 """
 
 from __future__ import annotations
@@ -257,6 +254,10 @@ class Jobs:
             self.store.remember_key(key, known)
         return known
 
+    async def warm_index(self) -> None:
+        """The key index read at start, as the first submission would (as sound, trusted as long)."""
+        await self._key_index(0.0)
+
     async def _key_index(self, max_age: float, *, stale: float = 0.0) -> dict[str, JobState]:
         """The index, rebuilt when older than ``max_age``; waited for only past ``max_age + stale``."""
         age = time.monotonic() - self._index_at
@@ -279,9 +280,8 @@ class Jobs:
         index: dict[str, JobState] = {} if full else dict(self._index)
         rows = await self.slurm.own_jobs()
         if self._accounting_maybe():
-            since = (
-                None if full or self._accounting_read is None else self._accounting_read - KEY_INDEX_OVERLAP
-            )
+            last = self._accounting_read
+            since = None if full or last is None else last - KEY_INDEX_OVERLAP
             reading = time.time()
             accounted = await self.slurm.accounting_recent(since)
             if accounted is None:
