@@ -270,7 +270,10 @@ def _tenants_bound(result: dict[str, Any]) -> list[str]:
         " red-box a few at a time, so few meet in one `SubmitJobs`, where red-box's gRPC costs more per"
         " call than its submission per job, and each call is one request to that tenant's slurmrestd"
         " (docs/slurmrestd.md, where red-box's CPU goes). Each tenant's red-box reads its own user's"
-        " keys (`squeue -u`, `sacct -u`) when it starts, before the pods come.",
+        " keys (`squeue -u`, `sacct -u`) when it starts, before the pods come; the read is trusted"
+        " for 60 s (KEY_INDEX_TTL), which this run's burst came within, so a burst after a longer"
+        " quiet starts that read again in each tenant's red-box (in the background: submissions"
+        " wait for it only past 120 s), as every burst did before red-box read it at start.",
     ]
 
 
