@@ -194,10 +194,16 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
             f"| {arm['pods_per_s']:.1f} | {arm['slurmctld_per_tick']:.2f} | {arm['slurmdbd_per_tick']:.2f} "
             f"| {arm['kubelet_cpu_s_per_min']:.2f} | {rss} |"
         )
+    rounds = result.get("rounds", [])
     return [
         f"`bench/tenants_scale.py --tenants {result['tenants']} --pods {result['pods']}`, {m['date']}"
         f" (load {m['load']}; the ratios within this one run are what count): two arms, each a"
-        " fresh system (in-memory API server, one `wlmvk kubelet`, red-boxes, each a process), each with"
+        + (
+            f" burst in {len(rounds)} rounds, the arms' order rotated from round to round, each round a"
+            if rounds
+            else ""
+        )
+        + " fresh system (in-memory API server, one `wlmvk kubelet`, red-boxes, each a process), each with"
         f" {result['pods']} held pods on one virtual node. One tenant: no SlurmTenant, every pod in one"
         f" namespace, one red-box. {result['tenants']} tenants: {result['tenants']} SlurmTenants, one"
         " namespace each, the pods spread evenly; each tenant its own Unix user (made for the run"
@@ -210,8 +216,10 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         "",
         *rows,
         "",
+        *_tenants_rounds(rounds),
         f"Pods to job ids with {many['tenants']} tenants: {result['rate_ratio']:.2f}x the one tenant's"
-        f" rate (goal >= 0.9x). slurmctld RPCs per 5 s: {result['slurmctld_per_tick_added']:+.2f} against"
+        f" rate{' (the medians of the rounds)' if rounds else ''} (goal >= 0.9x). slurmctld RPCs per"
+        f" 5 s: {result['slurmctld_per_tick_added'] + 0.0:+.2f} against"
         " the one tenant's (goal <= +1): the kubelet's tick looks at every tenant's jobs once through"
         " the default red-box (ObserveStates) and the tenants' red-boxes' recorders are told the jobs"
         " are followed (FollowJobs), docs/tenancy.md. The tenants' red-boxes hold"
@@ -221,6 +229,25 @@ def tenants_section(result: dict[str, Any]) -> list[str]:
         *_tenants_burst_cpu(result),
         "",
         _tenants_dbd(result),
+    ]
+
+
+def _tenants_rounds(rounds: list[dict[str, Any]]) -> list[str]:
+    """Each round's rates, in the order the arms ran (runs that had rounds): the table's pods to
+    job ids and CPU by part are their medians; the RPCs and memory are the last round's."""
+    if not rounds:
+        return []
+    said = [
+        f"round {i}: "
+        + ", ".join(f"{label} {r[label]['pods_per_s']:.0f} pods/s" for label in r["order"])
+        + f" ({r['tenants']['pods_per_s'] / r['single']['pods_per_s']:.2f}x)"
+        for i, r in enumerate(rounds, 1)
+    ]
+    return [
+        "Rounds (single: the one tenant; tenants: the many): " + "; ".join(said) + ". The table's pods"
+        " to job ids and the CPU by part below are the medians of the rounds; the RPCs and the memory"
+        " are the last round's, at its steady state.",
+        "",
     ]
 
 

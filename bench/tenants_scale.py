@@ -11,16 +11,18 @@ process; red-box as the benchmarks' own Slurm users), each ``--pods`` held pods 
   red-box as that user, named to the kubelet with ``--red-box USER=SOCKET``; the default red-box
   (as ``wlmvk-bench``) holds no pod.
 
-Per arm: the time from creating the first pod to every pod annotated with its job id (pods to
-job ids: the goal is tenants >= 0.9x single's rate), with the CPU each part of the system spent
-meanwhile (``cpu_by_part``: whether the burst was bound by the machine's cores, and by whom);
-then, at steady state (every pod's status written), slurmctld's and slurmdbd's RPCs of this run's
-users over ``--window`` s (``sdiag`` by user, ``sacctmgr show stats`` by uid: nobody else's calls
-count), per 5 s kubelet interval (the goal is tenants <= single + 1 on slurmctld); and the
-resident memory of the tenants' red-boxes summed (VmRSS of each red-box process and its
-slurmrestd, read at the end of the window).
+Per arm and round: the time from creating the first pod to every pod annotated with its job id
+(pods to job ids: the goal is tenants >= 0.9x single's rate), with the CPU each part of the system
+spent meanwhile (``cpu_by_part``: whether the burst was bound by the machine's cores, and by whom).
+``--rounds`` rounds, each a fresh system per arm, the arms' order rotated from round to round; an
+arm's figures are the medians of its rounds (a burst lasts about 2 s: one alone swings with
+whatever else the machine does). In the last round, at steady state (every pod's status
+written), slurmctld's and slurmdbd's RPCs of this run's users over ``--window`` s (``sdiag`` by
+user, ``sacctmgr show stats`` by uid: nobody else's calls count), per 5 s kubelet interval (the
+goal is tenants <= single + 1 on slurmctld); and the resident memory of the tenants' red-boxes
+summed (VmRSS of each red-box process and its slurmrestd, read at the end of the window).
 
-    .venv/bin/python bench/tenants_scale.py --tenants 5 --pods 100 --window 30
+    .venv/bin/python bench/tenants_scale.py --tenants 5 --pods 100 --window 30 --rounds 1
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import json
 import os
 import pwd
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -103,14 +106,19 @@ def tenant_users(count: int) -> Iterator[list[str]]:
             sacctmgr("add", "user", user, f"account=acct-{user}", f"cluster={cluster}", f"qos={QOS}")
         yield users
     finally:
+        cancel_user_jobs(users)
         for user in users:
-            subprocess.run(["scancel", "-u", user], capture_output=True, check=False)
             subprocess.run(["sacctmgr", "-i", "delete", "user", user], capture_output=True, check=False)
             subprocess.run(
                 ["sacctmgr", "-i", "delete", "account", f"acct-{user}"], capture_output=True, check=False
             )
         for user in made:
             subprocess.run(["userdel", user], capture_output=True, check=False)
+
+
+def cancel_user_jobs(users: list[str]) -> None:
+    for user in users:
+        subprocess.run(["scancel", "-u", user], capture_output=True, check=False)
 
 
 def slurmdbd_by_uid() -> dict[int, int]:
@@ -192,6 +200,7 @@ async def system(users: list[str], args: argparse.Namespace) -> AsyncIterator[di
             box.stop()
         default.stop()
         cancel_bench_jobs()
+        cancel_user_jobs(users)  # the next round's red-boxes start with none of this one's jobs
 
 
 def cpu_by_part(s: dict[str, Any]) -> dict[str, float]:
@@ -217,7 +226,8 @@ async def checked(kube: KubeClient, count: int) -> bool:
     return len(done) >= count
 
 
-async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[str, Any]:
+async def arm(label: str, users: list[str], args: argparse.Namespace, *, window: bool) -> dict[str, Any]:
+    """One fresh system's burst; with ``window``, its steady state's RPCs and memory too."""
     async with system(users, args) as s:
         kube: KubeClient = s["kube"]
         node = names.node_name(s["cluster"], "debug")
@@ -263,6 +273,18 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
         print(
             f"[{label}] {args.pods} pods in {len(namespaces)} namespaces with job ids after {to_jobs:.1f} s"
         )
+        burst = {
+            "tenants": len(users),
+            "namespaces": len(namespaces),
+            "pods": args.pods,
+            "to_jobs_s": to_jobs,
+            "pods_per_s": args.pods / to_jobs,
+            "burst_cpu_s": burst_cpu,
+        }
+        if not window:
+            watching.cancel()
+            print(f"[{label}] " + json.dumps(burst))
+            return burst
 
         async def steady() -> bool:
             return len(phase_of) >= args.pods and all(p == "Pending" for p in phase_of.values())
@@ -287,12 +309,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
         uids = {pwd.getpwnam(u).pw_uid: u for u in ours}
         dbd_ours = {uids[i]: n - dbd0.get(i, 0) for i, n in dbd1.items() if i in uids and n > dbd0.get(i, 0)}
         result = {
-            "tenants": len(users),
-            "namespaces": len(namespaces),
-            "pods": args.pods,
-            "to_jobs_s": to_jobs,
-            "pods_per_s": args.pods / to_jobs,
-            "burst_cpu_s": burst_cpu,
+            **burst,
             "window_s": elapsed,
             "slurmctld_per_tick": sum(ctld_ours.values()) / ticks,
             "slurmdbd_per_tick": sum(dbd_ours.values()) / ticks,
@@ -313,14 +330,28 @@ async def arm(label: str, users: list[str], args: argparse.Namespace) -> dict[st
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     print(f"load at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+    rounds: list[dict[str, Any]] = []
     with tenant_users(args.tenants) as users:
-        single = await arm("single", [], args)
-        tenants = await arm("tenants", users, args)
+        for index in range(args.rounds):
+            order = ["single", "tenants"] if index % 2 == 0 else ["tenants", "single"]
+            ran: dict[str, Any] = {"order": order}
+            for label in order:
+                last = index == args.rounds - 1
+                ran[label] = await arm(
+                    f"{label} {index + 1}", users if label == "tenants" else [], args, window=last
+                )
+            rounds.append(ran)
+    single, tenants = medians(rounds, "single"), medians(rounds, "tenants")
     figures = {
         "pods": args.pods,
         "tenants": args.tenants,
         "window_s": args.window,
         "arms": {"single": single, "tenants": tenants},
+        "rounds": [
+            {label: {k: v for k, v in r[label].items() if k in ROUND_KEYS} for label in ("single", "tenants")}
+            | {"order": r["order"]}
+            for r in rounds
+        ],
         "rate_ratio": tenants["pods_per_s"] / single["pods_per_s"],
         "slurmctld_per_tick_added": tenants["slurmctld_per_tick"] - single["slurmctld_per_tick"],
         "status_check": "look",  # the SlurmTenant status: one ObserveAssociations per check
@@ -329,11 +360,28 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
+ROUND_KEYS = ("to_jobs_s", "pods_per_s", "burst_cpu_s")
+
+
+def medians(rounds: list[dict[str, Any]], label: str) -> dict[str, Any]:
+    """An arm's figures: the last round's (its window's RPCs and memory), with the burst's time and
+    CPU by part the medians of the rounds."""
+    arms = [r[label] for r in rounds]
+    out = dict(arms[-1])
+    out["to_jobs_s"] = statistics.median(a["to_jobs_s"] for a in arms)
+    out["pods_per_s"] = out["pods"] / out["to_jobs_s"]
+    out["burst_cpu_s"] = {
+        part: statistics.median(a["burst_cpu_s"][part] for a in arms) for part in arms[-1]["burst_cpu_s"]
+    }
+    return out
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, default=50)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds of steady state counted")
+    parser.add_argument("--rounds", type=int, default=3, help="bursts per arm, each a fresh system")
     parser.add_argument(
         "--settle", type=float, default=15.0, help="seconds after steady state, before the window"
     )
