@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import structlog
 
-from wlmvk.core.errors import NotFound, Unavailable
+from wlmvk.core.errors import NotFound, Unavailable, WlmvkError
 from wlmvk.core.jobs import JobId, JobSpec, JobState, JobStatus
 from wlmvk.redbox import scripts, submitting
 from wlmvk.redbox.files import Confinement
@@ -255,8 +255,12 @@ class Jobs:
         return known
 
     async def warm_index(self) -> None:
-        """The key index read at start, as the first submission would (as sound, trusted as long)."""
-        await self._key_index(0.0)
+        """The key index read at start, as the first submission would (as sound, trusted as long).
+        A Slurm that does not answer leaves the read to the first keyed submission."""
+        try:
+            await self._key_index(0.0)
+        except WlmvkError as exc:
+            _log.warning("key index not read at start: the first keyed submission reads it", reason=str(exc))
 
     async def _key_index(self, max_age: float, *, stale: float = 0.0) -> dict[str, JobState]:
         """The index, rebuilt when older than ``max_age``; waited for only past ``max_age + stale``."""

@@ -326,3 +326,20 @@ async def test_an_array_that_squeue_says_completed_is_asked_of_accounting(
     assert (await jobs.state(JobId(10))).status is JobStatus.COMPLETED, (
         "without accounting squeue's word stands"
     )
+
+
+async def test_keys_not_read_at_start_are_read_by_the_first_keyed_submission(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    async def unanswered() -> list[JobState]:
+        slurm.calls.append("squeue")
+        raise Unavailable("squeue: slurmctld does not answer")
+
+    slurm.own_jobs = unanswered  # type: ignore[method-assign]
+    await jobs.warm_index()  # red-box starts anyway
+    assert slurm.calls == ["squeue"]
+    del slurm.own_jobs  # Slurm answers again
+    slurm.calls.clear()
+    job = await jobs.submit(JobSpec(script="#!/bin/sh\ntrue\n", partition="p", idempotency_key="k1"))
+    assert slurm.calls == ["squeue", "sacct", "sbatch"]  # the read the start could not make, then sbatch
+    assert job == JobId(101)
