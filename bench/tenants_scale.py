@@ -236,7 +236,7 @@ async def arm(label: str, users: list[str], args: argparse.Namespace, *, window:
             # A site's tenants exist before their pods: the kubelet's first check of each (an
             # Associations call per tenant user, two sacctmgr) is done before the pods come.
             await wait_until(lambda: checked(kube, len(users)), timeout=600, every=1.0)
-        await asyncio.sleep(args.settle)
+        await asyncio.sleep(args.settle + args.idle)
         namespaces: list[str] = s["namespaces"]
         job_of: dict[tuple[str, str], int] = {}
         phase_of: dict[tuple[str, str], str] = {}
@@ -382,6 +382,13 @@ if __name__ == "__main__":
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds of steady state counted")
     parser.add_argument("--rounds", type=int, default=3, help="bursts per arm, each a fresh system")
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        help="more seconds before the pods (past 120, red-box's key index read at start is too old to"
+        " answer a submission: each red-box reads it again)",
+    )
     parser.add_argument(
         "--settle", type=float, default=15.0, help="seconds after steady state, before the window"
     )
