@@ -201,10 +201,13 @@ class Jobs:
     async def _index_since(self, after: float) -> dict[str, JobState]:
         """The index from a scan that started at ``after`` or later."""
         while self._index_at < after:
-            if self._index_scan is None:
-                self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
-                self._index_scan.add_done_callback(self._scanned)
-            await asyncio.shield(self._index_scan)
+            scan = self._index_scan
+            # A scan that ended is not awaited again: its callback may not have run yet, and
+            # awaiting a done future never yields, so this loop would spin with the loop blocked.
+            if scan is None or scan.done():
+                scan = self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
+                scan.add_done_callback(self._scanned)
+            await asyncio.shield(scan)
         return self._index
 
     # --- finding by key ---
@@ -273,7 +276,8 @@ class Jobs:
         return self._index
 
     def _scanned(self, task: asyncio.Future[None]) -> None:
-        self._index_scan = None
+        if self._index_scan is task:
+            self._index_scan = None
         if not task.cancelled():
             task.exception()  # retrieved here; the awaiting callers see it too
 

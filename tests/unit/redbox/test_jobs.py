@@ -343,3 +343,17 @@ async def test_keys_not_read_at_start_are_read_by_the_first_keyed_submission(
     job = await jobs.submit(JobSpec(script="#!/bin/sh\ntrue\n", partition="p", idempotency_key="k1"))
     assert slurm.calls == ["squeue", "sacct", "sbatch"]  # the read the start could not make, then sbatch
     assert job == JobId(101)
+
+
+async def test_a_scan_that_ended_before_its_callback_ran_is_not_awaited_again(
+    jobs: Jobs, slurm: ScriptedSlurm
+) -> None:
+    """The window between a key index scan's end and its done-callback: a lookup that needs a newer
+    scan starts one (it used to await the ended scan over and over, never yielding to the loop)."""
+    ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ended.set_result(None)
+    jobs._index_scan = ended  # ended, its callback not run yet
+    index = await asyncio.wait_for(jobs._index_since(time.monotonic()), 5)
+    assert index == {}
+    assert slurm.calls == ["squeue", "sacct"]  # a scan of its own
+    assert jobs._index_scan is None  # its callback ran; the ended one left nothing behind
