@@ -143,3 +143,33 @@ async def test_durable_waits_for_the_disk_off_the_loop_and_shares_fsyncs(
     assert again.intended("a")
     assert again.intended("b")
     assert again.job_for_key("c") == 3
+
+
+async def test_the_fsync_runs_on_the_loop_while_the_disk_is_fast_and_in_a_thread_once_it_is_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran_on: list[bool] = []  # per fsync: on the loop's own thread
+    delays = [0.0, 0.0, 0.005, 0.0]  # the third fsync finds the disk slow
+    real_fsync = os.fsync
+
+    def disk(fd: int) -> None:
+        ran_on.append(threading.current_thread() is threading.main_thread())
+        time.sleep(delays[len(ran_on) - 1])
+        real_fsync(fd)
+
+    store = Store(tmp_path)
+    store.open()
+    monkeypatch.setattr(os, "fsync", disk)
+    for n in range(4):
+        store.intend(f"k{n}")
+        await store.durable()
+    # Not timed yet: a thread; fast: the loop; the slow one (run on the loop, as the one before
+    # was fast) sends the next to a thread.
+    assert ran_on == [False, True, True, False]
+    assert (store.fsyncs[0], store.inline_fsyncs) == (4, 2)
+    monkeypatch.setattr(os, "fsync", real_fsync)  # closing syncs too
+    store.close()
+    again = Store(tmp_path)
+    again.open()
+    assert again.intents() == {"k0", "k1", "k2", "k3"}
+    again.close()

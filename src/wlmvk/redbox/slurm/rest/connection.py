@@ -54,7 +54,10 @@ class Client:
 
     async def request(self, method: str, target: str, body: bytes | None = None) -> Response:
         try:
-            await asyncio.wait_for(self._gate.acquire(), self.timeout)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for wraps each await in a task
+            # of its own, two per request on the path every submission takes.
+            async with asyncio.timeout(self.timeout):
+                await self._gate.acquire()
         except TimeoutError as exc:
             raise NotSent(
                 f"slurmrestd: {method} {target}: no connection free within {self.timeout:g} s"
@@ -67,7 +70,8 @@ class Client:
     async def _request(self, method: str, target: str, body: bytes | None) -> Response:
         connection = self._idle.pop() if self._idle else await self._connect()
         try:
-            response = await asyncio.wait_for(self._exchange(connection, method, target, body), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                response = await self._exchange(connection, method, target, body)
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
             _close(connection)
             raise Lost(f"slurmrestd: {method} {target}: no answer ({exc or type(exc).__name__})") from exc
