@@ -18,6 +18,8 @@ from pathlib import Path
 
 BEGIN, END = "<!-- suite-times:begin -->", "<!-- suite-times:end -->"
 KINDS = {"cached": "cached (builds kept on the machine)", "fresh": "fresh (every build cache empty)"}
+BUDGET_MINUTES = {"cached": 25, "fresh": 45}
+"""The project's budgets for a whole CI run of each kind, in minutes."""
 _TOTAL = re.compile(r"^seconds per step \(total (\d+) s\):$")
 _STEP = re.compile(r"^\s+(\d+) s  (.+)$")
 _END = re.compile(r"^== end \(exit (\d+)\)")
@@ -65,8 +67,8 @@ def block(runs: list[Run]) -> list[str]:
         "The whole suite as CI runs it (`CI=true bash .ci/run` on a clean clone, 2 cores; seconds from",
         "`scripts/test`'s own count, raw output kept):",
         "",
-        "| run | result | seconds (minutes) | slowest steps | raw output |",
-        "|---|---|---|---|---|",
+        "| run | result | seconds (minutes) | budget, margin (minutes) | slowest steps | raw output |",
+        "|---|---|---|---|---|---|",
     ]
     for run in runs:
         result = "passed" if run.exit_code == 0 else f"failed (exit {run.exit_code})"
@@ -74,7 +76,10 @@ def block(runs: list[Run]) -> list[str]:
             f"{name.split(' (')[0]} {seconds}" for seconds, name in sorted(run.steps, reverse=True)[:3]
         )
         minutes = f"{run.total / 60:.1f}"
-        out.append(f"| {KINDS[run.kind]} | {result} | {run.total} ({minutes}) | {slowest} | `{run.path}` |")
+        budget = BUDGET_MINUTES[run.kind]
+        margin = f"{budget}, {budget - run.total / 60:+.1f}"
+        cells = [KINDS[run.kind], result, f"{run.total} ({minutes})", margin, slowest, f"`{run.path}`"]
+        out.append("| " + " | ".join(cells) + " |")
     out += ["", "What each run was (its first line):", ""]
     out += [f"- {run.kind}: {run.what}" for run in runs]
     out += ["", "Where the time goes: [development.md](docs/development.md#the-suites-time)."]

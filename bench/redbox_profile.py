@@ -14,6 +14,10 @@ the selector show up); ``--gil`` keeps only the samples of the thread holding th
 GIL, red-box's Python work, closer to its CPU.
 
     .venv/bin/python bench/redbox_profile.py 1500 --concurrency 8 --gil
+
+``--concurrency 1000000`` is the kubelet's burst (``rest-kubelet``: every job asked at once,
+SubmitJobs of 64, 2 calls in flight); ``--single`` sends one SubmitJob call per job
+(``rest-single@C``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import cpu_meter
 from redbox_common import red_box_process, scancel
-from redbox_submit import through
+from redbox_submit import submitted_one_by_one, through
 
 
 def _frames(line: str) -> tuple[list[str], int]:
@@ -77,7 +81,10 @@ async def main_async(args: argparse.Namespace) -> None:
         )  # fmt: skip
         await asyncio.sleep(1.0)  # py-spy attaches
         before = cpu_meter.reading(pids[0])
-        ids = await through(client, args.count, concurrency=args.concurrency, keyed=True)
+        if args.single:
+            ids = await submitted_one_by_one(client, args.count, concurrency=args.concurrency)
+        else:
+            ids = await through(client, args.count, concurrency=args.concurrency, keyed=True)
         after = cpu_meter.reading(pids[0])
         sampler.send_signal(signal.SIGINT)  # py-spy writes its samples on SIGINT
         _, err = sampler.communicate()
@@ -95,6 +102,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--gil", action="store_true", help="only samples of the thread holding the GIL")
+    parser.add_argument(
+        "--single", action="store_true", help="one SubmitJob call per job (the rest-single arm), no batching"
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -114,11 +114,16 @@ async def through(client: RedBoxClient, count: int, *, concurrency: int, keyed: 
 
 @contextlib.asynccontextmanager
 async def original_process(binary: str, pids: list[int]) -> AsyncIterator[RedBoxClient]:
-    """The original Go red-box on its own socket, in a scratch directory (its sbatch runs there)."""
+    """The original Go red-box on its own socket, in a scratch directory (its sbatch runs there),
+    as the job owner as ours runs (when this runs as root)."""
     home = Path(tempfile.mkdtemp(prefix="rborig", dir="/tmp"))
     socket = str(home / "rb.sock")
+    argv = [binary, "-socket", socket]
+    if os.geteuid() == 0:
+        os.chown(home, JOB_OWNER, JOB_OWNER)
+        argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
     proc = await asyncio.create_subprocess_exec(
-        binary, "-socket", socket, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        *argv, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     pids.append(proc.pid)
     client = RedBoxClient(socket, timeout=120)

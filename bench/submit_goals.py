@@ -16,6 +16,7 @@ import cpu_meter
 KUBELET_X_BARE = 0.85
 KUBELET_X_LOOP = 3.0
 SINGLE_X_BARE = 0.7
+KEYS_X_ORIGINAL = 1.9
 ROUND_SPREAD = 0.15
 
 
@@ -70,6 +71,7 @@ def goals(result: dict[str, Any]) -> list[str]:
             + (_bound(kubelet, widest, cores) if x_bare < KUBELET_X_BARE else "")
             + ";"
         )
+    lines += _against_original(arms)
     for concurrency, name in bares:
         single = arms.get(f"rest-single@{concurrency}")
         if single is None or "x_bare" not in single:
@@ -97,6 +99,25 @@ def goals(result: dict[str, Any]) -> list[str]:
         )
         lines += _farthest(arms, worst[0])
     return lines
+
+
+def _against_original(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The kubelet's path (keyed jobs through the client's batching and red-box's slurmrestd)
+    against the original Go red-box at the same number in flight, when the run had the original."""
+    pairs = sorted(
+        (int(name.partition("@")[2]), arm["x_original"])
+        for name, arm in arms.items()
+        if name.startswith("rest-keys@") and "x_original" in arm
+    )
+    if not pairs:
+        return []
+    worst = min(x for _, x in pairs)
+    return [
+        "- keyed jobs as the kubelet sends them against the original Go red-box at the same number"
+        f" in flight (goal >= {KEYS_X_ORIGINAL}: {_verdict(worst, KEYS_X_ORIGINAL)}): "
+        + ", ".join(f"{x:.2f}x at {c}" for c, x in pairs)
+        + ";"
+    ]
 
 
 def _farthest(arms: dict[str, dict[str, Any]], name: str) -> list[str]:
