@@ -149,7 +149,7 @@ async def test_the_fsync_runs_on_the_loop_while_the_disk_is_fast_and_in_a_thread
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran_on: list[bool] = []  # per fsync: on the loop's own thread
-    delays = [0.0, 0.0, 0.005, 0.0]  # the third fsync finds the disk slow
+    delays = [0.0, 0.0, 0.01, 0.0]  # the third fsync finds the disk slow
     real_fsync = os.fsync
 
     def disk(fd: int) -> None:
