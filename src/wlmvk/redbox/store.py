@@ -18,11 +18,11 @@ disk answers sooner than a thread is handed the call and hands it back: with 16
 SubmitJob calls in flight through slurmrestd, each waited ~1.5 ms per group
 commit in the thread's round trip for a 0.2 ms fsync, and red-box took 0.69x a
 bare slurmrestd's jobs/s against 0.76x with the fsync on the loop (bench/
-redbox_submit.py, rest-single@16, 5 rounds each; in one more run of 3 rounds
-each, 0.66x and 0.68x in the thread, with or without a 0.5 ms GIL switch
-interval, against 0.74x on the loop). Beside other arms of the benchmark the
-same fsyncs took 0.7-1.2 ms: still less than the thread's round trip, hence the
-bound of 2 ms. The loop is held at most for one fsync that turns slower than
+redbox_submit.py, rest-single@16, 5 rounds each; in runs of 3 rounds, 0.66x in
+the thread, 0.68x and 0.63x in the thread with a 0.5 ms GIL switch interval,
+0.74x on the loop: docs/raw/redbox-fsync-ab.txt). Beside the benchmark's other
+arms the same fsyncs took 0.7-1.2 ms, still less than the thread's round trip:
+hence the bound of 2 ms. The loop is held at most for one fsync that turns slower than
 that, after which the next goes to the thread again.
 """
 

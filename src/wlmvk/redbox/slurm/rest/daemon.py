@@ -36,6 +36,15 @@ _log = structlog.get_logger(__name__)
 THREADS = 2
 """slurmrestd's worker threads (``-t``): 1 is refused; 2 used less CPU than the default 20 at full rate."""
 
+CONNECTIONS = 16
+"""Requests red-box keeps on their way to slurmrestd at once, each on a kept-alive connection of
+its own. With 2 worker threads slurmrestd still gains from more waiting: while one answer goes
+back through red-box, the next request is already there. A kubelet's burst (SubmitJobs of 64,
+2 calls in flight) reached 0.82x and 0.84x a bare slurmrestd's jobs/s with 8, 0.90x and 0.94x
+with 16, as many as the bare client's 16 in flight (bench/redbox_submit.py, 3 rounds each, two
+runs per setting, 2026-12-07, docs/raw/redbox-restd-connections-ab.txt); one SubmitJob per
+call at 16 in flight stayed at 0.72-0.74x."""
+
 READY_TIMEOUT = 10.0
 """Seconds a starting slurmrestd has to accept connections."""
 
@@ -95,7 +104,12 @@ class Restd:
     """One supervised slurmrestd; ``client`` reaches it while it serves, else is None."""
 
     def __init__(
-        self, *, version: str, binary: str = "slurmrestd", connections: int = 8, timeout: float = 30.0
+        self,
+        *,
+        version: str,
+        binary: str = "slurmrestd",
+        connections: int = CONNECTIONS,
+        timeout: float = 30.0,
     ):
         self.version = version
         self.binary = binary
