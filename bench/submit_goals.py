@@ -3,8 +3,10 @@
 Red-box through its slurmrestd is compared with a bare slurmrestd of the same release, flags and
 user, posted to directly with the same number in flight (``bare-rest@C``): the kubelet's burst
 (``rest-kubelet``, against the widest bare arm) and one SubmitJob call per job (``rest-single@C``).
-Each goal is stated as met or missed; a missed one is put beside the most the arm could reach on
-the machine's cores at its CPU per job, against the bare arm's measured rate (the bound).
+Each goal is stated as met or missed, its ratio to three places (the verdict is the unrounded
+ratio's: 0.697 is short of 0.7 though it rounds to 0.70); a missed one is put beside the most
+the arm could reach on the machine's cores at its CPU per job, against the bare arm's measured
+rate (the bound).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def goals(result: dict[str, Any]) -> list[str]:
         widest = arms[bares[-1][1]]
         x_bare, x_loop = kubelet["x_bare"], kubelet["x_loop"]
         lines.append(
-            f"- the kubelet's burst: {x_bare:.2f}x the bare slurmrestd at {bares[-1][0]} in flight (goal >="
+            f"- the kubelet's burst: {x_bare:.3f}x the bare slurmrestd at {bares[-1][0]} in flight (goal >="
             f" {KUBELET_X_BARE}: {_verdict(x_bare, KUBELET_X_BARE)}), {x_loop:.2f}x the loop (goal >="
             f" {KUBELET_X_LOOP:g}: {_verdict(x_loop, KUBELET_X_LOOP)})"
             + (_bound(kubelet, widest, cores) if x_bare < KUBELET_X_BARE else "")
@@ -78,7 +80,7 @@ def goals(result: dict[str, Any]) -> list[str]:
             continue
         x_bare = single["x_bare"]
         lines.append(
-            f"- one SubmitJob per job, {concurrency} in flight: {x_bare:.2f}x the bare slurmrestd (goal >="
+            f"- one SubmitJob per job, {concurrency} in flight: {x_bare:.3f}x the bare slurmrestd (goal >="
             f" {SINGLE_X_BARE}: {_verdict(x_bare, SINGLE_X_BARE)})"
             + (_bound(single, arms[name], cores) if x_bare < SINGLE_X_BARE else "")
             + ";"
@@ -115,7 +117,7 @@ def _against_original(arms: dict[str, dict[str, Any]]) -> list[str]:
     return [
         "- keyed jobs as the kubelet sends them against the original Go red-box at the same number"
         f" in flight (goal >= {KEYS_X_ORIGINAL}: {_verdict(worst, KEYS_X_ORIGINAL)}): "
-        + ", ".join(f"{x:.2f}x at {c}" for c, x in pairs)
+        + ", ".join(f"{x:.3f}x at {c}" for c, x in pairs)
         + ";"
     ]
 
