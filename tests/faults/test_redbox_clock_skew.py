@@ -46,10 +46,11 @@ def _journal_skew(box: RedBox) -> float:
 
 
 async def _submit(client: RedBoxClient, spec: JobSpec) -> JobId:
-    """Submitted as the kubelet submits: an Unavailable answer (Slurm slow to answer or to
-    authenticate, as munged was once under a fresh machine's builds: slurmrestd's HTTP 500,
-    error 1007) is asked again with the same key, which red-box never submits twice. The
-    subject here is reading states with a skewed clock, not Slurm's availability."""
+    """Submitted as the kubelet submits: an Unavailable answer is asked again with the same key,
+    which red-box never submits twice. Once, on a new machine, slurmrestd answered HTTP 500,
+    error 1007 ("Protocol authentication error") for a minute, munged logging encode retries;
+    the cause was not found (docs/development.md, the runs of 2026-12-07). The subject here is
+    reading states with a skewed clock, not Slurm's availability."""
     for attempt in range(1, SUBMIT_ATTEMPTS + 1):
         try:
             return await client.submit(spec)

@@ -21,7 +21,7 @@ bare slurmrestd's jobs/s against 0.76x with the fsync on the loop (bench/
 redbox_submit.py, rest-single@16, 5 rounds each; in runs of 3 rounds, 0.66x in
 the thread, 0.68x and 0.63x in the thread with a 0.5 ms GIL switch interval,
 0.74x on the loop: docs/raw/redbox-fsync-ab.txt). Beside the benchmark's other
-arms the same fsyncs took 0.7-1.2 ms, still less than the thread's round trip:
+arms the same fsyncs took 0.6-1.2 ms, still less than the thread's round trip:
 hence the bound of 2 ms. The loop is held at most for one fsync that turns slower than
 that, after which the next goes to the thread again.
 """
