@@ -205,8 +205,7 @@ class Jobs:
             # A scan that ended is not awaited again: its callback may not have run yet, and
             # awaiting a done future never yields, so this loop would spin with the loop blocked.
             if scan is None or scan.done():
-                scan = self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
-                scan.add_done_callback(self._scanned)
+                scan = self._start_scan()
             await asyncio.shield(scan)
         return self._index
 
@@ -269,11 +268,16 @@ class Jobs:
         """The index, rebuilt when older than ``max_age``; waited for only past ``max_age + stale``."""
         age = time.monotonic() - self._index_at
         if self._index_scan is None and age > max_age:
-            self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
-            self._index_scan.add_done_callback(self._scanned)
+            self._start_scan()
         if self._index_scan is not None and age > max_age + stale:
             await asyncio.shield(self._index_scan)
         return self._index
+
+    def _start_scan(self) -> asyncio.Future[None]:
+        """A new scan of the keys, the one in progress from now on."""
+        scan = self._index_scan = asyncio.ensure_future(self._scan_keys(time.monotonic()))
+        scan.add_done_callback(self._scanned)
+        return scan
 
     def _scanned(self, task: asyncio.Future[None]) -> None:
         if self._index_scan is task:
