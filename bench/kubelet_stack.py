@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
-from redbox_common import JOB_OWNER
+from redbox_common import as_job_owner
 
 from wlmvk.core import names
 from wlmvk.core.errors import NotFound
@@ -91,9 +91,7 @@ class Stack:
         if slurm_api:
             argv += ["--slurm-api", slurm_api]
         if slurm_api == "rest":
-            for path in (self.base, self.work_dir):
-                os.chown(path, JOB_OWNER, JOB_OWNER)
-            argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
+            argv = as_job_owner(argv, self.base, self.work_dir)
         env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"} if count_commands else None
         self._spawn(argv, "red-box.log", env=env)
         deadline = time.monotonic() + 30

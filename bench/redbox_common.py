@@ -98,6 +98,14 @@ JOB_OWNER = 1000
 """The uid a red-box with its own slurmrestd runs as (slurmrestd refuses root), as deployed."""
 
 
+def as_job_owner(argv: list[str], *directories: Path) -> list[str]:
+    """``argv`` run as the job owner (uid JOB_OWNER, through ``setpriv``, which execs: the pid
+    is the program's), the ``directories`` it writes in given to that user."""
+    for directory in directories:
+        os.chown(directory, JOB_OWNER, JOB_OWNER)
+    return ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
+
+
 @contextlib.asynccontextmanager
 async def red_box_process(
     work: Path | None = None,
@@ -117,9 +125,7 @@ async def red_box_process(
     argv = [sys.executable, "-m", "wlmvk.redbox", "--socket", socket, "--work-dir", str(work)]
     argv += ["--state-dir", str(home / "state"), "--log-level", "warning", "--poll-interval", "0", *args]
     if owner:
-        os.chown(home, JOB_OWNER, JOB_OWNER)
-        os.chown(work, JOB_OWNER, JOB_OWNER)
-        argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
+        argv = as_job_owner(argv, home, work)
     proc = _spawn(argv)
     if pids is not None:
         pids.append(proc.pid)

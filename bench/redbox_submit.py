@@ -65,7 +65,7 @@ from pathlib import Path
 
 import cpu_meter
 import redbox_tallies
-from redbox_common import JOB_OWNER, red_box_process, scancel, wait_serving
+from redbox_common import as_job_owner, red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
@@ -120,8 +120,7 @@ async def original_process(binary: str, pids: list[int]) -> AsyncIterator[RedBox
     socket = str(home / "rb.sock")
     argv = [binary, "-socket", socket]
     if os.geteuid() == 0:
-        os.chown(home, JOB_OWNER, JOB_OWNER)
-        argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups", *argv]
+        argv = as_job_owner(argv, home)
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -174,13 +173,8 @@ class BareRestd:
 async def bare_restd(pids: list[int]) -> AsyncIterator[BareRestd]:
     """A bare slurmrestd and its plain client (their process's pid appended to ``pids``)."""
     helper = Path(__file__).with_name("bare_restd.py")
-    argv = ["setpriv", f"--reuid={JOB_OWNER}", f"--regid={JOB_OWNER}", "--init-groups"]
     proc = await asyncio.create_subprocess_exec(
-        *argv,
-        sys.executable,
-        str(helper),
-        PARTITION,
-        SCRIPT,
+        *as_job_owner([sys.executable, str(helper), PARTITION, SCRIPT]),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         cwd="/tmp",
