@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -283,7 +284,9 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
                 feeder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await feeder
+            stopping = time.monotonic()
             ending = await execution.stop()
+            stopped_ms = round((time.monotonic() - stopping) * 1000)
             step = None
             if ending == "killed":
                 try:
@@ -292,7 +295,7 @@ class Service(Observing, api.WorkloadManagerBase):  # type: ignore[misc]
                     _log.warning(
                         "exec: its step could not be cancelled", job_id=spec.job_id, error=exc.message
                     )
-            _log.info("exec ended", job_id=spec.job_id, srun=ending, step_cancelled=step)
+            _log.info("exec ended", job_id=spec.job_id, srun=ending, stop_ms=stopped_ms, step_cancelled=step)
 
     # --- files ---
 

@@ -54,7 +54,9 @@ _log = structlog.get_logger(__name__)
 
 QUEUE = 16
 CHUNK = 65536
-GRACE = 2.0
+GRACE = 5.0
+"""Seconds srun has to end its step at SIGTERM: it asks slurmctld, which a busy machine
+keeps waiting for over 2 s (a CI run's 3 workers on 2 cores did)."""
 _EOT = b"\x04"  # a terminal's end of input (VEOF in canonical mode)
 
 Ending = Literal["exited", "terminated", "killed"]
