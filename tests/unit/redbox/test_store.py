@@ -199,7 +199,7 @@ async def test_a_caller_that_goes_away_leaves_the_fsync_to_the_others(
     store.intend("a")
     leaving = asyncio.ensure_future(store.durable())
     staying = asyncio.ensure_future(store.durable())
-    await asyncio.sleep(0)  # both wait; the fsync is asked for the loop's next turn
+    await asyncio.sleep(0)  # both wait for the one fsync, not yet run
     leaving.cancel()
     await staying
     assert leaving.cancelled()
