@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -176,12 +177,16 @@ async def test_the_fsync_runs_on_the_loop_while_the_disk_is_fast_and_in_a_thread
     again.close()
 
 
-def fast_disk_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk: object) -> Store:
-    """A store whose disk has been timed fast (the next fsyncs run on the loop) and then is ``disk``."""
+def fast_disk_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk: Callable[[int], None] | None = None
+) -> Store:
+    """A store whose disk has been timed fast (the next fsyncs run on the loop), and is ``disk``
+    from now on when given."""
     store = Store(tmp_path)
     store.open()
     store._last_fsync = 0.0
-    monkeypatch.setattr(os, "fsync", disk)
+    if disk is not None:
+        monkeypatch.setattr(os, "fsync", disk)
     return store
 
 
@@ -204,7 +209,6 @@ async def test_a_caller_that_goes_away_leaves_the_fsync_to_the_others(
     await staying
     assert leaving.cancelled()
     assert len(synced) == 1  # one fsync, shared, and not cancelled with the caller that left
-    monkeypatch.setattr(os, "fsync", real_fsync)
     store.close()
 
 
@@ -227,14 +231,13 @@ async def test_an_fsync_that_fails_fails_every_caller_waiting_for_it_and_the_nex
     assert store.fsyncs[0] == 1
     await store.durable()
     assert store.fsyncs[0] == 1  # and now they are
-    monkeypatch.setattr(os, "fsync", real_fsync)
     store.close()
 
 
 async def test_a_store_closed_while_a_caller_waits_lets_it_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = fast_disk_store(tmp_path, monkeypatch, os.fsync)
+    store = fast_disk_store(tmp_path, monkeypatch)
     store.intend("a")
     waiting = asyncio.ensure_future(store.durable())
     await asyncio.sleep(0)
