@@ -45,12 +45,12 @@ def _pids(name: str) -> tuple[int, ...]:
     return () if found is None else (found,)
 
 
-def reading(server: int | None) -> dict[str, float]:
+def reading(server: int | None, clients: Sequence[int] = ()) -> dict[str, float]:
     """CPU seconds so far: the server and its ``sbatch`` children (or this process's
-    children when there is no server: the ``sbatch`` loops), the daemons, and this
-    process (the client)."""
+    children when there is no server: the ``sbatch`` loops), the daemons, and the client:
+    this process and ``clients`` (the processes that drive an arm for it)."""
     here = resource.getrusage(resource.RUSAGE_SELF)
-    out = {"client": here.ru_utime + here.ru_stime}
+    out = {"client": here.ru_utime + here.ru_stime + sum(process_times(pid)[0] for pid in clients)}
     if server is None:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         out["server"], out["sbatch"] = 0.0, children.ru_utime + children.ru_stime

@@ -23,6 +23,9 @@ the end of its round):
   as one SubmitJobs), as the kubelet's does;
 - ``rest-kubelet``: the kubelet's way in a burst: every job asked at once, so
   the client sends SubmitJobs of 64 keyed jobs, 2 calls in flight;
+- ``go-single@C``: ``rest-single@C`` sent by the Go contract client
+  (``wlmclient submit``, bench/go_submitter.py, ``--go-client PATH``) instead of
+  this process: a compiled client's cost per call, as the bare arm's plain client's;
 - ``bare-rest@C``: no red-box: a slurmrestd started as red-box starts its own,
   as the job owner, posted to directly by a plain HTTP client with C requests
   in flight (bench/bare_restd.py), the same job's body; the limit of the
@@ -65,12 +68,15 @@ from pathlib import Path
 
 import cpu_meter
 import redbox_tallies
+from go_submitter import go_submitter
+from line_arm import LineArm, ended
 from redbox_common import as_job_owner, red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
 from wlmvk.core import loop as event_loop
 from wlmvk.core.jobs import JobId, JobSpec
 from wlmvk.redboxclient.client import RedBoxClient
+from wlmvk_dev import goclient
 
 COUNT = 300
 PARTITION = "debug"
@@ -151,26 +157,8 @@ async def submitted_one_by_one(client: RedBoxClient, count: int, *, concurrency:
     return [int(j) for j in await asyncio.gather(*(one() for _ in range(count)))]
 
 
-class BareRestd:
-    """bench/bare_restd.py as the job owner: a slurmrestd posted to directly, no red-box."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    async def submit(self, count: int, concurrency: int) -> list[int]:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.write(f"{count} {concurrency}\n".encode())
-        await self.proc.stdin.drain()
-        line = await self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"bench/bare_restd.py ended (exit {await self.proc.wait()})")
-        ids: list[int] = json.loads(line)
-        return ids
-
-
 @contextlib.asynccontextmanager
-async def bare_restd(pids: list[int]) -> AsyncIterator[BareRestd]:
+async def bare_restd(pids: list[int]) -> AsyncIterator[LineArm]:
     """A bare slurmrestd and its plain client (their process's pid appended to ``pids``)."""
     helper = Path(__file__).with_name("bare_restd.py")
     proc = await asyncio.create_subprocess_exec(
@@ -186,14 +174,9 @@ async def bare_restd(pids: list[int]) -> AsyncIterator[BareRestd]:
         ready = await asyncio.wait_for(proc.stdout.readline(), 30)
         if not ready.startswith(b"ready "):
             raise RuntimeError(f"bench/bare_restd.py did not start: {ready[:300]!r}")
-        yield BareRestd(proc)
+        yield LineArm(proc, "bench/bare_restd.py")
     finally:
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 15)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        await ended(proc)
 
 
 @contextlib.asynccontextmanager
@@ -237,6 +220,7 @@ async def measure(
     wide: list[int],
     bare_arms: bool = True,
     only: frozenset[str] = frozenset(),
+    go_client: str = "",
 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Each arm's jobs/s per round, and its CPU per job by part of the system per round."""
     rates: dict[str, list[float]] = {}
@@ -247,6 +231,7 @@ async def measure(
     older_pid: list[int] = []
     older_rest_pid: list[int] = []
     bare_pid: list[int] = []
+    go_pid: list[int] = []
     # What each of this tree's red-boxes did in each round (index scans, GC, CPU), by its pid.
     ours_tallies, rest_tallies = redbox_tallies.Tallies(), redbox_tallies.Tallies()
     async with contextlib.AsyncExitStack() as stack:
@@ -284,11 +269,17 @@ async def measure(
                 if server is not None:
                     arms[f"{name}@{c}"] = (_arm(server, c, keyed=keyed), pids[0])
         bare = await stack.enter_async_context(bare_restd(bare_pid)) if bare_arms else None
+        go = None
+        if go_client:
+            driver = go_submitter(go_client, rest.socket_path, SCRIPT, PARTITION, go_pid)
+            go = await stack.enter_async_context(driver)
         for c in concurrency:
             arms[f"rest-single@{c}"] = (
                 lambda count, c=c: submitted_one_by_one(rest, count, concurrency=c),
                 rest_pid[0],
             )
+            if go is not None:
+                arms[f"go-single@{c}"] = (lambda count, c=c: go.submit(count, c), rest_pid[0])
             if bare is not None:
                 arms[f"bare-rest@{c}"] = (lambda count, c=c: bare.submit(count, c), bare_pid[0])
         arms["rest-kubelet"] = (_arm(rest, 10**6, keyed=True), rest_pid[0])
@@ -310,14 +301,15 @@ async def measure(
                 arm, server_pid = arms[name]
                 tallies = tallied.get(server_pid or 0)
                 before_tallies = await tallies.read() if tallies else None
-                before_cpu = cpu_meter.reading(server_pid)
+                clients = go_pid if name.startswith("go-") else []
+                before_cpu = cpu_meter.reading(server_pid, clients)
                 before_machine = redbox_tallies.machine_cpu()
                 started = time.perf_counter()
                 ids = await arm(count)
                 elapsed = time.perf_counter() - started
                 busy = redbox_tallies.machine_cpu() - before_machine
                 costs.setdefault(name, []).append(
-                    cpu_meter.per_job(before_cpu, cpu_meter.reading(server_pid), count)
+                    cpu_meter.per_job(before_cpu, cpu_meter.reading(server_pid, clients), count)
                 )
                 cores = redbox_tallies.others(busy, costs[name][-1]["total"] * count / 1000, elapsed)
                 costs[name][-1].update(cores)  # kept beside the round's CPU (bench/submit_goals.py)
@@ -353,12 +345,25 @@ def main() -> int:
     )
     p.add_argument("--original", default=os.environ.get("WLMVK_ORIGINAL_REDBOX", ""))
     p.add_argument("--before", default="", help="also red-box from this source tree (its src directory)")
+    p.add_argument(
+        "--go-client",
+        default=os.environ.get("WLMVK_GO_CLIENT", "auto"),
+        help="the Go contract client's binary for the go-single arms; 'auto' (the default) builds"
+        " contract/go/cmd/wlmclient when go is installed, '' leaves the arms out",
+    )
     p.add_argument("--json", default="", help="also write the figures here")
     p.add_argument(
         "--arms", default="", help="only these arms (comma list of names without @C; the loop always runs)"
     )
     args = p.parse_args()
     wlog.configure("warning")
+    go_client = args.go_client
+    if go_client == "auto":
+        try:
+            go_client = str(goclient.build_wlmclient())
+        except goclient.GoMissing as missing:
+            print(f"no go-single arms: {missing}", file=sys.stderr)
+            go_client = ""
     concurrency = [int(c) for c in args.concurrency.split(",")]
     wide = [int(c) for c in args.wide.split(",") if c]
     # On the loop the kubelet runs on (wlmvk.core.loop): this process is the kubelet's client.
@@ -371,6 +376,7 @@ def main() -> int:
             args.before,
             wide,
             only=frozenset(a for a in args.arms.split(",") if a),
+            go_client=go_client,
         )
     )
     print(f"\njobs per arm and round: {args.count}; rounds: {args.rounds}; partition: {PARTITION}")
@@ -388,7 +394,7 @@ def main() -> int:
             figure["x_original"] = _ratio(values, original)
         # red-box through its slurmrestd against the bare slurmrestd at the same number in flight
         # (the kubelet's burst against the widest bare arm).
-        if name.startswith("rest-"):
+        if name.startswith(("rest-", "go-")):
             bare = rates.get(widest_bare if name == "rest-kubelet" else "bare-rest@" + name.partition("@")[2])
             if bare is not None:
                 figure["x_bare"] = _ratio(values, bare)

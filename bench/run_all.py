@@ -320,6 +320,7 @@ def describe(arm: str) -> str:
         "before-rest-keys": "red-box before the change (`--before`) through its slurmrestd, keys",
         "rest-single": "red-box through its slurmrestd, keys, one SubmitJob call per job",
         "rest-kubelet": "red-box through its slurmrestd, keys, the kubelet's burst (SubmitJobs of 64 x 2)",
+        "go-single": "red-box through its slurmrestd, keys, one SubmitJob call per job, the Go client",
         "bare-rest": "a bare slurmrestd posted to directly (no red-box)",
     }
     text = words.get(name, name)

@@ -12,6 +12,7 @@ tests/unit/proto/test_go_wire.py.
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import time
 from collections.abc import Callable
@@ -135,3 +136,51 @@ def test_go_client_over_tls_tcp_sees_what_the_socket_shows(
     for step in ("workload_info", "partitions"):
         assert one(over_tcp, step) == one(over_socket, step)
     assert one(over_tcp, "workload_info")["name"] == "slurm"
+
+
+def test_go_client_submit_load_sends_each_job_in_its_own_keyed_call(
+    redbox: RedBox, wlmclient: Path, tmp_path: Path
+) -> None:
+    """``wlmclient submit`` (bench/redbox_submit.py's go-single arms): for each "COUNT CONCURRENCY"
+    line, COUNT jobs, each its own SubmitJob with a key of its own, answered as one JSON line."""
+    (tmp_path / "held.sh").write_text(script("#SBATCH --hold", "true"))
+    argv = ["submit", "-socket", redbox.socket, "-script", str(tmp_path / "held.sh"), "-partition", "debug"]
+    done = subprocess.run(
+        [str(wlmclient), *argv], input="5 2\n3 3\n", capture_output=True, text=True, timeout=120, check=False
+    )
+    lines = [json.loads(text) for text in done.stdout.splitlines()]
+    ids = [job_id for answer in lines if isinstance(answer, list) for job_id in answer]
+    try:
+        comments = subprocess.run(
+            ["squeue", "-h", "-j", ",".join(map(str, ids)), "-o", "%i %k %r"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    finally:
+        subprocess.run(["scancel", *map(str, ids)], check=False)
+    assert done.returncode == 0, done.stderr
+    assert [line["step"] for line in lines[:2]] == ["dial", "ready"]
+    assert [len(answer) for answer in lines[2:]] == [5, 3]
+    assert len(set(ids)) == 8
+    rows = {int(row.split()[0]): row.split()[1:] for row in comments if row}
+    assert sorted(rows) == sorted(ids), "Slurm holds every job by the id the client was given"
+    keys = {comment for comment, _ in rows.values()}
+    assert len(keys) == 8, f"one key per call: {rows}"
+    assert all(k.startswith("wlmvk:") and len(k) == len("wlmvk:") + 32 for k in keys), rows
+    assert {reason for _, reason in rows.values()} == {"JobHeldUser"}
+
+
+def test_go_client_submit_load_refuses_a_line_it_cannot_read(
+    redbox: RedBox, wlmclient: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "held.sh").write_text(script("#SBATCH --hold", "true"))
+    argv = ["submit", "-socket", redbox.socket, "-script", str(tmp_path / "held.sh")]
+    done = subprocess.run(
+        [str(wlmclient), *argv], input="five 2\n", capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "step": "load",
+        "error": 'want COUNT CONCURRENCY, got "five 2"',
+    }

@@ -4,10 +4,12 @@
 // one JSON line per step so that a test can check exactly what it saw.
 //
 // This file owns the command line, the connection and the output lines; the
-// job flow is in flow.go and the serialization modes are in codec.go.
+// job flow is in flow.go, the submission load in load.go and the
+// serialization modes are in codec.go.
 //
 //	wlmclient run    -socket PATH | -tcp HOST:PORT -ca PEM -cert PEM -key PEM  [-script FILE] [-partition P] [-timeout D]
 //	wlmclient info   -socket PATH | -tcp HOST:PORT -ca PEM -cert PEM -key PEM
+//	wlmclient submit -socket PATH | -tcp ...  -script FILE [-partition P] < "COUNT CONCURRENCY" lines
 //	wlmclient encode < {"type": "SubmitJobRequest", "json": {...}} lines
 //	wlmclient decode < {"type": "SubmitJobRequest", "hex": "0a01..."} lines
 //
@@ -60,7 +62,7 @@ func fail(step string, err error) {
 
 func usage(msg string) {
 	fmt.Fprintln(os.Stderr, "wlmclient:", msg)
-	fmt.Fprintln(os.Stderr, "usage: wlmclient run|info|encode|decode [flags] (wlmclient CMD -h)")
+	fmt.Fprintln(os.Stderr, "usage: wlmclient run|info|submit|encode|decode [flags] (wlmclient CMD -h)")
 	os.Exit(2)
 }
 
@@ -146,6 +148,18 @@ func main() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		withClient(&where, func(c api.WorkloadManagerClient) { infoFlow(ctx, c) })
+	case "submit":
+		where.flags(fs)
+		script := fs.String("script", "", "batch script of every job (required)")
+		partition := fs.String("partition", "", "partition of every job (default: Slurm's default)")
+		_ = fs.Parse(args)
+		data, err := os.ReadFile(*script)
+		if err != nil {
+			usage("-script: " + err.Error())
+		}
+		withClient(&where, func(c api.WorkloadManagerClient) {
+			loadFlow(context.Background(), c, os.Stdin, string(data), *partition)
+		})
 	case "encode":
 		_ = fs.Parse(args)
 		codec(os.Stdin, encodeOne)
