@@ -47,6 +47,7 @@ from typing import Any
 
 import cpu_meter
 import faults_section
+import pods_goals
 import submit_goals
 from exec_section import EXEC, EXEC_ARGV, HOPS, HOPS_ARGV, exec_section, hops_section
 from nodes_scale_section import (
@@ -303,7 +304,8 @@ def pods_cpu(result: dict[str, Any]) -> list[str]:
             + " | ".join(f"{medians[part]:.2f}" for part in parts)
             + f" | {bound:.2f} |"
         )
-    return rows
+    goal_rows = pods_goals.goals(result)
+    return [*rows, *(["", *goal_rows] if goal_rows else [])]
 
 
 def describe(arm: str) -> str:

@@ -1,0 +1,66 @@
+"""The pods section's goal (issue 35), from one run of bench/kubelet_submit.py.
+
+Goal: 1,000 pods to job ids at >= 1.5x the sequential ``sbatch`` loop on the real control plane
+(kube-apiserver and etcd); the in-memory plane is stated beside it. Each plane's figure is the
+median of the rounds' ratios. Beside it, two bounds from the same rounds' CPU per pod: the most
+the pods could reach with every core busy at that CPU per pod, and the same with wlmvk's own
+parts (the kubelet and red-box) at nothing, which is what the rest of the path (the API server,
+etcd, the controllers, Slurm and the benchmark's client) allows by itself on these cores: a goal
+above that second bound cannot be met on this machine whatever wlmvk does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cpu_meter
+
+PODS_X_LOOP = 1.5
+OURS = ("kubelet", "red-box")
+NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
+
+
+def _bound(
+    cpus: list[dict[str, float]], rounds: list[dict[str, Any]], pods: int, cores: int, less: float
+) -> float:
+    """The median over the rounds of the most the pods could reach against the round's loop with
+    every core busy, at the round's CPU per pod less the parts named by ``less`` (a fraction)."""
+    return cpu_meter.median(
+        [
+            cores
+            * 1000
+            / (cpu["total"] - less * sum(cpu.get(part, 0.0) for part in OURS))
+            * r["loop_s"]
+            / pods
+            for cpu, r in zip(cpus, rounds, strict=True)
+        ]
+    )
+
+
+def _ours(cpu: dict[str, float]) -> float:
+    """wlmvk's own CPU per pod in a round (the kubelet's and red-box's)."""
+    return sum(cpu.get(part, 0.0) for part in OURS)
+
+
+def goals(result: dict[str, Any]) -> list[str]:
+    """One line per plane: its ratio to the loop, the verdict on the real plane, and both bounds."""
+    planes: dict[str, Any] = result.get("planes") or {"memory": result}
+    cores = int(result["machine"]["cores"])
+    lines = []
+    for p, plane in planes.items():
+        cpus = [(r.get("planes") or {"memory": r})[p].get("cpu_ms_per_pod") for r in result["rounds"]]
+        if not all(cpus):
+            continue
+        x_loop = plane["x_loop"]
+        verdict = (
+            f" (goal >= {PODS_X_LOOP}: {'met' if x_loop >= PODS_X_LOOP else 'missed'})" if p == "real" else ""
+        )
+        at_cpu = _bound(cpus, result["rounds"], result["pods"], cores, 0.0)
+        without = _bound(cpus, result["rounds"], result["pods"], cores, 1.0)
+        ours = cpu_meter.median([_ours(cpu) for cpu in cpus])
+        lines.append(
+            f"- {NAMES.get(p, p)}: {x_loop:.2f}x the loop{verdict}; on {cores} cores at its CPU per pod it"
+            f" could reach at most {at_cpu:.2f}x, and {without:.2f}x with the kubelet's and red-box's"
+            f" {ours:.2f} ms per pod at nothing (the rest of the path by itself);"
+        )
+    return ["Pods to job ids against the loop:", *lines] if lines else []
