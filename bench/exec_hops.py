@@ -40,9 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from apiserver_requests import kubectl
 from kubectl_exec import PARTITION, forget_clusters, sleeping_pod
 from kubelet_stack import RealPlane
-from logs_follow import kubectl
 from quantiles import quantile
 from slurm_side import USER, BenchRedBox, Processes, main_with_json
 

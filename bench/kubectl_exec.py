@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from apiserver_requests import kubectl
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node, wait_until
-from logs_follow import kubectl
 from quantiles import quantile
 from slurm_side import USER, BenchRedBox, Processes, apiserver_and_kubelet
 

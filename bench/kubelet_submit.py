@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import cpu_meter
+from apiserver_requests import between, kubectl, requests_by_kind
 from kubelet_stack import RealPlane, Stack, forget_cluster, scancel_name_prefix, wait_for_node, wait_until
 
 from wlmvk.core import names
@@ -128,9 +129,11 @@ async def warm_up(kube: KubeClient, prefix: str, node: str) -> None:
 
 async def through_kubelet(
     stack: Stack, count: int, workers: int, prefix: str, real: RealPlane | None = None
-) -> tuple[float, dict[str, float]]:
+) -> tuple[float, dict[str, float], dict[str, int]]:
     """The kubelet runs as its own process (as deployed); this one creates pods and watches them.
-    On ``real`` when given, else on the stack's in-memory API server."""
+    On ``real`` when given, else on the stack's in-memory API server. The time to every pod
+    annotated with its job id, the CPU per pod by part, and (on ``real``) kube-apiserver's
+    requests by kind in that time."""
     # Each round has its own node and namespace: the pods of earlier rounds stay out of the way.
     kubeconfig = real.kubeconfig if real is not None else stack.kubeconfig
     kubelet = stack.kubelet(cluster=prefix, submissions=workers, kubeconfig=kubeconfig)
@@ -166,6 +169,8 @@ async def through_kubelet(
         async with gate:
             await kube.create(PODS, pod(prefix, index, node), namespace=prefix)
 
+    binary = kubectl()
+    requests_before = await requests_by_kind(binary, real.kubeconfig) if real is not None else {}
     cpu_before = cpu_reading(stack, real)
     start = time.perf_counter()
     await asyncio.gather(*(create(i) for i in range(count)))
@@ -173,7 +178,13 @@ async def through_kubelet(
     await asyncio.wait_for(done.wait(), 900)
     elapsed = time.perf_counter() - start
     cpu = cpu_meter.per_job(cpu_before, cpu_reading(stack, real), count)
+    requests = between(requests_before, await requests_by_kind(binary, real.kubeconfig)) if real else {}
     print(f"all {count} pods created after {created:.2f} s")
+    if requests:
+        print(
+            f"kube-apiserver requests per pod ({sum(requests.values()) / count:.2f} in all): "
+            + ", ".join(f"{kind} {n / count:.2f}" for kind, n in requests.items())
+        )
     marks = [moments[int(q * (len(moments) - 1))] - start for q in (0, 0.25, 0.5, 0.75, 1)]
     print("annotated at (first, 25%, 50%, 75%, last): " + ", ".join(f"{m:.2f}" for m in marks) + " s")
     print("CPU per pod during the kubelet run (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
@@ -184,7 +195,7 @@ async def through_kubelet(
         await forget_cluster(kube, prefix)
         await kube.delete(NAMESPACES, prefix)
     await kube.close()
-    return elapsed, cpu
+    return elapsed, cpu, requests
 
 
 def rotated(planes: list[str], number: int) -> list[str]:
@@ -211,7 +222,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 scancel_name_prefix(prefix)
                 for plane in rotated(planes, round_ - 1):
                     await cpu_meter.settled()  # the cancellations' accounting stays out of the readings
-                    elapsed, cpu = await through_kubelet(
+                    elapsed, cpu, requests = await through_kubelet(
                         stack,
                         args.pods,
                         args.workers,
@@ -219,6 +230,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         real if plane == "real" else None,
                     )
                     through[plane] = {"kubelet_s": elapsed, "cpu_ms_per_pod": cpu}
+                    if requests:
+                        through[plane]["apiserver_requests"] = requests
                     scancel_name_prefix(prefix)
                 after = await red_box_only(stack, args.pods, args.workers, prefix + "a")
             finally:

@@ -28,20 +28,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import shutil
 import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import cpu_meter
+from apiserver_requests import kubectl
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node, wait_until
 from kubelet_submit import pod
 from quantiles import quantile
 from slurm_side import (
-    ROOT,
     BenchRedBox,
     Processes,
     apiserver_and_kubelet,
@@ -59,14 +57,6 @@ PARTITION = "cpu"  # no memory cap per node (long's would hold 8 jobs), no tests
 GOAL_P95_S = 0.25
 GRACE_S = 10.0
 """How long after the window a line written in it may still arrive (later ones count as lost)."""
-
-
-def kubectl() -> str:
-    built = subprocess.run(
-        [str(ROOT / "dev" / "scripts" / "kube-local"), "bin"], capture_output=True, text=True
-    )
-    path = Path(built.stdout.strip()) / "kubectl"
-    return str(path) if built.returncode == 0 and path.is_file() else shutil.which("kubectl") or "kubectl"
 
 
 def job_pod(namespace: str, index: int, node: str) -> dict[str, Any]:

@@ -29,18 +29,16 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import cpu_meter
+from apiserver_requests import between, kubectl, requests_by_kind, run_kubectl
 from kubelet_stack import RealPlane, forget_cluster, wait_for_node
 from kubelet_submit import rotated
-from logs_follow import kubectl
 from quantiles import quantile
 from slurm_side import (
     ROOT,
@@ -79,17 +77,6 @@ def slurmjobs(namespace: str, count: int) -> str:
         for i in range(count)
     ]
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-
-
-async def run_kubectl(binary: str, kubeconfig: Path, *args: str, stdin: str = "") -> str:
-    proc = await asyncio.create_subprocess_exec(
-        binary, "--kubeconfig", str(kubeconfig), *args,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await proc.communicate(stdin.encode())
-    if proc.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(args)}: {err.decode()}")
-    return out.decode()
 
 
 def latency_figures(start: float, ends: list[float], count: int) -> dict[str, Any]:
@@ -155,23 +142,6 @@ async def pod_stages(kube: KubeClient, namespace: str, stages: dict[str, dict[st
             for stage, reached in POD_STAGES:
                 if reached(pod):
                     stages.setdefault(stage, {}).setdefault(pod["metadata"]["name"], now)
-
-
-_REQUEST = re.compile(r"^apiserver_request_total\{(.*)\} (\d+)$", re.M)
-_LABEL = re.compile(r'(\w+)="([^"]*)"')
-
-
-async def requests_by_kind(binary: str, kubeconfig: Path) -> dict[str, int]:
-    """kube-apiserver's requests so far (its /metrics ``apiserver_request_total``) by verb and resource."""
-    text = await run_kubectl(binary, kubeconfig, "get", "--raw", "/metrics")
-    counts: dict[str, int] = {}
-    for labels, value in _REQUEST.findall(text):
-        got = dict(_LABEL.findall(labels))
-        kind = f"{got.get('verb')} {got.get('resource')}" + (
-            f"/{got['subresource']}" if got.get("subresource") else ""
-        )
-        counts[kind] = counts.get(kind, 0) + int(value)
-    return counts
 
 
 def seconds_by_part(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -309,8 +279,7 @@ async def measured(
         cpu = process_cpu(operator.pid) - cpu0
         parts = seconds_by_part(before, system_cpu(red_box, kubelet.pid, operator.pid, real, apiserver))
         requests = await requests_by_kind(binary, kubeconfig) if real is not None else {}
-        requests = {k: n - requests0.get(k, 0) for k, n in requests.items() if n - requests0.get(k, 0) > 0}
-        requests = dict(sorted(requests.items(), key=lambda kv: -kv[1]))
+        requests = between(requests0, requests)
         watching.cancel()
         following.cancel()
     finally:
