@@ -169,7 +169,7 @@ async def through_kubelet(
         async with gate:
             await kube.create(PODS, pod(prefix, index, node), namespace=prefix)
 
-    binary = kubectl()
+    binary = kubectl() if real is not None else ""
     requests_before = await requests_by_kind(binary, real.kubeconfig) if real is not None else {}
     cpu_before = cpu_reading(stack, real)
     start = time.perf_counter()
@@ -178,7 +178,9 @@ async def through_kubelet(
     await asyncio.wait_for(done.wait(), 900)
     elapsed = time.perf_counter() - start
     cpu = cpu_meter.per_job(cpu_before, cpu_reading(stack, real), count)
-    requests = between(requests_before, await requests_by_kind(binary, real.kubeconfig)) if real else {}
+    requests = (
+        between(requests_before, await requests_by_kind(binary, real.kubeconfig)) if real is not None else {}
+    )
     print(f"all {count} pods created after {created:.2f} s")
     if requests:
         print(

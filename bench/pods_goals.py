@@ -20,19 +20,20 @@ OURS = ("kubelet", "red-box")
 NAMES = {"real": "kube-apiserver", "memory": "the in-memory API server"}
 
 
-def _bound(
-    cpus: list[dict[str, float]], rounds: list[dict[str, Any]], pods: int, cores: int, less: float
+def plane_cpus(result: dict[str, Any], plane: str) -> list[dict[str, float] | None]:
+    """Each round's CPU per pod by part on ``plane`` (None for a round that did not read it)."""
+    return [(r.get("planes") or {"memory": r})[plane].get("cpu_ms_per_pod") for r in result["rounds"]]
+
+
+def bound(
+    result: dict[str, Any], cpus: list[dict[str, float]], cores: int, *, less_ours: bool = False
 ) -> float:
     """The median over the rounds of the most the pods could reach against the round's loop with
-    every core busy, at the round's CPU per pod less the parts named by ``less`` (a fraction)."""
+    every core busy, at the round's CPU per pod (less wlmvk's own parts when ``less_ours``)."""
     return cpu_meter.median(
         [
-            cores
-            * 1000
-            / (cpu["total"] - less * sum(cpu.get(part, 0.0) for part in OURS))
-            * r["loop_s"]
-            / pods
-            for cpu, r in zip(cpus, rounds, strict=True)
+            cores * 1000 / (cpu["total"] - (_ours(cpu) if less_ours else 0.0)) * r["loop_s"] / result["pods"]
+            for cpu, r in zip(cpus, result["rounds"], strict=True)
         ]
     )
 
@@ -48,15 +49,16 @@ def goals(result: dict[str, Any]) -> list[str]:
     cores = int(result["machine"]["cores"])
     lines = []
     for p, plane in planes.items():
-        cpus = [(r.get("planes") or {"memory": r})[p].get("cpu_ms_per_pod") for r in result["rounds"]]
-        if not all(cpus):
+        read = plane_cpus(result, p)
+        cpus = [cpu for cpu in read if cpu]
+        if len(cpus) != len(read):
             continue
         x_loop = plane["x_loop"]
         verdict = (
             f" (goal >= {PODS_X_LOOP}: {'met' if x_loop >= PODS_X_LOOP else 'missed'})" if p == "real" else ""
         )
-        at_cpu = _bound(cpus, result["rounds"], result["pods"], cores, 0.0)
-        without = _bound(cpus, result["rounds"], result["pods"], cores, 1.0)
+        at_cpu = bound(result, cpus, cores)
+        without = bound(result, cpus, cores, less_ours=True)
         ours = cpu_meter.median([_ours(cpu) for cpu in cpus])
         lines.append(
             f"- {NAMES.get(p, p)}: {x_loop:.2f}x the loop{verdict}; on {cores} cores at its CPU per pod it"

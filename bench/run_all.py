@@ -273,11 +273,10 @@ def pods_cpu(result: dict[str, Any]) -> list[str]:
     """CPU per pod by part of the system through the kubelet (median of the rounds), on each plane,
     and the most the pods could reach on the machine's cores at that CPU per pod."""
     planes = list(result.get("planes") or {"memory": result})
-    cpus = {
-        p: [(r.get("planes") or {"memory": r})[p]["cpu_ms_per_pod"] for r in result["rounds"]] for p in planes
-    }
-    if not all(all(cpu for cpu in cpus[p]) for p in planes):
+    read = {p: pods_goals.plane_cpus(result, p) for p in planes}
+    if not all(all(read[p]) for p in planes):
         return []
+    cpus = {p: [cpu for cpu in read[p] if cpu] for p in planes}
     cores = int(result["machine"]["cores"])
     parts = list(cpus[planes[0]][0])
     rows = [
@@ -293,12 +292,7 @@ def pods_cpu(result: dict[str, Any]) -> list[str]:
     for p in planes:
         medians = {part: cpu_meter.median([cpu[part] for cpu in cpus[p]]) for part in parts}
         # Each round's bound against its own loop, then their median (as the speedups are taken).
-        bound = cpu_meter.median(
-            [
-                cores * 1000 / cpu["total"] * r["loop_s"] / result["pods"]
-                for cpu, r in zip(cpus[p], result["rounds"], strict=True)
-            ]
-        )
+        bound = pods_goals.bound(result, cpus[p], cores)
         rows.append(
             f"| {PLANE_NAMES[p]} | "
             + " | ".join(f"{medians[part]:.2f}" for part in parts)
