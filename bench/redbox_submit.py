@@ -38,7 +38,8 @@ the end of its round):
 ``--before SRC`` adds ``before-keys@C`` and ``before-rest-keys@C``: red-box from
 another source tree (say the commit before a change, ``git archive REV src | tar
 -x -C DIR``; SRC is DIR/src), through sbatch and through its slurmrestd, so a
-change is measured against its predecessor in the same run.
+change is measured against its predecessor in the same run; with the Go client,
+also ``before-go-single@C``, its single calls to that tree's red-box.
 
 Every arm submits to the same partition (the original needs one named). The
 arms run in a rotated order each round (round 2 starts with the second arm),
@@ -232,6 +233,7 @@ async def measure(
     older_rest_pid: list[int] = []
     bare_pid: list[int] = []
     go_pid: list[int] = []
+    older_go_pid: list[int] = []
     # What each of this tree's red-boxes did in each round (index scans, GC, CPU), by its pid.
     ours_tallies, rest_tallies = redbox_tallies.Tallies(), redbox_tallies.Tallies()
     async with contextlib.AsyncExitStack() as stack:
@@ -269,10 +271,13 @@ async def measure(
                 if server is not None:
                     arms[f"{name}@{c}"] = (_arm(server, c, keyed=keyed), pids[0])
         bare = await stack.enter_async_context(bare_restd(bare_pid)) if bare_arms else None
-        go = None
+        go = older_go = None
         if go_client:
             driver = go_submitter(go_client, rest.socket_path, SCRIPT, PARTITION, go_pid)
             go = await stack.enter_async_context(driver)
+            if older_rest is not None:
+                driver = go_submitter(go_client, older_rest.socket_path, SCRIPT, PARTITION, older_go_pid)
+                older_go = await stack.enter_async_context(driver)
         for c in concurrency:
             arms[f"rest-single@{c}"] = (
                 lambda count, c=c: submitted_one_by_one(rest, count, concurrency=c),
@@ -280,6 +285,11 @@ async def measure(
             )
             if go is not None:
                 arms[f"go-single@{c}"] = (lambda count, c=c: go.submit(count, c), rest_pid[0])
+            if older_go is not None:
+                arms[f"before-go-single@{c}"] = (
+                    lambda count, c=c: older_go.submit(count, c),
+                    older_rest_pid[0],
+                )
             if bare is not None:
                 arms[f"bare-rest@{c}"] = (lambda count, c=c: bare.submit(count, c), bare_pid[0])
         arms["rest-kubelet"] = (_arm(rest, 10**6, keyed=True), rest_pid[0])
@@ -301,7 +311,7 @@ async def measure(
                 arm, server_pid = arms[name]
                 tallies = tallied.get(server_pid or 0)
                 before_tallies = await tallies.read() if tallies else None
-                clients = go_pid if name.startswith("go-") else []
+                clients = {"go-": go_pid, "before-go-": older_go_pid}.get(name.split("single")[0], [])
                 before_cpu = cpu_meter.reading(server_pid, clients)
                 before_machine = redbox_tallies.machine_cpu()
                 started = time.perf_counter()

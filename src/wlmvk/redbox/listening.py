@@ -10,6 +10,7 @@ a bound on what one connection may hold.
 
 grpclib has no setting for it; the connection's first SETTINGS frame (sent as the connection is
 made) carries it here, as grpclib itself sends its window size (``H2Protocol.connection_made``).
+Its calls are accepted by ``answers.Answering``: a unary call's answer leaves in one write.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 from h2.settings import SettingCodes
+
+from wlmvk.redbox.answers import Answering
 
 STREAMS = 10_000
 """Concurrent streams red-box accepts on one client connection."""
@@ -34,9 +37,11 @@ class _RoomyProtocol(H2Protocol):
 
 
 class Listener(Server):
-    """``grpclib.server.Server`` whose connections take ``STREAMS`` concurrent streams."""
+    """``grpclib.server.Server`` whose connections take ``STREAMS`` concurrent streams and answer
+    unary calls in one write."""
 
     def _protocol_factory(self) -> H2Protocol:
         protocol: Any = super()._protocol_factory()
         protocol.__class__ = _RoomyProtocol  # the same object, made by grpclib with its handler
+        protocol.handler.__class__ = Answering
         return protocol  # type: ignore[no-any-return]

@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
-
-import pytest
+from collections.abc import AsyncIterator
 
 from wlmvk._proto import api
 from wlmvk.redbox.listening import STREAMS, Listener
@@ -33,13 +29,6 @@ class Tailing(api.WorkloadManagerBase):  # type: ignore[misc]
 
     async def workload_info(self, request: api.WorkloadInfoRequest) -> api.WorkloadInfoResponse:
         return api.WorkloadInfoResponse(name="slurm", version="22.05.8", uid=0)
-
-
-@pytest.fixture
-def socket_path() -> Iterator[str]:
-    home = tempfile.mkdtemp(dir="/tmp")
-    yield f"{home}/s.sock"
-    shutil.rmtree(home, ignore_errors=True)
 
 
 async def test_a_unary_call_is_answered_beside_150_open_follows(socket_path: str) -> None:

@@ -7,9 +7,6 @@ red-box is exercised in tests/e2e/redbox.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
-from collections.abc import Iterator
 
 import pytest
 from grpclib import GRPCError
@@ -43,13 +40,6 @@ class OriginalRedBox(api.WorkloadManagerBase):  # type: ignore[misc]
 
     async def submit_job(self, request: api.SubmitJobRequest) -> api.SubmitJobResponse:
         raise GRPCError(Status.UNKNOWN, "sbatch: error: Batch job submission failed: Invalid partition name")
-
-
-@pytest.fixture
-def socket_path() -> Iterator[str]:
-    home = tempfile.mkdtemp(dir="/tmp")
-    yield f"{home}/s.sock"
-    shutil.rmtree(home, ignore_errors=True)
 
 
 async def serve(handler: api.WorkloadManagerBase, path: str) -> Server:
