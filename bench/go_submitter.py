@@ -15,7 +15,7 @@ import json
 import tempfile
 from collections.abc import AsyncIterator
 
-from line_arm import LineArm, ended
+from line_arm import LINE_LIMIT, LineArm, ended
 
 
 @contextlib.asynccontextmanager
@@ -37,6 +37,7 @@ async def go_submitter(
             partition,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT,
         )
         pids.append(proc.pid)
         assert proc.stdout is not None

@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 
+LINE_LIMIT = 32 * 2**20
+"""The longest answer line a helper's stdout is read with (``limit=`` of its process): a round's
+ids, 8-9 bytes each, for up to millions of jobs (asyncio's default of 64 KiB held 7,000)."""
+
 
 class LineArm:
     """A running helper process: ``submit(count, concurrency)`` answers the job ids."""

@@ -70,7 +70,7 @@ from pathlib import Path
 import cpu_meter
 import redbox_tallies
 from go_submitter import go_submitter
-from line_arm import LineArm, ended
+from line_arm import LINE_LIMIT, LineArm, ended
 from redbox_common import as_job_owner, red_box_process, scancel, wait_serving
 
 from wlmvk.core import logging as wlog
@@ -166,6 +166,7 @@ async def bare_restd(pids: list[int]) -> AsyncIterator[LineArm]:
         *as_job_owner([sys.executable, str(helper), PARTITION, SCRIPT]),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
+        limit=LINE_LIMIT,
         cwd="/tmp",
     )
     pids.append(proc.pid)
