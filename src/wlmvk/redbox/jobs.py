@@ -82,7 +82,8 @@ class Jobs:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self._inflight: dict[str, asyncio.Future[JobId]] = {}
         self._accounting_off_until = 0.0
-        self._index: dict[str, JobState] = {}
+        self._index: dict[str, JobId] = {}
+        """Each idempotency key found in Slurm, with its newest job."""
         self._index_at = -math.inf
         self._index_scan: asyncio.Future[None] | None = None
         self._index_full_at = -math.inf  # monotonic: the last full build
@@ -188,9 +189,8 @@ class Jobs:
             started = time.monotonic()
             found = self.store.job_for_key(key)
             if found is None:
-                indexed = (await self._index_since(max(started, state.since))).get(key)
-                if indexed is not None:
-                    found = indexed.job_id
+                found = (await self._index_since(max(started, state.since))).get(key)
+                if found is not None:
                     self.store.remember_key(key, found)
             if found is not None or state.conclusive(started, bound):
                 del self._unsettled[key]
@@ -198,7 +198,7 @@ class Jobs:
             self._unsettled[key] = state.looked(started, time.monotonic())
             _log.info("key not in Slurm yet; looked up again after the bound", key=key)
 
-    async def _index_since(self, after: float) -> dict[str, JobState]:
+    async def _index_since(self, after: float) -> dict[str, JobId]:
         """The index from a scan that started at ``after`` or later."""
         while self._index_at < after:
             scan = self._index_scan
@@ -249,10 +249,9 @@ class Jobs:
                 # A submission of an earlier red-box never recorded its job id: only a
                 # fresh look at Slurm can tell whether sbatch made the job.
                 max_age = stale = 0.0
-            indexed = (await self._key_index(max_age, stale=stale)).get(key)
-            if indexed is None:
+            known = (await self._key_index(max_age, stale=stale)).get(key)
+            if known is None:
                 return None
-            known = indexed.job_id
             self.store.remember_key(key, known)
         return known
 
@@ -264,7 +263,7 @@ class Jobs:
         except WlmvkError as exc:
             _log.warning("key index not read at start: the first keyed submission reads it", reason=str(exc))
 
-    async def _key_index(self, max_age: float, *, stale: float = 0.0) -> dict[str, JobState]:
+    async def _key_index(self, max_age: float, *, stale: float = 0.0) -> dict[str, JobId]:
         """The index, rebuilt when older than ``max_age``; waited for only past ``max_age + stale``."""
         age = time.monotonic() - self._index_at
         if self._index_scan is None and age > max_age:
@@ -289,24 +288,23 @@ class Jobs:
         full = self._accounting_read is None or started - self._index_full_at > KEY_INDEX_FULL
         self.index_scans["full" if full else "since"] += 1
         # Between full builds the index only grows: a key found once keeps its job (the newest).
-        index: dict[str, JobState] = {} if full else dict(self._index)
-        rows = await self.slurm.own_jobs()
+        index: dict[str, JobId] = {} if full else dict(self._index)
+        found = [await self.slurm.own_keys()]
         if self._accounting_maybe():
             last = self._accounting_read
             since = None if full or last is None else last - KEY_INDEX_OVERLAP
             reading = time.time()
-            accounted = await self.slurm.accounting_recent(since)
+            accounted = await self.slurm.accounting_keys(since)
             if accounted is None:
                 self._accounting_off()
                 self._accounting_read = None  # when it is back, a full read
             else:
-                rows = accounted + rows
+                found.append(accounted)
                 self._accounting_read = reading
-        for row in rows:
-            if row.idempotency_key:
-                seen = index.get(row.idempotency_key)
-                if seen is None or row.job_id >= seen.job_id:
-                    index[row.idempotency_key] = row
+        for keys in found:
+            for key, job_id in keys.items():
+                if job_id >= index.get(key, 0):
+                    index[key] = job_id
         self._index, self._index_at = index, started
         if full:
             self._index_full_at = started

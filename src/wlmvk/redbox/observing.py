@@ -28,7 +28,7 @@ from wlmvk.core.jobs import JobId, JobState
 from wlmvk.redbox.answering import Inflight, unary
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.slurm.cli import arrays
-from wlmvk.redbox.slurm.cli.commands import user_name
+from wlmvk.redbox.slurm.cli.users import user_name
 from wlmvk.wire import associations, codec
 
 

@@ -41,7 +41,8 @@ from wlmvk.redbox.fencing import Fences, fenced
 from wlmvk.redbox.jobs import Jobs
 from wlmvk.redbox.observing import Observing
 from wlmvk.redbox.partitions import Partitions
-from wlmvk.redbox.slurm.cli.commands import Slurm, user_name
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.cli.users import user_name
 from wlmvk.redbox.slurm.processes.executing import Execution
 from wlmvk.wire import associations, batches, codec, submits
 from wlmvk.wire import execs as sessions

@@ -36,7 +36,7 @@ class ScriptedSlurm:
         self.calls: list[str] = []
         self.next_id = 100
         self.submitted: list[Sequence[str]] = []
-        self.since: list[float | None] = []  # each accounting_recent's start
+        self.since: list[float | None] = []  # each accounting_keys' start
         self.queue_gate: asyncio.Event | None = None  # when set up, squeue answers once it is set
 
     async def submit(
@@ -57,8 +57,8 @@ class ScriptedSlurm:
             await self.queue_gate.wait()
         return [s for j, s in self.queued.items() if job_ids is None or j in job_ids]
 
-    async def own_jobs(self) -> list[JobState]:
-        return await self.queue()
+    async def own_keys(self) -> dict[str, JobId]:
+        return _newest(await self.queue())
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         self.calls.append("sacct")
@@ -66,13 +66,22 @@ class ScriptedSlurm:
             return None
         return [s for j, s in self.accounted.items() if j in job_ids]
 
-    async def accounting_recent(self, since: float | None = None) -> list[JobState] | None:
+    async def accounting_keys(self, since: float | None = None) -> dict[str, JobId] | None:
         self.calls.append("sacct")
         self.since.append(since)
-        return None if self.accounted is None else list(self.accounted.values())
+        return None if self.accounted is None else _newest(list(self.accounted.values()))
 
     async def message_timeout(self) -> float:
         return 0.0
+
+
+def _newest(states: list[JobState]) -> dict[str, JobId]:
+    """Each key's newest job among ``states``, as Slurm's keys reading answers (``cli.keys``)."""
+    newest: dict[str, JobId] = {}
+    for state in sorted(states, key=lambda s: s.job_id):
+        if state.idempotency_key:
+            newest[state.idempotency_key] = state.job_id
+    return newest
 
 
 @pytest.fixture
@@ -331,14 +340,14 @@ async def test_an_array_that_squeue_says_completed_is_asked_of_accounting(
 async def test_keys_not_read_at_start_are_read_by_the_first_keyed_submission(
     jobs: Jobs, slurm: ScriptedSlurm
 ) -> None:
-    async def unanswered() -> list[JobState]:
+    async def unanswered() -> dict[str, JobId]:
         slurm.calls.append("squeue")
         raise Unavailable("squeue: slurmctld does not answer")
 
-    slurm.own_jobs = unanswered  # type: ignore[method-assign]
+    slurm.own_keys = unanswered  # type: ignore[method-assign]
     await jobs.warm_index()  # red-box starts anyway
     assert slurm.calls == ["squeue"]
-    del slurm.own_jobs  # Slurm answers again
+    del slurm.own_keys  # Slurm answers again
     slurm.calls.clear()
     job = await jobs.submit(JobSpec(script="#!/bin/sh\ntrue\n", partition="p", idempotency_key="k1"))
     assert slurm.calls == ["squeue", "sacct", "sbatch"]  # the read the start could not make, then sbatch

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.unit.redboxclient.test_client import serve, socket_path, stop  # noqa: F401 (fixture)
+from tests.unit.redboxclient.test_client import serve, stop
 from wlmvk._proto import api
 from wlmvk.core.jobs import JobId, JobState, JobStatus
 from wlmvk.redboxclient.client import RedBoxClient
@@ -130,7 +130,7 @@ class StatesRedBox(api.WorkloadManagerBase):  # type: ignore[misc]
         return EncodedStates(StatesEncoder().encode(s for s in STATES if s.job_id in request.job_ids))
 
 
-async def test_over_grpc_the_client_reads_what_red_box_framed(socket_path: str) -> None:  # noqa: F811
+async def test_over_grpc_the_client_reads_what_red_box_framed(socket_path: str) -> None:
     server = await serve(StatesRedBox(), socket_path)
     client = RedBoxClient(socket_path)
     try:

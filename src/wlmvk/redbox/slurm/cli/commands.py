@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pwd
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,11 +31,12 @@ from wlmvk.core.errors import InvalidInput, LimitReached, NotFound, Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.core.usage import UsageSample
 from wlmvk.redbox.slurm import verdicts
+from wlmvk.redbox.slurm.cli import keys, releases, rows, sacct, slices, squeue
 from wlmvk.redbox.slurm.cli import nodeinfo as partitions
-from wlmvk.redbox.slurm.cli import releases, rows, sacct, slices, squeue
 from wlmvk.redbox.slurm.cli import sacctmgr as associations
 from wlmvk.redbox.slurm.cli import scontrol as records
 from wlmvk.redbox.slurm.cli import sstat as stats
+from wlmvk.redbox.slurm.cli.users import user_name
 from wlmvk.redbox.slurm.processes import overlap
 from wlmvk.redbox.slurm.processes.runner import Completed, NoAnswer, Runner
 from wlmvk.slurm.tenantstatus import Association, AssociationLook, Associations
@@ -161,15 +161,6 @@ class Slurm:
 
         With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
         """
-        return await self._user_queue(job_ids)
-
-    async def own_jobs(self) -> list[JobState]:
-        """Every job of red-box's user that slurmctld holds, read by ``squeue -u`` (the lookup by
-        key's reading): slurmctld sends only this user's jobs (``slurm_load_job_user``), so its
-        cost is this user's jobs, never the cluster's, whatever reading ``queue`` prefers."""
-        return await self._user_queue(None)
-
-    async def _user_queue(self, job_ids: Sequence[JobId] | None) -> list[JobState]:
         # --local: no REQUEST_FED_INFO first (a third of what each look cost slurmctld); red-box
         # submits to its own cluster only.
         release = await self.release()
@@ -185,6 +176,19 @@ class Slurm:
                 return []
             raise error
         return _read(squeue.squeue_rows(done.stdout, release=release, user=user_name(self.user)), "squeue")
+
+    async def own_keys(self) -> dict[str, JobId]:
+        """Each wlmvk key among the jobs of red-box's user that slurmctld holds, with its newest job
+        (the lookup by key's reading, ``keys``): ``squeue -u``, so slurmctld sends only this user's
+        jobs (``slurm_load_job_user``), never the cluster's."""
+        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", keys.SQUEUE_FORMAT]
+        done = await self.runner.run(argv)
+        if not done.ok:
+            error = classify(done)
+            if isinstance(error, NotFound):
+                return {}
+            raise error
+        return _keyed(keys.squeue_keys(done.stdout), "squeue")
 
     async def observe(self, job_ids: Sequence[JobId]) -> list[tuple[str, JobState]]:
         """``squeue -t all -j IDS`` with no user filter: these jobs' states, whoever owns them, each
@@ -211,23 +215,27 @@ class Slurm:
             return []
         return await self._sacct(["-j", ",".join(str(i) for i in job_ids)])
 
-    async def accounting_recent(self, since: float | None = None) -> list[JobState] | None:
-        """Every job of the last ACCOUNTING_WINDOW, or of any state after the epoch second ``since``
-        (for lookups by key); None without accounting."""
+    async def accounting_keys(self, since: float | None = None) -> dict[str, JobId] | None:
+        """Each wlmvk key in the accounting of the last ACCOUNTING_WINDOW, or of any state after the
+        epoch second ``since``, with its newest job (``keys``); None without accounting."""
         start = (
             ACCOUNTING_WINDOW if since is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
         )
-        return await self._sacct(["-S", start])
+        done = await self._sacct_run(keys.SACCT_FORMAT, ["-S", start])
+        return None if done is None else _keyed(keys.sacct_keys(done.stdout), "sacct")
 
     async def _sacct(self, selection: Sequence[str]) -> list[JobState] | None:
+        done = await self._sacct_run(sacct.FORMAT, selection)
+        return None if done is None else _read(sacct.sacct_rows(done.stdout), "sacct")
+
+    async def _sacct_run(self, fields: str, selection: Sequence[str]) -> Completed | None:
         argv = ["sacct", "-X", "-n", "-u", self.user, "--parsable2", f"--delimiter={rows.SEP}"]
-        argv += ["-o", sacct.FORMAT, *selection]
-        done = await self.runner.run(argv)
+        done = await self.runner.run([*argv, "-o", fields, *selection])
         if not done.ok:
             if no_accounting(done):
                 return None
             raise classify(done)
-        return _read(sacct.sacct_rows(done.stdout), "sacct")
+        return done
 
     async def usage(self, job_ids: Sequence[JobId], *, budget: float | None = None) -> UsageSample:
         """CPU time and memory of these jobs' running steps, read within ``budget`` seconds.
@@ -425,26 +433,15 @@ class Slurm:
 
 def _read(read: rows.Rows, command: str) -> list[JobState]:
     """The readable rows, and UNKNOWN for a job whose row is not: its pod is left as it is."""
-    for text in read.skipped:
-        _log.warning("unreadable job row skipped", command=command, row=text[:500])
+    _skipped(read.skipped, command)
     return read.states + read.unreadable()
 
 
-def user_id(user: str) -> int:
-    """The uid of the user given by name or uid (what squeue's ``-u`` and a dump's ``user_id`` name)."""
-    if user.isdigit():
-        return int(user)
-    try:
-        return pwd.getpwnam(user).pw_uid
-    except KeyError as exc:
-        raise InvalidInput(f"no such user: {user!r}") from exc
+def _keyed(read: keys.Keys, command: str) -> dict[str, JobId]:
+    _skipped(read.skipped, command)
+    return read.jobs
 
 
-def user_name(user: str) -> str:
-    """The name of the user given by name or uid (``%u`` of a job's output path)."""
-    if not user.isdigit():
-        return user
-    try:
-        return pwd.getpwuid(int(user)).pw_name
-    except KeyError:
-        return user
+def _skipped(texts: Sequence[str], command: str) -> None:
+    for text in texts:
+        _log.warning("unreadable job row skipped", command=command, row=text[:500])

@@ -40,7 +40,8 @@ import structlog
 from wlmvk.core.errors import Unavailable
 from wlmvk.core.jobs import JobId, JobState
 from wlmvk.redbox.slurm import verdicts
-from wlmvk.redbox.slurm.cli.commands import Slurm, user_id
+from wlmvk.redbox.slurm.cli.commands import Slurm
+from wlmvk.redbox.slurm.cli.users import user_id
 from wlmvk.redbox.slurm.processes.runner import Runner
 from wlmvk.redbox.slurm.rest import dump as restjobs
 from wlmvk.redbox.slurm.rest import fields as restfields

@@ -129,11 +129,16 @@ async def test_a_lookup_by_key_reads_only_our_users_jobs_of_the_last_three_days(
     # The key index never reads another user's jobs nor a week of the cluster (issue 14).
     runner = CountingRunner()
     slurm = Slurm(runner, user="wlmvk")  # type: ignore[arg-type]
-    assert await slurm.accounting_recent() == []
+    assert await slurm.accounting_keys() == {}
     (argv,) = runner.argvs
     assert argv[0] == "sacct"
     assert argv[argv.index("-u") + 1] == "wlmvk"
     assert argv[argv.index("-S") + 1] == "now-3days"
     # A rebuild reads from its start on, in the local time sacct reads.
-    await slurm.accounting_recent(since=time.mktime((2026, 12, 5, 16, 20, 30, 0, 0, -1)))
+    await slurm.accounting_keys(since=time.mktime((2026, 12, 5, 16, 20, 30, 0, 0, -1)))
     assert runner.argvs[-1][runner.argvs[-1].index("-S") + 1] == "2026-12-05T16:20:30"
+    assert argv[argv.index("-o") + 1] == "JobID,Comment", "job ids and comments alone"
+    assert await slurm.own_keys() == {}
+    queue = runner.argvs[-1]
+    assert (queue[0], queue[queue.index("-u") + 1]) == ("squeue", "wlmvk")
+    assert queue[queue.index("-O") + 1] == "JobArrayID:\x1f,Comment:\x1f"

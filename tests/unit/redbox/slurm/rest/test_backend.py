@@ -21,6 +21,7 @@ from tests.unit.redbox.slurm.rest.test_dump import CAPTURED, UID, USER
 from wlmvk.core.jobs import JobId, JobStatus
 from wlmvk.redbox.files import Confinement
 from wlmvk.redbox.jobs import Jobs
+from wlmvk.redbox.slurm.cli import keys
 from wlmvk.redbox.slurm.processes.runner import Completed
 from wlmvk.redbox.slurm.rest import backend as restapi
 from wlmvk.redbox.slurm.rest.backend import RestSlurm
@@ -30,6 +31,7 @@ from wlmvk.redbox.store import Store
 
 DUMP = (CAPTURED / "restd_jobs_v0.0.38.json").read_text()
 LISTING = (CAPTURED / "squeue_restd_v0.0.38.txt").read_text()
+KEYS_LISTING = (CAPTURED / "squeue_keys.txt").read_text()
 NOT_MODIFIED = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -48,7 +50,8 @@ class SqueueRunner:
             return Completed(tuple(argv), 0, "", "")  # nothing in accounting
         assert argv[0] == "squeue"
         self.squeues += 1
-        return Completed(tuple(argv), 0, LISTING, "")
+        keyed = keys.SQUEUE_FORMAT in argv  # the lookup by key's reading
+        return Completed(tuple(argv), 0, KEYS_LISTING if keyed else LISTING, "")
 
 
 class Answers:
@@ -108,7 +111,7 @@ async def test_a_lookup_by_key_reads_the_users_own_jobs_not_the_clusters_dump(
     jobs = Jobs(
         slurm=slurm, store=store, confinement=Confinement(tmp_path, [tmp_path]), max_script_bytes=1000
     )
-    assert await jobs.job_for_key("key-ok") == JobId(161616)
+    assert await jobs.job_for_key("key-held") == JobId(939728)
     assert await jobs.job_for_key("key-never-used") is None
     assert server.requests == []
     squeues = [argv for argv in runner.argvs if argv[0] == "squeue"]
