@@ -52,8 +52,9 @@ built: a scan reads every job's comment, and submissions need not queue behind i
 KEY_INDEX_FULL = 3600.0
 """Seconds between full builds of the key index (squeue and ACCOUNTING_WINDOW of accounting).
 In between, a rebuild reads squeue and only the accounting since the last read: a user with
-thousands of jobs in three days (7,000 here, 0.4 s of red-box's CPU to read) would otherwise
-pay that read every KEY_INDEX_TTL while submitting."""
+thousands of jobs in three days (7,000 here, 0.4 s of red-box's CPU to read as whole job states,
+before the reading took ids and comments alone: ``cli.keys``) would otherwise pay that read
+every KEY_INDEX_TTL while submitting."""
 
 KEY_INDEX_OVERLAP = 600.0
 """Seconds before the last accounting read that the next one starts at: a job reaches

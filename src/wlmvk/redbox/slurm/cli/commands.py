@@ -161,34 +161,21 @@ class Slurm:
 
         With ``job_ids`` only those; ids Slurm no longer knows are simply absent.
         """
-        # --local: no REQUEST_FED_INFO first (a third of what each look cost slurmctld); red-box
-        # submits to its own cluster only.
         release = await self.release()
-        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", squeue.FORMAT]
+        argv = ["-u", self.user, "-O", squeue.FORMAT]
         if job_ids is not None:
             if not job_ids:
                 return []
             argv += ["-j", ",".join(str(i) for i in job_ids)]
-        done = await self.runner.run(argv)
-        if not done.ok:
-            error = classify(done)
-            if isinstance(error, NotFound):
-                return []
-            raise error
-        return _read(squeue.squeue_rows(done.stdout, release=release, user=user_name(self.user)), "squeue")
+        listing = await self._listing(argv)
+        return _read(squeue.squeue_rows(listing, release=release, user=user_name(self.user)), "squeue")
 
     async def own_keys(self) -> dict[str, JobId]:
         """Each wlmvk key among the jobs of red-box's user that slurmctld holds, with its newest job
         (the lookup by key's reading, ``keys``): ``squeue -u``, so slurmctld sends only this user's
         jobs (``slurm_load_job_user``), never the cluster's."""
-        argv = ["squeue", "--local", "-h", "-t", "all", "-u", self.user, "-O", keys.SQUEUE_FORMAT]
-        done = await self.runner.run(argv)
-        if not done.ok:
-            error = classify(done)
-            if isinstance(error, NotFound):
-                return {}
-            raise error
-        return _keyed(keys.squeue_keys(done.stdout), "squeue")
+        listing = await self._listing(["-u", self.user, "-O", keys.SQUEUE_FORMAT])
+        return _keyed(keys.squeue_keys(listing), "squeue")
 
     async def observe(self, job_ids: Sequence[JobId]) -> list[tuple[str, JobState]]:
         """``squeue -t all -j IDS`` with no user filter: these jobs' states, whoever owns them, each
@@ -199,15 +186,21 @@ class Slurm:
         if not job_ids:
             return []
         release = await self.release()
-        argv = ["squeue", "--local", "-h", "-t", "all", "-O", squeue.FORMAT]
-        done = await self.runner.run([*argv, "-j", ",".join(str(i) for i in job_ids)])
+        listing = await self._listing(["-O", squeue.FORMAT, "-j", ",".join(str(i) for i in job_ids)])
+        read, owners = squeue.owned_rows(listing, release=release, name_of=user_name)
+        return [(owners.get(state.job_id, ""), state) for state in _read(read, "squeue")]
+
+    async def _listing(self, selection: Sequence[str]) -> str:
+        """``squeue -h -t all`` of ``selection`` (its -u, -O, -j): the listing, '' when Slurm knows
+        none of the jobs asked for. --local: no REQUEST_FED_INFO first (a third of what each look
+        cost slurmctld); red-box submits to its own cluster only."""
+        done = await self.runner.run(["squeue", "--local", "-h", "-t", "all", *selection])
         if not done.ok:
             error = classify(done)
             if isinstance(error, NotFound):
-                return []
+                return ""
             raise error
-        read, owners = squeue.owned_rows(done.stdout, release=release, name_of=user_name)
-        return [(owners.get(state.job_id, ""), state) for state in _read(read, "squeue")]
+        return done.stdout
 
     async def accounting(self, job_ids: Sequence[JobId]) -> list[JobState] | None:
         """``sacct`` rows of these jobs, or None when accounting is off."""
