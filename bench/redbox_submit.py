@@ -235,6 +235,8 @@ async def measure(
     bare_pid: list[int] = []
     go_pid: list[int] = []
     older_go_pid: list[int] = []
+    # The processes that drive an arm for this one (the Go client), counted as its client's CPU.
+    drivers: dict[str, list[int]] = {}
     # What each of this tree's red-boxes did in each round (index scans, GC, CPU), by its pid.
     ours_tallies, rest_tallies = redbox_tallies.Tallies(), redbox_tallies.Tallies()
     async with contextlib.AsyncExitStack() as stack:
@@ -286,11 +288,13 @@ async def measure(
             )
             if go is not None:
                 arms[f"go-single@{c}"] = (lambda count, c=c: go.submit(count, c), rest_pid[0])
+                drivers[f"go-single@{c}"] = go_pid
             if older_go is not None:
                 arms[f"before-go-single@{c}"] = (
                     lambda count, c=c: older_go.submit(count, c),
                     older_rest_pid[0],
                 )
+                drivers[f"before-go-single@{c}"] = older_go_pid
             if bare is not None:
                 arms[f"bare-rest@{c}"] = (lambda count, c=c: bare.submit(count, c), bare_pid[0])
         arms["rest-kubelet"] = (_arm(rest, 10**6, keyed=True), rest_pid[0])
@@ -312,7 +316,7 @@ async def measure(
                 arm, server_pid = arms[name]
                 tallies = tallied.get(server_pid or 0)
                 before_tallies = await tallies.read() if tallies else None
-                clients = {"go-": go_pid, "before-go-": older_go_pid}.get(name.split("single")[0], [])
+                clients = drivers.get(name, [])
                 before_cpu = cpu_meter.reading(server_pid, clients)
                 before_machine = redbox_tallies.machine_cpu()
                 started = time.perf_counter()
